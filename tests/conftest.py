@@ -1,0 +1,42 @@
+"""Shared fixtures: isolated state folders, the shared datasets, single-threaded numerics."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from uniroute.settings import Settings, apply_offline_environment
+
+# Tests never reach the network, and numerics stay single-threaded (the cores are shared).
+apply_offline_environment()
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+SHARED_DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A fresh UNIROUTE_HOME."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def settings(home: Path) -> Settings:
+    return Settings(home=home, shared_datasets=SHARED_DATASETS)
+
+
+@pytest.fixture
+def db_path(home: Path) -> Path:
+    return home / "uniroute.duckdb"
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.exists():
+        pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
+    return SHARED_DATASETS

@@ -1,0 +1,72 @@
+"""One Settings object, built at the edges (CLI, flows) and passed down as plain values."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Every switch that stops a library from reaching the network or phoning home. Applied by the
+# edges (CLI, flows, tests) before anything heavy is imported; never at import time.
+OFFLINE_ENVIRONMENT = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "DO_NOT_TRACK": "true",  # MLflow accepts only "true"
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+class Settings(BaseSettings):
+    """Where state lives and how the pipeline runs; every field can be set as UNIROUTE_<FIELD>."""
+
+    model_config = SettingsConfigDict(env_prefix="UNIROUTE_", extra="ignore")
+
+    home: Path = Path(".uniroute")
+    embedder: str = "minilm"
+    embed_batch_size: int = 128
+    seed: int = 0
+    dask_address: str | None = None
+    dask_workers: int = 2
+    shared_datasets: Path = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "uniroute.duckdb"
+
+    @property
+    def inbox_dir(self) -> Path:
+        return self.home / "inbox"
+
+    @property
+    def published_dir(self) -> Path:
+        return self.home / "published"
+
+    @property
+    def mlflow_uri(self) -> str:
+        return f"sqlite:///{(self.home / 'mlflow.db').resolve()}"
+
+    @property
+    def mlflow_artifacts(self) -> Path:
+        return self.home / "mlartifacts"
+
+    @property
+    def prefect_home(self) -> Path:
+        return self.home / "prefect"
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+
+def apply_offline_environment(settings: Settings | None = None) -> None:
+    """Switch off every download and telemetry path; point Prefect's state under UNIROUTE_HOME."""
+    for key, value in OFFLINE_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
+    if settings is not None:
+        os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home.resolve()))
