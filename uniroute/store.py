@@ -137,3 +137,17 @@ def read_only_query(db_path: Path, sql: str) -> pd.DataFrame:
             except duckdb.Error as exc:
                 raise StoreError(f"query failed: {exc}") from exc
         return result
+
+
+@contextmanager
+def registered(
+    con: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame | pa.Table
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Expose a frame to named queries as the relation `name` for the duration of the block."""
+    if not name.replace("_", "").isalnum():
+        raise StoreError(f"not a relation name: {name!r}")
+    con.register(name, frame)
+    try:
+        yield con
+    finally:
+        con.unregister(name)

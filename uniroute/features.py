@@ -1,0 +1,142 @@
+"""LLM features Psi(m): each model's mean loss (1 - score) on each prompt cluster (paper eq. 9).
+
+Shapes: M models, K clusters. values (M, K) float64 in [0, 1]; counts (M, K) int64.
+
+Fallback (documented): a cell with no labelled prompt behind it (count 0: the cluster holds no validation
+prompt, or none that this model answered) takes the model's overall mean loss over all its labelled prompts.
+The paper's eq. 9 is undefined for an empty C_k; the overall mean is the K = 1 (ZeroRouter) estimate, so an
+empty cluster routes that model as the cluster-free router would. A model with no labels at all has no
+estimate and is an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    import duckdb
+
+log = logging.getLogger(__name__)
+
+PSI_FRAME_COLUMNS = ("model", "cluster", "loss_sum", "n")
+
+
+@dataclass(frozen=True, eq=False)
+class Psi:
+    """Per-cluster mean loss of each model, with the number of labelled prompts behind each cell."""
+
+    models: tuple[str, ...]
+    values: np.ndarray  # (M, K) float64 mean loss; count-0 cells hold the model's overall mean loss
+    counts: np.ndarray  # (M, K) int64
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "models", tuple(self.models))
+        values = np.array(self.values, dtype=np.float64, copy=True)
+        counts = np.array(self.counts, dtype=np.int64, copy=True)
+        if values.ndim != 2 or values.shape != counts.shape or values.shape[0] != len(self.models):
+            raise ValueError(
+                f"Psi shapes disagree: {len(self.models)} models, values {values.shape}, counts {counts.shape}"
+            )
+        if len(set(self.models)) != len(self.models):
+            raise ValueError(f"Psi has duplicate model names: {sorted(self.models)}")
+        if not np.all(np.isfinite(values)):
+            bad = [self.models[i] for i in np.unique(np.nonzero(~np.isfinite(values))[0])]
+            raise ValueError(f"Psi has non-finite values for models {bad}")
+        values.setflags(write=False)
+        counts.setflags(write=False)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "counts", counts)
+
+    @property
+    def k(self) -> int:
+        """Number of clusters K."""
+        return int(self.values.shape[1])
+
+    def row(self, model: str) -> np.ndarray:
+        """(K,) Psi row of one model."""
+        try:
+            return self.values[self.models.index(model)]
+        except ValueError:
+            raise KeyError(f"model {model!r} not in Psi (models: {list(self.models)})") from None
+
+
+def _psi_from_sums(models: Sequence[str], sums: np.ndarray, counts: np.ndarray) -> Psi:
+    """Psi from per-cell loss sums and counts (M, K), applying the count-0 fallback."""
+    totals = counts.sum(axis=1)
+    empty = [m for m, t in zip(models, totals, strict=True) if t == 0]
+    if empty:
+        raise ValueError(f"no labelled prompts at all for models {empty}: cannot estimate their Psi")
+    overall = sums.sum(axis=1) / totals  # (M,) each model's overall mean loss
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.where(counts > 0, sums / np.maximum(counts, 1), overall[:, None])
+    n_fallback = int((counts == 0).sum())
+    if n_fallback:
+        log.info("Psi: %d of %d cells have no labelled prompt and use the model's overall mean loss",
+                 n_fallback, counts.size)
+    return Psi(models=tuple(models), values=values, counts=counts)
+
+
+def psi_from_losses(cluster_of: np.ndarray, losses: np.ndarray, k: int, models: Sequence[str]) -> Psi:
+    """Psi from cluster ids (n,) and losses (n, M) (NaN = no result), one column per name in models."""
+    cluster_of = np.asarray(cluster_of)
+    losses = np.asarray(losses, dtype=np.float64)
+    models = tuple(models)
+    if losses.ndim != 2 or losses.shape[0] != cluster_of.shape[0] or cluster_of.ndim != 1:
+        raise ValueError(f"cluster_of {cluster_of.shape} and losses {losses.shape} must be (n,) and (n, M)")
+    if losses.shape[1] != len(models):
+        raise ValueError(f"losses has {losses.shape[1]} columns but {len(models)} model names were given")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if cluster_of.size and (cluster_of.min() < 0 or cluster_of.max() >= k):
+        raise ValueError(f"cluster ids must lie in [0, {k}), got range [{cluster_of.min()}, {cluster_of.max()}]")
+    labelled = ~np.isnan(losses)
+    # One-hot (n, K) @ (n, M): per-cluster sums without a Python loop over clusters or models.
+    onehot = np.zeros((cluster_of.shape[0], k), dtype=np.float64)
+    onehot[np.arange(cluster_of.shape[0]), cluster_of.astype(np.int64)] = 1.0
+    sums = (onehot.T @ np.where(labelled, losses, 0.0)).T  # (M, K)
+    counts = np.rint(onehot.T @ labelled.astype(np.float64)).astype(np.int64).T  # (M, K)
+    return _psi_from_sums(models, sums, counts)
+
+
+def psi_from_frame(frame: pd.DataFrame, k: int) -> Psi:
+    """Psi from the store's group-by (columns model, cluster, loss_sum, n); models in order of appearance."""
+    missing = [c for c in PSI_FRAME_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"psi frame lacks columns {missing} (has {list(frame.columns)})")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if frame.empty:
+        raise ValueError("psi frame is empty: no model has a result on the clustered prompts")
+    clusters = frame["cluster"].to_numpy(dtype=np.int64)
+    if clusters.min() < 0 or clusters.max() >= k:
+        raise ValueError(f"cluster ids must lie in [0, {k}), got range [{clusters.min()}, {clusters.max()}]")
+    codes, models = pd.factorize(frame["model"], sort=False)
+    if (frame.groupby(["model", "cluster"]).size() > 1).any():
+        raise ValueError("psi frame has more than one row for some (model, cluster)")
+    sums = np.zeros((len(models), k), dtype=np.float64)
+    counts = np.zeros((len(models), k), dtype=np.int64)
+    sums[codes, clusters] = frame["loss_sum"].to_numpy(dtype=np.float64)
+    counts[codes, clusters] = frame["n"].to_numpy(dtype=np.int64)
+    return _psi_from_sums([str(m) for m in models], sums, counts)
+
+
+def psi_frame_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame) -> pd.DataFrame:
+    """Run sql/queries/psi_by_cluster.sql with prompt_clusters (prompt_id, cluster) registered as a relation."""
+    from uniroute import store
+
+    missing = [c for c in ("prompt_id", "cluster") if c not in prompt_clusters.columns]
+    if missing:
+        raise ValueError(f"prompt_clusters lacks columns {missing} (has {list(prompt_clusters.columns)})")
+    with store.registered(con, "prompt_clusters", prompt_clusters[["prompt_id", "cluster"]]):
+        return store.query(con, "psi_by_cluster")
+
+
+def psi_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame, k: int) -> Psi:
+    """Psi of every active model from the store's results on the prompts in prompt_clusters."""
+    return psi_from_frame(psi_frame_from_store(con, prompt_clusters), k)
