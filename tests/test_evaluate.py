@@ -1,0 +1,236 @@
+"""Evaluation protocol and metrics: hand-checked curve fixtures, the sign test, the trial pipeline."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from uniroute.evaluate import (
+    Curve,
+    RoutingData,
+    candidate_grid,
+    curve_area,
+    curve_metrics,
+    eval_data_from_frame,
+    kmeans_candidates,
+    knn_candidates,
+    knn_gammas,
+    lambda_grid,
+    nearest_order,
+    reach_cost,
+    routed_points,
+    sign_test,
+    switch_path,
+    trial_split,
+    upper_envelope,
+)
+
+# ---- curve envelope, interpolation, Area, QNC on a hand-checked fixture -------------------------------------
+# Points (cost, score): (0.5, 0.4) is dominated by (0.2, 0.5); (0.8, 0.7) by (0.5, 0.7); (0.5, 0.7) beats
+# (0.5, 0.4) at equal cost. The envelope is (0.2, 0.5) - (0.5, 0.7) - (1.0, 0.9).
+POINTS_COST = [0.5, 0.2, 0.8, 1.0, 0.5]
+POINTS_SCORE = [0.4, 0.5, 0.7, 0.9, 0.7]
+
+
+@pytest.fixture
+def curve() -> Curve:
+    return upper_envelope(np.array(POINTS_COST), np.array(POINTS_SCORE))
+
+
+def test_envelope_drops_dominated_points(curve: Curve) -> None:
+    np.testing.assert_array_equal(curve.cost, [0.2, 0.5, 1.0])
+    np.testing.assert_array_equal(curve.score, [0.5, 0.7, 0.9])
+
+
+def test_envelope_of_one_point_and_equal_scores() -> None:
+    single = upper_envelope(np.array([0.3]), np.array([0.6]))
+    assert single.cost.tolist() == [0.3] and single.score.tolist() == [0.6]
+    flat = upper_envelope(np.array([0.6, 0.3, 0.9]), np.array([0.5, 0.5, 0.5]))  # equal scores: cheapest only
+    assert flat.cost.tolist() == [0.3] and flat.score.tolist() == [0.5]
+
+
+def test_interpolation_is_linear_and_constant_beyond_the_ends(curve: Curve) -> None:
+    np.testing.assert_allclose(curve.at(np.array([0.0, 0.2, 0.35, 0.5, 0.75, 1.0, 1.3])),
+                               [0.5, 0.5, 0.6, 0.7, 0.8, 0.9, 0.9])
+
+
+def test_area_and_area50(curve: Curve) -> None:
+    # [0, 0.2] flat at 0.5: 0.1; [0.2, 0.5] trapezoid (0.5 + 0.7) / 2 * 0.3 = 0.18; [0.5, 1] (0.7 + 0.9) / 2 * 0.5 = 0.4
+    assert curve_area(curve) == pytest.approx(0.68)
+    assert curve_area(curve, 0.0, 0.5) == pytest.approx(0.28)
+    # a window that cuts a segment in the middle: [0.35, 0.75] = (0.6 + 0.7)/2 * 0.15 + (0.7 + 0.8)/2 * 0.25
+    assert curve_area(curve, 0.35, 0.75) == pytest.approx(0.0975 + 0.1875)
+
+
+def test_area_counts_a_curve_that_extends_beyond_cost_one_only_up_to_one() -> None:
+    c = upper_envelope(np.array([0.5, 1.5]), np.array([0.5, 1.0]))  # at cost 1: 0.75
+    assert curve_area(c) == pytest.approx(0.25 + (0.5 + 0.75) / 2 * 0.5)
+
+
+def test_qnc_interpolated_at_vertex_never_and_at_first_point(curve: Curve) -> None:
+    # interpolated: 0.8 is reached half-way between 0.5 and 1.0; the best LLM costs 1.0
+    assert curve_metrics(curve, best_score=0.8, best_cost=1.0)["qnc"] == pytest.approx(0.75)
+    # exactly at a vertex, relative to a best LLM at cost 0.5
+    assert curve_metrics(curve, best_score=0.7, best_cost=0.5)["qnc"] == pytest.approx(1.0)
+    # never reached
+    assert math.isinf(curve_metrics(curve, best_score=0.95, best_cost=1.0)["qnc"])
+    # already reached by the cheapest point: its cost, not the flat extrapolation to 0
+    assert reach_cost(curve, 0.4) == pytest.approx(0.2)
+
+
+def test_peak_and_area_in_metrics(curve: Curve) -> None:
+    m = curve_metrics(curve, best_score=0.8, best_cost=1.0)
+    assert m["peak"] == pytest.approx(0.9)
+    assert m["area"] == pytest.approx(0.68) and m["area50"] == pytest.approx(0.28)
+
+
+def test_envelope_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        upper_envelope(np.array([]), np.array([]))
+    with pytest.raises(ValueError, match="finite"):
+        upper_envelope(np.array([0.1, np.nan]), np.array([0.1, 0.2]))
+
+
+# ---- routing along lambda ---------------------------------------------------------------------------------
+def test_routed_points_on_a_two_prompt_fixture() -> None:
+    # Two models: A cheap (cost 0.2), B expensive (1.0). gamma: prompt 0 prefers B by 0.4, prompt 1 by 0.1.
+    # Switch to A at lambda = 0.4 / 0.8 = 0.5 (prompt 0) and 0.1 / 0.8 = 0.125 (prompt 1).
+    gamma = np.array([[0.6, 0.2], [0.5, 0.4]])
+    costs = np.array([0.2, 1.0])
+    scores = np.array([[0.0, 1.0], [1.0, 1.0]])
+    prompt_costs = np.array([[0.2, 1.0], [0.2, 1.0]])
+    path = switch_path(gamma, costs)
+    assert path.start.tolist() == [1, 1]
+    np.testing.assert_allclose(path.lam, [0.125, 0.5])
+    assert path.row.tolist() == [1, 0] and path.new.tolist() == [0, 0]
+    grid = lambda_grid(path, n_lambdas=5)
+    assert grid[0] == 0 and grid[1] == pytest.approx(0.125) and grid[-1] == pytest.approx(0.5)
+    cost, score = routed_points(gamma, costs, scores, prompt_costs, n_lambdas=5)
+    # lambda 0: both on B (cost 1, score 1); after 0.125: prompt 1 on A (cost 0.6, score 1); after 0.5: both on A
+    assert (cost[0], score[0]) == pytest.approx((1.0, 1.0))
+    assert (cost[1], score[1]) == pytest.approx((0.6, 1.0))
+    assert (cost[-1], score[-1]) == pytest.approx((0.2, 0.5))
+    env = upper_envelope(cost, score)
+    np.testing.assert_allclose(env.cost, [0.2, 0.6])
+    np.testing.assert_allclose(env.score, [0.5, 1.0])
+
+
+def test_ties_go_to_the_cheaper_model() -> None:
+    gamma = np.array([[0.3, 0.3, 0.3]])
+    costs = np.array([0.5, 0.1, 0.1])  # models 1 and 2 equally cheap: the lower index wins
+    path = switch_path(gamma, costs)
+    assert path.start.tolist() == [1] and path.lam.size == 0
+    assert lambda_grid(path).tolist() == [0.0]
+
+
+def test_routed_points_match_brute_force_argmin_on_random_data() -> None:
+    rng = np.random.default_rng(3)
+    n, m = 60, 6
+    gamma = rng.random((n, m)).round(2)  # rounded: exact ties occur
+    costs = np.array([0.1, 0.3, 0.3, 0.5, 0.8, 1.0])
+    scores = (rng.random((n, m)) > 0.4).astype(float)
+    prompt_costs = costs * rng.uniform(0.5, 1.5, (n, m))
+    cost, score = routed_points(gamma, costs, scores, prompt_costs, n_lambdas=200)
+    lams = lambda_grid(switch_path(gamma, costs), 200)
+    assert lams.size == 201
+    for j, lam in enumerate(lams):
+        val = gamma + lam * costs
+        # brute force with the contract's tie rule: smallest value, then cheaper, then lower index
+        choice = np.array([min(range(m), key=lambda k, r=r: (val[r, k], costs[k], k)) for r in range(n)])
+        assert score[j] == pytest.approx(scores[np.arange(n), choice].mean(), abs=1e-12)
+        assert cost[j] == pytest.approx(prompt_costs[np.arange(n), choice].mean(), abs=1e-12)
+    # the grid spans the best-quality routing (lambda 0) and the cheapest one (every prompt on model 0)
+    assert cost[-1] == pytest.approx(prompt_costs[:, 0].mean())
+
+
+# ---- sign test --------------------------------------------------------------------------------------------
+def test_sign_test_counts_and_exact_p() -> None:
+    a = [1, 2, 3, 4, 5, 6, 9]
+    b = [0, 0, 0, 0, 0, 7, 9]  # last pair tied: dropped
+    res = sign_test(a, b)
+    assert res["wins"] == 5 and res["losses"] == 1
+    # two-sided exact binomial, n = 6: P(X <= 1) + P(X >= 5) = (1 + 6 + 6 + 1) / 64
+    assert res["p"] == pytest.approx(14 / 64)
+    assert sign_test([1, 1], [1, 1]) == {"wins": 0, "losses": 0, "p": 1.0}
+    assert sign_test([1] * 20, [0] * 20)["p"] == pytest.approx(2 * 0.5**20)
+    with pytest.raises(ValueError, match="equal shapes"):
+        sign_test([1, 2], [1])
+
+
+# ---- hyper-parameter grids ----------------------------------------------------------------------------------
+def test_candidate_grids_include_both_ends() -> None:
+    assert knn_candidates(1203) == [5, 10, 20, 40, 80, 160, 401]
+    assert kmeans_candidates(1203) == [3, 4, 7, 10, 15, 24]
+    assert kmeans_candidates(100) == [3]  # n_val / 50 < 3: K = 3 only
+    assert knn_candidates(25) == [5, 8]
+    assert candidate_grid(5, 4, 2.0) == [5]
+    for n_val in (60, 316, 1203, 2057):
+        ks = kmeans_candidates(n_val)
+        assert ks[0] == 3 and ks[-1] == max(3, n_val // 50) and ks == sorted(set(ks))
+
+
+# ---- K-NN gamma -------------------------------------------------------------------------------------------
+def test_knn_gammas_skip_missing_labels_and_fall_back() -> None:
+    X_ref = np.eye(4, dtype=np.float32)
+    X_query = np.array([[1.0, 0.1, 0.0, 0.0]], dtype=np.float32)
+    X_query /= np.linalg.norm(X_query)
+    order = nearest_order(X_query, X_ref, 3)
+    assert order[0, :2].tolist() == [0, 1]
+    losses = np.array([[1.0, np.nan], [0.0, np.nan], [1.0, 1.0], [0.0, 0.0]])
+    g = knn_gammas(order, losses, [1, 2, 3])
+    # model 1 has no label on refs 0 and 1: its mean loss over the refs (0.5) until ref 2 enters at k = 3
+    assert g[1][0].tolist() == [1.0, 0.5]
+    assert g[2][0].tolist() == [0.5, 0.5]
+    assert g[3][0].tolist() == [pytest.approx(2 / 3), 1.0]
+
+
+# ---- data pivot -------------------------------------------------------------------------------------------
+def test_pivot_excludes_costless_models_and_fills_partial_costs() -> None:
+    frame = pd.DataFrame(
+        {
+            "prompt_id": ["p2", "p1", "p1", "p2", "p1", "p2", "p1"],
+            "prompt": ["two", "one", "one", "two", "one", "two", "one"],
+            "model": ["a", "a", "b", "b", "c", "c", "d"],
+            "score": [1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 1.0],
+            "cost": [2.0, 4.0, 1.0, None, None, None, 5.0],
+        }
+    )
+    data = eval_data_from_frame(frame)
+    assert data.excluded_models == ("c",)
+    assert data.routing.models == ("a", "b", "d")
+    assert data.prompt_ids == ("p1", "p2") and data.prompts == ("one", "two")
+    np.testing.assert_array_equal(data.routing.scores, [[0.0, 1.0, 1.0], [1.0, 0.5, np.nan]])
+    np.testing.assert_array_equal(data.routing.costs, [[4.0, 1.0, 5.0], [2.0, 1.0, np.nan]])
+    assert data.filled_costs == 1
+
+
+def test_pivot_rejects_duplicates_and_bad_scores() -> None:
+    base = {"prompt_id": ["p", "p"], "prompt": ["x", "x"], "model": ["a", "a"], "cost": [1.0, 1.0]}
+    with pytest.raises(ValueError, match="repeat"):
+        eval_data_from_frame(pd.DataFrame({**base, "score": [1.0, 0.0]}))
+    with pytest.raises(ValueError, match=r"outside \[0, 1\]"):
+        eval_data_from_frame(pd.DataFrame({**base, "model": ["a", "b"], "score": [1.5, 0.0]}))
+
+
+# ---- trial split --------------------------------------------------------------------------------------------
+def test_trial_split_sizes_roles_and_seeding() -> None:
+    rng = np.random.default_rng(0)
+    n, m = 200, 7
+    scores = (rng.random((n, m)) > 0.5).astype(float)
+    scores[:20, 0] = np.nan  # model 0 misses 20 prompts
+    costs = np.where(np.isnan(scores), np.nan, 1.0)
+    data = RoutingData(models=tuple(f"m{i}" for i in range(m)), scores=scores, costs=costs)
+    s = trial_split(data, seed=0, trial=1)
+    assert len(s.train_models) == 3 and len(s.test_models) == 4  # fewer than 12 LLMs: half (rounded down)
+    assert set(s.train_models) | set(s.test_models) == set(range(m))
+    assert len(s.train) == 120 and len(s.val) == 20
+    assert not set(s.train) & set(s.val) and not set(s.test) & (set(s.train) | set(s.val))
+    assert not np.isnan(scores[np.ix_(s.test, s.test_models)]).any()
+    again = trial_split(data, seed=0, trial=1)
+    assert np.array_equal(again.val, s.val) and again.fit_seed == s.fit_seed
+    assert not np.array_equal(trial_split(data, seed=0, trial=2).val, s.val)
+    big = RoutingData(models=tuple(f"m{i}" for i in range(12)), scores=np.zeros((10, 12)), costs=np.ones((10, 12)))
+    assert len(trial_split(big, 0, 0).train_models) == 8
