@@ -12,39 +12,37 @@ import numpy as np
 import pytest
 
 from uniroute import publish
+from uniroute.cluster import Centroids
+from uniroute.route import Router
 
 # Two clusters, three models: cheap model 0 is good on cluster 0, expensive model 2 is good everywhere.
 PSI = np.array([[0.1, 0.9], [0.5, 0.5], [0.05, 0.1]])  # (M, K) losses
 COSTS = np.array([1.0, 2.0, 10.0])
 MODELS = ("cheap", "mid", "big")
-WEIGHTS = np.array([0.5, 0.5])
 
 
-def test_cluster_choice_trades_loss_for_cost():
-    assert publish.cluster_choice(PSI, COSTS, 0.0).tolist() == [2, 2]
-    # lambda 0.01: cluster 0 prefers cheap (0.1+0.01 < 0.05+0.1); cluster 1 keeps big (0.1+0.1 < 0.5+0.02)
-    assert publish.cluster_choice(PSI, COSTS, 0.01).tolist() == [0, 2]
-    assert publish.cluster_choice(PSI, COSTS, 1.0).tolist() == [0, 0]
+def _router(psi=PSI, costs=COSTS):
+    return Router("emb", MODELS[: len(costs)], costs, psi, Centroids(np.eye(psi.shape[1], 3, dtype=np.float32)))
 
 
-def test_cluster_choice_ties_go_to_the_cheaper_model():
-    psi = np.array([[0.2], [0.2]])
-    assert publish.cluster_choice(psi, np.array([5.0, 1.0]), 0.0).tolist() == [1]
+def test_budget_rows_use_the_smallest_lambda_that_meets_the_budget():
+    tables = publish.routing_tables(_router(), MODELS, np.array([1, 1]))
+    routes = tables.routes[tables.routes.grid == "budget"]
+    # Budget 1.0 allows the best-quality choice; 0.55 moves cluster 0 to cheap: (0.5*1 + 0.5*10)/10 = 0.55.
+    assert routes[routes.budget == 1.0].model.tolist() == ["big", "big"]
+    assert routes[routes.budget == 0.6].model.tolist() == ["cheap", "big"]
+    assert routes[routes.budget == 0.1].model.tolist() == ["cheap", "cheap"]
 
 
-def test_budget_to_lambda_meets_the_budget_with_the_smallest_lambda():
-    # Budget 1.0 allows the best-quality choice (lambda 0); budget 0.55 needs cluster 0 moved to cheap:
-    # expected cost (0.5*1 + 0.5*10)/10 = 0.55.
-    assert publish.lambda_for_cluster_budget(PSI, COSTS, WEIGHTS, 1.0) == 0.0
-    lam = publish.lambda_for_cluster_budget(PSI, COSTS, WEIGHTS, 0.55)
-    assert publish.cluster_choice(PSI, COSTS, lam).tolist() == [0, 2]
-    assert publish.cluster_choice(PSI, COSTS, lam * 0.99).tolist() == [2, 2]
-    lam_low = publish.lambda_for_cluster_budget(PSI, COSTS, WEIGHTS, 0.1)
-    assert publish.cluster_choice(PSI, COSTS, lam_low).tolist() == [0, 0]
+def test_unreachable_budget_publishes_the_cheapest_routing():
+    psi = np.array([[0.5, 0.5], [0.1, 0.1]])
+    tables = publish.routing_tables(_router(psi, np.array([5.0, 10.0])), MODELS[:2], np.array([1, 3]))
+    low = tables.budgets[(tables.budgets.grid == "budget") & (tables.budgets.budget == 0.1)].iloc[0]
+    assert low.expected_cost == pytest.approx(0.5)  # the cheapest model costs half of the priciest
 
 
 def test_routing_tables_cover_the_grids_and_cost_falls_with_budget():
-    tables = publish.routing_tables(PSI, COSTS, MODELS, WEIGHTS)
+    tables = publish.routing_tables(_router(), MODELS, np.array([1, 1]))
     assert len(tables.routes) == 2 * (len(publish.BUDGETS) + len(publish.NORMALISED_LAMBDAS))
     budgets = tables.budgets[tables.budgets.grid == "budget"]
     assert (budgets.expected_cost <= budgets.budget + 1e-9).all()
@@ -54,7 +52,7 @@ def test_routing_tables_cover_the_grids_and_cost_falls_with_budget():
 
 
 def _tables():
-    return publish.routing_tables(PSI, COSTS, MODELS, WEIGHTS)
+    return publish.routing_tables(_router(), MODELS, np.array([3, 1]))
 
 
 def test_snapshot_round_trip_and_atomic_switch(tmp_path):
@@ -90,8 +88,11 @@ PUBLISH_LOOP = textwrap.dedent(
     from pathlib import Path
     from uniroute import publish
     psi = np.random.default_rng(0).random((6, 40))
-    tables = publish.routing_tables(psi, np.arange(1.0, 7.0), tuple("abcdef"), np.ones(40))
+    from uniroute.cluster import Centroids
+    from uniroute.route import Router
     centers = np.random.default_rng(1).random((40, 384)).astype("float32")
+    router = Router("e", tuple("abcdef"), np.arange(1.0, 7.0), psi, Centroids(centers))
+    tables = publish.routing_tables(router, tuple("abcdef"), np.ones(40, dtype=int))
     i = 0
     while True:
         publish.write_snapshot(Path(sys.argv[1]), f"v{i:06d}", tables, centers, {"i": i})

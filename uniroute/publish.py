@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from uniroute.route import Router
+
 log = logging.getLogger(__name__)
 
 BUDGETS = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -51,64 +53,53 @@ class Snapshot:
     budgets: pd.DataFrame
 
 
-def cluster_choice(psi: np.ndarray, costs: np.ndarray, lam: float) -> np.ndarray:
-    """(K,) index of the model minimising psi[m, k] + lam * cost[m]; ties go to the cheaper, then lower index."""
-    objective = psi.T + lam * costs[None, :]  # (K, M)
-    best = objective.min(axis=1, keepdims=True)
-    tied = np.isclose(objective, best, rtol=0.0, atol=1e-12)
-    # Among tied models prefer the cheapest; lexsort keys are applied last-first.
-    order = np.lexsort((np.arange(len(costs)), costs))
-    ranked = tied[:, order]
-    return order[ranked.argmax(axis=1)]
+def _cheapest_lambda(costs: np.ndarray) -> float:
+    """A lambda past every switch: losses differ by at most 1, so beyond 1 / (smallest cost gap) the cheapest wins."""
+    gaps = np.diff(np.unique(costs))
+    return float(2.0 / gaps.min()) if len(gaps) else 0.0
 
 
-def _expected(psi: np.ndarray, costs: np.ndarray, weights: np.ndarray, choice: np.ndarray) -> tuple[float, float]:
-    """Expected score and normalised cost of a per-cluster choice under cluster weights (sum to 1)."""
-    k = np.arange(psi.shape[1])
-    score = float(np.sum(weights * (1.0 - psi[choice, k])))
-    cost = float(np.sum(weights * costs[choice]) / costs.max())
-    return score, cost
+def routing_tables(router: Router, pool: tuple[str, ...], cluster_weights: np.ndarray) -> RoutingTables:
+    """Routes and expected score/cost on the budget grid and the lambda grid (one-hot routers only).
 
-
-def lambda_for_cluster_budget(psi: np.ndarray, costs: np.ndarray, weights: np.ndarray, budget: float) -> float:
-    """Smallest lambda whose expected normalised cost (cluster-weighted) is within the budget fraction."""
-    # Switch points: for each cluster, the lambdas where two models tie. Checking 0 and every switch point
-    # (just above it) finds the exact smallest feasible lambda; the cost is non-increasing in lambda.
-    gaps = []
-    for kk in range(psi.shape[1]):
-        dl = psi[:, kk][:, None] - psi[:, kk][None, :]
-        dc = costs[None, :] - costs[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lam = dl / dc
-        gaps.append(lam[np.isfinite(lam) & (lam > 0)])
-    candidates = np.unique(np.concatenate([[0.0], *gaps]))
-    for lam in candidates:
-        lam_eff = float(np.nextafter(lam, np.inf)) if lam > 0 else 0.0
-        _, cost = _expected(psi, costs, weights, cluster_choice(psi, costs, lam_eff))
-        if cost <= budget + 1e-12:
-            return lam_eff
-    return float(candidates[-1] * 2 + 1.0)
-
-
-def routing_tables(psi: np.ndarray, costs: np.ndarray, models: tuple[str, ...], weights: np.ndarray) -> RoutingTables:
-    """Routes and expected score/cost on the budget grid and the lambda grid.
-
-    psi (M, K) losses, costs (M,), weights (K,) share of validation prompts per cluster.
+    cluster_weights (K,): validation prompts per cluster. Expected score and cost are validation
+    estimates: the share of each cluster times the chosen model's Psi and cost.
     """
-    weights = np.asarray(weights, dtype=float)
-    weights = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1.0 / len(weights))
-    max_cost = float(costs.max())
-    settings: list[tuple[str, float | None, float]] = [
-        ("budget", b, lambda_for_cluster_budget(psi, costs, weights, b)) for b in BUDGETS
-    ]
+    weights = np.asarray(cluster_weights, dtype=np.int64)
+    # Each centroid is its own nearest centroid, so repeating centroids by their validation counts is an
+    # exact stand-in for the validation prompts when turning a budget into lambda.
+    proxy_val = np.repeat(router.assigner.centers, np.maximum(weights, 0), axis=0)
+    if len(proxy_val) == 0:
+        proxy_val, weights = router.assigner.centers, np.ones(router.k, dtype=np.int64)
+    share = weights / weights.sum()
+    pool_idx = router.pool_indices(pool)
+    pool_costs = router.costs[pool_idx]
+    max_cost = float(pool_costs.max())
+    settings: list[tuple[str, float | None, float]] = []
+    for budget in BUDGETS:
+        try:
+            lam = router.lambda_for_budget(proxy_val, budget, pool)
+        except ValueError:  # below the cheapest routing: publish the cheapest, its expected cost says so
+            lam = _cheapest_lambda(pool_costs)
+        settings.append(("budget", budget, lam))
     settings += [("lambda", None, lam / max_cost) for lam in NORMALISED_LAMBDAS]
+    clusters = np.arange(router.k)
     routes, budgets = [], []
     for grid, budget, lam in settings:
-        choice = cluster_choice(psi, costs, lam)
-        score, cost = _expected(psi, costs, weights, choice)
-        budgets.append({"grid": grid, "budget": budget, "lambda": lam, "expected_score": score, "expected_cost": cost})
-        for cluster, m in enumerate(choice):
-            routes.append({"cluster": cluster, "grid": grid, "budget": budget, "lambda": lam, "model": models[m]})
+        choice = router.cluster_table(lam, pool)
+        budgets.append(
+            {
+                "grid": grid,
+                "budget": budget,
+                "lambda": lam,
+                "expected_score": float(share @ (1.0 - router.psi[choice, clusters])),
+                "expected_cost": float(share @ router.costs[choice]) / max_cost,
+            }
+        )
+        routes += [
+            {"cluster": int(c), "grid": grid, "budget": budget, "lambda": lam, "model": router.models[m]}
+            for c, m in enumerate(choice)
+        ]
     return RoutingTables(routes=pd.DataFrame(routes), budgets=pd.DataFrame(budgets))
 
 
@@ -228,3 +219,86 @@ def current_manifest(published_dir: Path) -> dict | None:
 def new_version(fp: str) -> str:
     """A sortable version name: UTC time to the microsecond plus the fingerprint."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{fp[:8]}"
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What a publish did: the version made current, or why nothing was published."""
+
+    published: bool
+    version: str | None
+    router_id: str
+    pool: tuple[str, ...]
+    reason: str
+    path: Path | None = None
+    mlflow_run_id: str | None = None
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "path": str(self.path) if self.path else None, "pool": list(self.pool)}
+
+
+def publish_champion(
+    db_path: Path, published_dir: Path, tracking_uri: str | None, artifact_root: Path | None, force: bool = False
+) -> PublishResult:
+    """Publish routing tables for the champion router and the active pool, unless nothing changed."""
+    from uniroute import registry, store, tracking
+
+    champion = registry.load_champion(db_path, read_only=False)
+    router = champion.router
+    with store.opened(db_path) as con:
+        active = set(store.query(con, "active_models").model)
+    pool = tuple(m for m in router.models if m in active)
+    if not pool:
+        raise PublishError(f"champion {champion.router_id} has no active model to publish (all retired)")
+    fp = fingerprint(champion.router_id, pool)
+    current = current_manifest(published_dir)
+    if current is not None and current.get("fingerprint") == fp and not force:
+        reason = f"nothing changed since {current['version']}"
+        return PublishResult(False, current["version"], champion.router_id, pool, reason)
+    # Validation prompts per cluster: the largest count behind any model's Psi cell in that cluster.
+    counts = router.psi_counts if router.psi_counts is not None else np.ones_like(router.psi, dtype=np.int64)
+    tables = routing_tables(router, pool, counts.max(axis=0))
+    version = new_version(fp)
+    manifest = {
+        "router_id": champion.router_id,
+        "mlflow_run_id": champion.mlflow_run_id,
+        "embedder_id": router.embedder_id,
+        "pool": list(pool),
+        "fingerprint": fp,
+        "created": datetime.now(UTC).isoformat(),
+    }
+    path = write_snapshot(published_dir, version, tables, router.assigner.centers, manifest)
+    snapshot = read_snapshot(path)
+    run_id = None
+    if tracking_uri is not None and artifact_root is not None:
+        run_id = tracking.log_publish(
+            tracking_uri,
+            artifact_root,
+            router_id=champion.router_id,
+            params={"version": version, "pool": ",".join(pool), "fingerprint": fp},
+            artifacts={name: path / name for name in (*SNAPSHOT_FILES, "manifest.json")},
+        )
+    with store.opened(db_path) as con, store.transaction(con):
+        store.write_frame(
+            con,
+            "publications",
+            pd.DataFrame(
+                [
+                    {
+                        "version": version,
+                        "router_id": champion.router_id,
+                        "mlflow_run_id": run_id,
+                        "embedder_id": router.embedder_id,
+                        "pool": list(pool),
+                        "fingerprint": fp,
+                        "checksum": snapshot.manifest["checksum"],
+                        "path": str(path.resolve()),
+                        "created_at": datetime.now(UTC).replace(tzinfo=None),
+                    }
+                ]
+            ),
+        )
+        store.write_frame(con, "published_routes", tables.routes.assign(version=version))
+        store.write_frame(con, "published_budgets", tables.budgets.assign(version=version))
+    log.info("published %s for router %s (%d models)", version, champion.router_id, len(pool))
+    return PublishResult(True, version, champion.router_id, pool, "published", path, run_id)
