@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml requirements.lock
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m flows.demo
+	$(BIN)/python -m deployments.demo
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -144,3 +144,180 @@ def models_set_cost(
     except IngestError as exc:
         _fail(str(exc))
     typer.echo(f"{model}: default cost {cost}")
+
+
+def _int_list(text: str | None, what: str, allow_all: bool = False) -> list[int]:
+    """Comma-separated positive integers (and, when allowed, the word `all`, which is dropped)."""
+    if not text:
+        return []
+    values = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if allow_all and part.lower() == "all":
+            continue  # the full validation set is always part of the study
+        if not part.isdigit() or int(part) < 1:
+            _fail(f"{what} must be positive integers separated by commas, got {part!r}")
+        values.append(int(part))
+    return values
+
+
+@app.command()
+def evaluate(
+    data: Annotated[Path, typer.Option(help="Long-format results (Parquet/CSV/JSONL with prompt_id, prompt, "
+                                       "model, score, cost) or a dataset folder holding long.parquet.")],
+    out: Annotated[Path, typer.Option(help="JSON result file; the deferral-curve PNG is written beside it.")],
+    trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed; trial t uses default_rng([seed, t]).")] = 0,
+    embedder: Annotated[str | None, typer.Option(help="minilm or tfidf (default: UNIROUTE_EMBEDDER).")] = None,
+    methods: Annotated[str, typer.Option(help="Comma-separated methods to compare.")] = (
+        "zero,knn,kmeans,learnedmap,mlp,matfac"
+    ),
+    val_sizes: Annotated[str | None, typer.Option(
+        "--val-sizes", help="Validation-size study, e.g. 25,50,100,200,400,all: writes <out>_valsize.json/.png."
+    )] = None,
+    workers: Annotated[int, typer.Option(help="Dask worker processes (0: run the trials in this process).")] = 2,
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address (default: UNIROUTE_DASK_ADDRESS; "
+                                                  "none starts a local cluster).")] = None,
+    as_json: JsonFlag = False,
+):
+    """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5)."""
+    from uniroute import evaluate as ev
+
+    settings = _settings()
+    method_list = tuple(m.strip() for m in methods.split(",") if m.strip())
+    sizes = _int_list(val_sizes, "--val-sizes", allow_all=True)
+    if trials < 1:
+        _fail(f"--trials must be >= 1, got {trials}")
+    if workers < 0:
+        _fail(f"--workers must be >= 0, got {workers}")
+    try:
+        config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes))
+        eval_data = ev.eval_data_from_frame(ev.long_frame(data))
+    except (ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    if eval_data.excluded_models:
+        typer.echo(f"excluded (no cost, so no place on a cost axis): {', '.join(eval_data.excluded_models)}", err=True)
+    name = embedder or settings.embedder
+    X, embedder_id = ev.prompt_embeddings(eval_data.prompts, name, settings.db_path, seed)
+    typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
+               f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
+
+    def progress(done: int, total: int) -> None:
+        if not as_json and (done == total or done % max(1, total // 10) == 0):
+            typer.echo(f"  {done}/{total} trials", err=True)
+
+    report, study, results = ev.evaluate(
+        eval_data, X, trials, config, workers=workers, scheduler_address=scheduler or settings.dask_address,
+        progress=progress,
+    )
+    dataset = data.name if data.is_dir() else data.stem
+    report.update(dataset=dataset, embedder_id=embedder_id, data=str(data))
+    paths = ev.write_outputs(report, study, results, out, title=f"{dataset}: {trials} trials, {embedder_id}")
+    if as_json:
+        typer.echo(json.dumps(report))
+    else:
+        typer.echo(ev.summary_table(report))
+        typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+@app.command("build")
+def build_command(
+    embedder: Annotated[str | None, typer.Option(help="minilm (default) or tfidf.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for K-means and the LearnedMap.")] = None,
+    as_json: JsonFlag = False,
+):
+    """The nightly job on what is in the store: choose K, fit, compute Psi, evaluate, log, version."""
+    from uniroute.build import BuildError, run_build
+
+    settings = _settings()
+    try:
+        result = run_build(settings.db_path, embedder or settings.embedder, settings.seed if seed is None else seed,
+                           settings.mlflow_uri, settings.mlflow_artifacts)
+    except BuildError as exc:
+        _fail(str(exc))
+    typer.echo(json.dumps(result.as_dict(), default=str) if as_json else result.line())
+
+
+@app.command()
+def onboard(
+    results: Annotated[list[Path], typer.Option("--results", help="Validation results of the new model(s), any "
+                                                "ingest format; prompts without a split count as validation.")],
+    as_json: JsonFlag = False,
+):
+    """Add or refresh models from their validation results, on the champion's frozen clusters."""
+    from uniroute.ingest import IngestError, ingest_file
+    from uniroute.onboard import OnboardError, onboard_models
+
+    settings = _settings()
+    models: list[str] = []
+    try:
+        for path in results:
+            summary = ingest_file(settings.db_path, path, split="val", progress=not as_json)
+            models += [m for m in summary.landed_models if m not in models]
+        if not models:
+            _fail(f"no new validation results in {', '.join(map(str, results))}: nothing to onboard")
+        result = onboard_models(settings.db_path, models, settings.embedder, settings.mlflow_uri,
+                                settings.mlflow_artifacts)
+    except (IngestError, OnboardError, LookupError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
+
+
+@app.command()
+def retire(model: Annotated[str, typer.Argument(help="Model to take out of the pool.")]):
+    """Remove a model from the pool (routing and publishing skip it; its results stay)."""
+    from uniroute.onboard import OnboardError, retire_model
+
+    try:
+        retire_model(_settings().db_path, model)
+    except OnboardError as exc:
+        _fail(str(exc))
+    typer.echo(f"retired {model}")
+
+
+@app.command("publish")
+def publish_command(
+    force: Annotated[bool, typer.Option(help="Publish even if nothing changed.")] = False,
+    as_json: JsonFlag = False,
+):
+    """Write the champion's routing tables for the active pool (atomic, versioned)."""
+    from uniroute.publish import PublishError, publish_champion
+
+    settings = _settings()
+    try:
+        result = publish_champion(settings.db_path, settings.published_dir, settings.mlflow_uri,
+                                  settings.mlflow_artifacts, force=force)
+    except (PublishError, LookupError) as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(result.as_dict()))
+    else:
+        typer.echo(f"published {result.version} -> {result.path}" if result.published else result.reason)
+
+
+@app.command()
+def route(
+    texts: Annotated[list[str], typer.Argument(help="Prompts to route.")],
+    lam: Annotated[float | None, typer.Option("--lambda", help="Cost weight: argmin loss + lambda * cost.")] = None,
+    budget: Annotated[
+        float | None, typer.Option(help="Target mean cost as a fraction of the priciest model's.")
+    ] = None,
+    pool: Annotated[
+        str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool).")
+    ] = None,
+    log_decisions: Annotated[
+        bool, typer.Option("--log", help="Append the decisions to the routing_log table.")
+    ] = False,
+    as_json: JsonFlag = False,
+):
+    """Route prompts with the champion router."""
+    from uniroute.decisions import RoutingError, route_texts
+
+    if lam is not None and budget is not None:
+        _fail("give --lambda or --budget, not both")
+    settings = _settings()
+    try:
+        decisions = route_texts(settings.db_path, texts, settings.embedder, lam=lam, budget=budget,
+                                pool=[p.strip() for p in pool.split(",")] if pool else None, log=log_decisions)
+    except (RoutingError, LookupError, ValueError) as exc:
+        _fail(str(exc))
+    _print_frame(decisions.drop(columns=["text_hash"]), as_json)

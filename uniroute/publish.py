@@ -39,8 +39,8 @@ class PublishError(RuntimeError):
 class RoutingTables:
     """What a gateway needs: routes (cluster x setting -> model) and expected score/cost per setting."""
 
-    routes: pd.DataFrame  # columns cluster, grid, budget, lambda, model
-    budgets: pd.DataFrame  # columns grid, budget, lambda, expected_score, expected_cost
+    routes: pd.DataFrame  # columns cluster, grid, budget, lam (lambda), model
+    budgets: pd.DataFrame  # columns grid, budget, lam, expected_score, expected_cost
 
 
 @dataclass(frozen=True)
@@ -59,18 +59,33 @@ def _cheapest_lambda(costs: np.ndarray) -> float:
     return float(2.0 / gaps.min()) if len(gaps) else 0.0
 
 
+def validation_weights(router: Router) -> np.ndarray:
+    """(K,) validation prompts per cluster: the largest count behind any model's Psi cell in that cluster."""
+    if router.psi_counts is None:
+        return np.ones(router.k, dtype=np.int64)
+    return router.psi_counts.max(axis=0)
+
+
+def validation_proxy(router: Router) -> np.ndarray:
+    """Centroids repeated by their validation counts: an exact stand-in for the validation prompts.
+
+    Each centroid is its own nearest centroid, so a one-hot router routes this proxy exactly as it routes
+    the validation prompts; turning a budget into lambda needs nothing else.
+    """
+    weights = validation_weights(router)
+    return np.repeat(router.assigner.centers, np.maximum(weights, 0), axis=0)
+
+
 def routing_tables(router: Router, pool: tuple[str, ...], cluster_weights: np.ndarray) -> RoutingTables:
     """Routes and expected score/cost on the budget grid and the lambda grid (one-hot routers only).
 
     cluster_weights (K,): validation prompts per cluster. Expected score and cost are validation
     estimates: the share of each cluster times the chosen model's Psi and cost.
     """
-    weights = np.asarray(cluster_weights, dtype=np.int64)
-    # Each centroid is its own nearest centroid, so repeating centroids by their validation counts is an
-    # exact stand-in for the validation prompts when turning a budget into lambda.
-    proxy_val = np.repeat(router.assigner.centers, np.maximum(weights, 0), axis=0)
-    if len(proxy_val) == 0:
-        proxy_val, weights = router.assigner.centers, np.ones(router.k, dtype=np.int64)
+    weights = np.maximum(np.asarray(cluster_weights, dtype=np.int64), 0)
+    if weights.sum() == 0:
+        weights = np.ones(router.k, dtype=np.int64)
+    proxy_val = np.repeat(router.assigner.centers, weights, axis=0)
     share = weights / weights.sum()
     pool_idx = router.pool_indices(pool)
     pool_costs = router.costs[pool_idx]
@@ -91,13 +106,13 @@ def routing_tables(router: Router, pool: tuple[str, ...], cluster_weights: np.nd
             {
                 "grid": grid,
                 "budget": budget,
-                "lambda": lam,
+                "lam": lam,
                 "expected_score": float(share @ (1.0 - router.psi[choice, clusters])),
                 "expected_cost": float(share @ router.costs[choice]) / max_cost,
             }
         )
         routes += [
-            {"cluster": int(c), "grid": grid, "budget": budget, "lambda": lam, "model": router.models[m]}
+            {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m]}
             for c, m in enumerate(choice)
         ]
     return RoutingTables(routes=pd.DataFrame(routes), budgets=pd.DataFrame(budgets))
@@ -255,9 +270,7 @@ def publish_champion(
     if current is not None and current.get("fingerprint") == fp and not force:
         reason = f"nothing changed since {current['version']}"
         return PublishResult(False, current["version"], champion.router_id, pool, reason)
-    # Validation prompts per cluster: the largest count behind any model's Psi cell in that cluster.
-    counts = router.psi_counts if router.psi_counts is not None else np.ones_like(router.psi, dtype=np.int64)
-    tables = routing_tables(router, pool, counts.max(axis=0))
+    tables = routing_tables(router, pool, validation_weights(router))
     version = new_version(fp)
     manifest = {
         "router_id": champion.router_id,

@@ -91,7 +91,7 @@ create table if not exists published_routes (
     cluster  integer not null,
     grid     varchar not null check (grid in ('budget', 'lambda')),
     budget   double,                    -- fraction of the most expensive pool model's cost (grid = budget)
-    lambda   double not null,
+    lam        double not null,     -- lambda (a DuckDB keyword, hence the short name)
     model    varchar not null
 );
 
@@ -100,7 +100,7 @@ create table if not exists published_budgets (
     version        varchar not null,
     grid           varchar not null,
     budget         double,
-    lambda         double not null,
+    lam              double not null,
     expected_score double not null,
     expected_cost  double not null      -- normalised by the most expensive pool model
 );
@@ -113,7 +113,16 @@ create table if not exists routing_log (
     text_hash  varchar not null,
     cluster    integer,
     model      varchar not null,
-    lambda     double not null,
+    lam          double not null,
     budget     double,
     routed_at  timestamp not null
+);
+
+-- Grain: one row per (clustering_id, prompt_id): the nearest centroid of a prompt. Written by builds for
+-- every embedded prompt and by onboarding for new validation prompts, so Psi is a SQL group-by.
+create table if not exists cluster_assignments (
+    clustering_id varchar not null,
+    prompt_id     varchar not null,
+    cluster       integer not null,
+    primary key (clustering_id, prompt_id)
 );

@@ -1,0 +1,174 @@
+"""`make run`: the whole story on real data, end to end, through a real Prefect server.
+
+1. Ingest the benchmark logs (RouterBench's raw CSVs from ../shared, or synthetic logs where it is
+   absent) through the inbox flow, holding one LLM back.
+2. Nightly build: embed, choose K, fit K-means and the LearnedMap, Psi in SQL, evaluate, MLflow.
+3. Publish the routing tables.
+4. Drop the held-back LLM's validation results into the inbox: the inbox flow emits
+   `uniroute.results.landed`, the served onboarding deployment is triggered by it and makes the LLM
+   routable on the frozen clusters.
+5. Republish, and show with SQL where the new LLM now takes traffic; end with the evaluation table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from uniroute.settings import Settings, apply_offline_environment
+
+DEMO_MARKER = ".uniroute-demo"
+
+
+def say(message: str) -> None:
+    print(f"\n== {message}", flush=True)
+
+
+def fresh_home(settings: Settings) -> None:
+    """Start from an empty UNIROUTE_HOME; refuse to wipe one the demo did not create."""
+    home = settings.home
+    if home.exists() and any(home.iterdir()) and not (home / DEMO_MARKER).exists():
+        sys.exit(f"error: {home} holds state the demo did not create; set UNIROUTE_HOME to an empty folder")
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    (home / DEMO_MARKER).write_text("created by `make run`; rerunning `make run` wipes this folder\n")
+
+
+def demo_logs(settings: Settings, work: Path) -> tuple[pd.DataFrame, str]:
+    """Long-format logs of the demo dataset, and where they came from."""
+    from uniroute.ingest import read_log
+
+    raw = settings.shared_datasets / "routerbench_subset" / "raw" / "routerbench_zs"
+    if raw.exists():
+        frames = [read_log(path).rows for path in sorted(raw.glob("*.csv"))]
+        return pd.concat(frames, ignore_index=True), f"RouterBench raw CSVs in {raw}"
+    from uniroute.synth import write_synthetic_logs
+
+    summary = write_synthetic_logs(work / "synthetic", n_prompts=3000, n_models=10, n_topics=8, seed=0)
+    return pd.read_parquet(summary.path), f"synthetic logs ({settings.shared_datasets} not found)"
+
+
+def held_back_model(logs: pd.DataFrame) -> str:
+    """The LLM to hold back: the one with the best mean score, so that its arrival visibly changes routing."""
+    means = logs.groupby("model")["score"].mean().sort_values(ascending=False)
+    return str(means.index[0])
+
+
+def sql(settings: Settings, statement: str) -> pd.DataFrame:
+    from uniroute.store import read_only_query
+
+    return read_only_query(settings.db_path, statement)
+
+
+def show(title: str, frame: pd.DataFrame) -> None:
+    print(f"-- {title}")
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 40):
+        print(frame.to_string(index=False) if len(frame) else "(no rows)")
+
+
+def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
+    """Poll the Prefect API until a run of the onboarding deployment started after `since` completes."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    async def latest() -> list:
+        async with get_client() as client:
+            return await client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["uniroute-onboard"])), limit=10
+            )
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for run in asyncio.run(latest()):
+            if run.created.timestamp() >= since - 1 and run.state and run.state.is_final():
+                return {"flow_run": run.name, "state": run.state.name, "created": str(run.created)}
+        time.sleep(1)
+    raise TimeoutError(f"no onboarding run completed within {timeout:.0f} s (Prefect API {api_url})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args(argv)
+    settings = Settings()
+    apply_offline_environment(settings)
+    fresh_home(settings)
+    work = settings.home / "demo-input"
+    work.mkdir()
+    logs_dir = settings.home / "logs"
+    logs_dir.mkdir()
+
+    say("1. Benchmark logs")
+    logs, source = demo_logs(settings, work)
+    newcomer = held_back_model(logs)
+    print(f"{len(logs):,} results from {source}; {logs.model.nunique()} LLMs; holding back {newcomer!r}")
+    settings.inbox_dir.mkdir(parents=True)
+    logs[logs.model != newcomer].to_parquet(settings.inbox_dir / "benchmark_logs.parquet", index=False)
+
+    from deployments.serve import prefect_server, server_environment
+
+    with prefect_server(settings, logs_dir / "prefect-server.log") as api_url:
+        os.environ["PREFECT_API_URL"] = api_url
+        print(f"Prefect server: {api_url.removesuffix('/api')}")
+        from flows.build import nightly_build
+        from flows.ingest import ingest_inbox
+        from flows.publish import publish_routing_tables
+
+        say("2. Nightly build (ingest the inbox, embed on Dask, choose K, fit, Psi in SQL, evaluate, MLflow)")
+        build = nightly_build()
+        print(f"router {build['router_id']}: K={build['k']}, {len(build['models'])} LLMs, {build['reason']}")
+        show("prompts and models", sql(settings, "select split, count(*) as prompts from prompt_splits group by 1"))
+
+        say("3. Publish")
+        first = publish_routing_tables()
+        print(f"published {first['version']} -> {first['path']}")
+
+        say(f"4. {newcomer!r} answers the validation prompts; its results land in the inbox")
+        runner_env = server_environment(settings) | {"PREFECT_API_URL": api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
+        with open(logs_dir / "onboarding-runner.log", "ab") as runner_log:
+            runner = subprocess.Popen([sys.executable, "-m", "deployments.serve_onboarding"], env=runner_env,
+                                      stdout=runner_log, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(8)  # let the runner register the deployment and its trigger
+            val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
+            landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]
+            landed.to_parquet(settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet", index=False)
+            since = time.time()
+            ingested = ingest_inbox()
+            print(f"inbox: {json.dumps(ingested, default=str)[:300]}")
+            onboarding = wait_for_onboarding(api_url, since, timeout=180)
+            print(f"event -> onboarding run {onboarding['flow_run']} {onboarding['state']} "
+                  f"{time.time() - since:.1f} s after the file was ingested")
+        finally:
+            runner.terminate()
+            runner.wait(timeout=30)
+
+        say("5. Republish and look at the new routing table")
+        second = publish_routing_tables()
+        print(f"published {second['version']}")
+    show("newcomer's share of clusters per budget (current routing table)", sql(settings, f"""
+        select budget, count(*) filter (where model = '{newcomer}') as clusters_to_newcomer,
+               count(*) as clusters
+        from current_routing_table where grid = 'budget' group by budget order by budget"""))
+    show("pool leaderboard", sql(settings, "select * from pool_leaderboard"))
+    show("held-out evaluation of the build (Area, Area50, QNC, Peak)", sql(settings, """
+        select method, metric, round(value, 4) as value from router_metrics
+        where router_id = (select router_id from routers where kind = 'kmeans' and parent_id is null
+                           order by created_at desc limit 1)
+        order by metric, value desc"""))
+    plot = settings.home / "published" / "current"
+    print(f"\nState: {settings.home.resolve()}\nPublished tables: {plot.resolve()}")
+    print(f"Query it: UNIROUTE_HOME={settings.home} .venv/bin/uniroute sql \"select * from current_routing_table\"")
+
+
+if __name__ == "__main__":
+    main()

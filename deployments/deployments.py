@@ -1,0 +1,49 @@
+"""The Prefect deployments: nightly build, publishing every 15 minutes, inbox watcher, event-triggered onboarding."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from prefect.events import DeploymentEventTrigger
+
+from flows.build import nightly_build
+from flows.ingest import ingest_inbox
+from flows.onboard import MODELS_LABEL, RESULTS_LANDED, onboard_models
+from flows.publish import publish_routing_tables
+
+NIGHTLY_CRON = "0 2 * * *"
+PUBLISH_EVERY = timedelta(minutes=15)
+INBOX_EVERY = timedelta(minutes=1)
+
+
+def onboarding_trigger() -> DeploymentEventTrigger:
+    """Run onboarding for the models an ingested file brought validation results for."""
+    return DeploymentEventTrigger(
+        expect={RESULTS_LANDED},
+        match={"prefect.resource.id": "uniroute.results.*"},
+        parameters={"models": "{{ event.resource.get('" + MODELS_LABEL + "') }}"},
+    )
+
+
+def onboarding_deployment():
+    """Onboarding, triggered by `uniroute.results.landed`."""
+    return onboard_models.to_deployment(name="on-results-landed", triggers=[onboarding_trigger()],
+                                        description="Make models routable when their validation results land")
+
+
+def all_deployments() -> list:
+    """Every deployment, ready for `prefect.serve(*all_deployments())`."""
+    return [
+        nightly_build.to_deployment(name="nightly", cron=NIGHTLY_CRON, description="Nightly retraining"),
+        publish_routing_tables.to_deployment(
+            name="every-15-minutes", interval=PUBLISH_EVERY, description="Publish routing tables when something changed"
+        ),
+        ingest_inbox.to_deployment(
+            name="inbox-watcher", interval=INBOX_EVERY, description="Ingest new files in $UNIROUTE_HOME/inbox"
+        ),
+        onboard_models.to_deployment(
+            name="on-results-landed",
+            triggers=[onboarding_trigger()],
+            description="Make models routable when their validation results land",
+        ),
+    ]

@@ -1,0 +1,24 @@
+"""Onboarding flow, triggered by the `uniroute.results.landed` event: new models become routable."""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger
+
+from uniroute import onboard
+from uniroute.settings import Settings, apply_offline_environment
+
+RESULTS_LANDED = "uniroute.results.landed"
+MODELS_LABEL = "uniroute.models"  # event resource label: comma-separated model names
+
+
+@flow(name="uniroute-onboard")
+def onboard_models(models: str) -> dict:
+    """Compute Psi rows for the comma-separated `models` on the champion's frozen clusters."""
+    settings = Settings()
+    apply_offline_environment(settings)
+    names = [m for m in (x.strip() for x in models.split(",")) if m]
+    result = onboard.onboard_models(
+        settings.db_path, names, settings.embedder, settings.mlflow_uri, settings.mlflow_artifacts
+    )
+    get_run_logger().info(result.line())
+    return result.as_dict()

@@ -1,0 +1,2 @@
+-- Status of the named models.
+select model, status, default_cost from models where list_contains($models, model) order by model

@@ -1,0 +1,392 @@
+"""The nightly build: choose K, fit K-means and the LearnedMap, compute Psi in SQL, evaluate, version.
+
+Roles in the pipeline: every active model with a cost is a "training LLM" (the hyper-parameters are chosen
+with them on the validation prompts, as in the paper's appendix) and the held-out test prompts score the new
+router against ZeroRouter and K-NN among the same pool. Which prompts are train / val / test is stored in
+`prompt_splits` (from the logs, else a deterministic hash split) and never changes for a prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from uniroute import registry, store
+from uniroute.cluster import Centroids, fit_centroids_dask
+from uniroute.evaluate import EvalConfig, EvalData, TrialSplit, _TrialState, curve_metrics, eval_data_from_frame
+from uniroute.features import psi_from_store
+from uniroute.onboard import data_fingerprint
+from uniroute.route import Router
+
+log = logging.getLogger(__name__)
+
+# Above this many training prompts K-means runs on Dask (mini-batch over chunks, STACK.md: ~7 s for
+# 1M x 384) and K is tuned on a fixed subsample: an exact K-means per candidate K would take minutes each.
+DASK_KMEANS_MIN_PROMPTS = 200_000
+TUNING_SAMPLE = 50_000
+EVALUATED_METHODS = ("kmeans", "learnedmap", "zero", "knn")
+
+# (texts per batch) -> embeddings per batch: how the flow plugs Dask (or anything else) into embedding.
+BatchMapper = Callable[[list[list[str]]], list[np.ndarray]]
+
+
+class BuildError(RuntimeError):
+    """The store does not hold what a build needs; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build produced and how it compares."""
+
+    router_id: str
+    learned_map_router_id: str
+    k: int
+    k_learned_map: int
+    val_area: float
+    promoted: bool
+    reason: str
+    metrics: dict[str, dict[str, float]]
+    models: tuple[str, ...]
+    excluded_models: tuple[str, ...]
+    n_prompts: dict[str, int]
+    embedded_prompts: int
+    mlflow_run_id: str | None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {**self.__dict__, "models": list(self.models), "excluded_models": list(self.excluded_models)}
+
+    def line(self) -> str:
+        area = {m: round(v["area"], 4) for m, v in self.metrics.items()}
+        state = "champion" if self.promoted else "challenger"
+        return f"built {self.router_id} (K={self.k}, {len(self.models)} models) as {state}: test Area {area}"
+
+
+@dataclass(frozen=True, eq=False)
+class StoreData:
+    """The store's prompts and results as matrices, with each prompt's split."""
+
+    eval_data: EvalData
+    text_hashes: tuple[str, ...]  # (N,)
+    split: np.ndarray  # (N,) 'train' | 'val' | 'test'
+
+
+def load_store_data(db_path: Path) -> StoreData:
+    """Active models' results pivoted to (N, M) matrices; prompts get their stored split first."""
+    with store.opened(db_path) as con:
+        with store.transaction(con):
+            store.execute(con, "assign_splits")
+        frame = store.query(con, "build_results")
+        prompts = store.query(con, "build_prompts").set_index("prompt_id")
+    if frame.empty:
+        raise BuildError(f"no results of active models in {db_path}: ingest benchmark logs first")
+    data = eval_data_from_frame(frame)
+    ids = list(data.prompt_ids)
+    return StoreData(
+        eval_data=data,
+        text_hashes=tuple(prompts.loc[ids, "text_hash"].tolist()),
+        split=prompts.loc[ids, "split"].to_numpy(dtype=object),
+    )
+
+
+def store_split(data: StoreData, seed: int) -> TrialSplit:
+    """The stored split as a TrialSplit in which the whole pool plays both training and test LLMs."""
+    models = np.arange(len(data.eval_data.routing.models))
+    index = {name: np.nonzero(data.split == name)[0] for name in ("train", "val", "test")}
+    for name, rows in index.items():
+        if len(rows) < (2 if name != "train" else 3):
+            raise BuildError(f"only {len(rows)} {name} prompts in the store; a build needs more")
+    scores = data.eval_data.routing.scores
+    test = index["test"][~np.isnan(scores[np.ix_(index["test"], models)]).any(axis=1)]
+    if len(test) == 0:
+        raise BuildError("no test prompt has a result from every active model: cannot evaluate the build")
+    return TrialSplit(
+        train_models=models, test_models=models, train=index["train"], val=index["val"], test=test, fit_seed=seed
+    )
+
+
+def embed_prompts(
+    db_path: Path,
+    texts: Sequence[str],
+    embedder_name: str,
+    seed: int,
+    fit_texts: Sequence[str] | None,
+    map_batches: BatchMapper | None = None,
+) -> tuple[np.ndarray, str, int]:
+    """(N, d) embeddings from the store's cache, embedding only missing texts (on `map_batches` if given)."""
+    from uniroute import embed
+
+    embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
+    missing = embed.uncached_texts(db_path, texts, embedder)
+    if missing and map_batches is not None:
+        batches = [missing[i : i + embed.DASK_BATCH] for i in range(0, len(missing), embed.DASK_BATCH)]
+        vectors = map_batches(batches)
+        embed.store_embeddings(db_path, missing, np.concatenate(vectors), embedder)
+    X = embed.embed_cached(db_path, list(texts), embedder)
+    return X, embedder.embedder_id, len(missing)
+
+
+def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig) -> _TrialState:
+    if len(split.train) <= TUNING_SAMPLE:
+        return _TrialState(X, data.eval_data.routing, split, config)
+    rng = np.random.default_rng(split.fit_seed)
+    sample = np.sort(rng.choice(split.train, TUNING_SAMPLE, replace=False))
+    return _TrialState(
+        X,
+        data.eval_data.routing,
+        TrialSplit(split.train_models, split.test_models, sample, split.val, split.test, split.fit_seed),
+        config,
+    )
+
+
+def final_centroids(state: _TrialState, X: np.ndarray, split: TrialSplit, k: int, seed: int) -> Centroids:
+    """K-means on all training prompts: the tuned fit when it used them all, else a Dask fit."""
+    if len(split.train) < DASK_KMEANS_MIN_PROMPTS and len(state.split.train) == len(split.train):
+        return state.centroids(k)
+    import dask.array as da
+
+    return fit_centroids_dask(da.from_array(X[split.train], chunks=(50_000, X.shape[1])), k, seed)
+
+
+def _write_assignments(db_path: Path, clustering_id: str, prompt_ids: Sequence[str], clusters: np.ndarray) -> None:
+    rows = pd.DataFrame(
+        {"clustering_id": clustering_id, "prompt_id": list(prompt_ids), "cluster": clusters.astype(np.int32)}
+    )
+    with store.opened(db_path) as con, store.transaction(con):
+        if not bool(store.query(con, "assignments_exist", clustering_id=clustering_id).iloc[0, 0]):
+            store.write_frame(con, "cluster_assignments", rows)
+
+
+def run_build(
+    db_path: Path,
+    embedder_name: str,
+    seed: int,
+    tracking_uri: str | None = None,
+    artifact_root: Path | None = None,
+    map_batches: BatchMapper | None = None,
+) -> BuildResult:
+    """The nightly build on what is in the store; writes a new router version, never overwrites one."""
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    data = load_store_data(db_path)
+    routing = data.eval_data.routing
+    split = store_split(data, seed)
+    texts = data.eval_data.prompts
+    fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
+    X, embedder_id, embedded = embed_prompts(db_path, texts, embedder_name, seed, fit_texts, map_batches)
+    seconds["load_and_embed"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    config = EvalConfig(seed=seed, methods=EVALUATED_METHODS)
+    state = _tuning_state(X, data, split, config)
+    n_val = len(split.val)
+    k, areas = state.tune_clusters("kmeans", n_val)
+    centroids = final_centroids(state, X, split, k, seed)
+    clustering_id = registry.clustering_id_of(centroids)
+    _write_assignments(db_path, clustering_id, data.eval_data.prompt_ids, centroids.assign(X))
+    with store.opened(db_path) as con:
+        val_clusters = store.query(con, "val_prompt_clusters", clustering_id=clustering_id)
+        psi = psi_from_store(con, val_clusters, k)
+        costs = store.query(con, "model_val_costs").set_index("model")["cost"]
+    models = tuple(m for m in routing.models if m in psi.models)
+    rows = [psi.models.index(m) for m in models]
+    router = Router(
+        embedder_id, models, costs.loc[list(models)].to_numpy(float), psi.values[rows], centroids, psi.counts[rows]
+    )
+    k_lm, _ = state.tune_clusters("learnedmap", n_val)
+    lmap = state.learned_map(k_lm)
+    lm_centroids = state.centroids(k_lm)
+    lm_psi = router_psi_on(lm_centroids, X[split.val], routing, split, models)
+    lm_router = Router(embedder_id, models, router.costs, lm_psi.values, lmap, lm_psi.counts)
+    seconds["fit"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    metrics, curves = held_out_metrics(state, split, n_val, k, k_lm)
+    seconds["evaluate"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    router_id = registry.new_router_id("kmeans")
+    lm_router_id = registry.new_router_id("learnedmap")
+    fingerprint = data_fingerprint(db_path)
+    val_area = float(areas[k])
+    champion_area = registry.champion_val_area(db_path)
+    promoted = champion_area is None or val_area >= champion_area
+    reason = (
+        "first build"
+        if champion_area is None
+        else f"validation Area {val_area:.4f} {'>=' if promoted else '<'} champion's {champion_area:.4f}"
+    )
+    run_id = None
+    if tracking_uri is not None and artifact_root is not None:
+        record = _log_build(
+            tracking_uri,
+            artifact_root,
+            router,
+            router_id,
+            k,
+            embedder_id,
+            fingerprint,
+            metrics,
+            curves,
+            psi_table(router),
+            val_area,
+        )
+        promoted, reason, run_id = record.promoted, record.reason, record.run_id
+    metric_rows = pd.DataFrame(
+        [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
+    )
+    registry.save_router_version(
+        db_path,
+        router,
+        router_id,
+        clustering_id,
+        centroids,
+        "kmeans",
+        fingerprint,
+        val_area,
+        promoted,
+        reason,
+        mlflow_run_id=run_id,
+        metrics=metric_rows,
+        curves=curves,
+    )
+    registry.save_router_version(
+        db_path,
+        lm_router,
+        lm_router_id,
+        registry.clustering_id_of(lm_centroids),
+        lm_centroids,
+        "learnedmap",
+        fingerprint,
+        float(areas.get(k_lm, np.nan)),
+        promoted,
+        f"LearnedMap sibling of {router_id}",
+        mlflow_run_id=run_id,
+    )
+    seconds["record"] = time.perf_counter() - t0
+    result = BuildResult(
+        router_id=router_id,
+        learned_map_router_id=lm_router_id,
+        k=k,
+        k_learned_map=k_lm,
+        val_area=val_area,
+        promoted=promoted,
+        reason=reason,
+        metrics=metrics,
+        models=models,
+        excluded_models=data.eval_data.excluded_models,
+        n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
+        embedded_prompts=embedded,
+        mlflow_run_id=run_id,
+        seconds=seconds,
+    )
+    log.info(result.line())
+    return result
+
+
+def router_psi_on(centroids: Centroids, X_val: np.ndarray, routing, split: TrialSplit, models: Sequence[str]):
+    """Psi of `models` on the validation prompts under `centroids` (numpy; the LearnedMap's K may differ)."""
+    from uniroute.features import psi_from_losses
+
+    cols = [routing.models.index(m) for m in models]
+    losses = 1.0 - routing.scores[np.ix_(split.val, cols)]
+    return psi_from_losses(centroids.assign(X_val), losses, centroids.k, list(models))
+
+
+def held_out_metrics(
+    state: _TrialState, split: TrialSplit, n_val: int, k: int, k_lm: int
+) -> tuple[dict[str, dict[str, float]], pd.DataFrame]:
+    """Area, Area50, QNC, Peak and curve vertices of kmeans, learnedmap, zero and knn on the test prompts."""
+    pool = state.test_pool(n_val)
+    test_cost = pool.prompt_costs.mean(axis=0)
+    test_score = pool.scores.mean(axis=0)
+    best = int(np.lexsort((test_cost, -test_score))[0])
+    k_knn, _ = state.tune_knn(n_val)
+    curves = {
+        "kmeans": state.cluster_curve("kmeans", k, n_val, pool),
+        "learnedmap": state.cluster_curve("learnedmap", k_lm, n_val, pool),
+        "zero": state.zero_curve(n_val, pool),
+        "knn": state.knn_curve(k_knn, n_val, pool),
+    }
+    metrics = {m: curve_metrics(c, float(test_score[best]), float(test_cost[best])) for m, c in curves.items()}
+    rows = [
+        {"method": m, "point": i, "cost": float(x), "score": float(y)}
+        for m, c in curves.items()
+        for i, (x, y) in enumerate(zip(c.cost, c.score, strict=True))
+    ]
+    return metrics, pd.DataFrame(rows)
+
+
+def psi_table(router: Router) -> pd.DataFrame:
+    """Long table of a router's Psi: model, cluster, loss, n."""
+    k = router.k
+    counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "model": np.repeat(np.array(router.models, dtype=object), k),
+            "cluster": np.tile(np.arange(k), len(router.models)),
+            "loss": router.psi.reshape(-1),
+            "n": counts.reshape(-1),
+        }
+    )
+
+
+def _log_build(
+    tracking_uri, artifact_root, router, router_id, k, embedder_id, fingerprint, metrics, curves, psi_frame, val_area
+):
+    from uniroute import tracking
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        artifacts = {
+            "centroids.npy": tmp_path / "centroids.npy",
+            "psi.csv": tmp_path / "psi.csv",
+            "deferral_curves.csv": tmp_path / "deferral_curves.csv",
+            "deferral_curves.png": tmp_path / "deferral_curves.png",
+        }
+        np.save(artifacts["centroids.npy"], router.assigner.centers)
+        psi_frame.to_csv(artifacts["psi.csv"], index=False)
+        curves.to_csv(artifacts["deferral_curves.csv"], index=False)
+        plot_build_curves(curves, artifacts["deferral_curves.png"], router_id)
+        flat = {f"{m}_{name}": v for m, vals in metrics.items() for name, v in vals.items() if np.isfinite(v)}
+        return tracking.log_build(
+            tracking_uri,
+            artifact_root,
+            router,
+            router_id,
+            params={
+                "k": k,
+                "embedder_id": embedder_id,
+                "pool": ",".join(router.models),
+                "data_fingerprint": fingerprint,
+            },
+            metrics={**flat, "val_area": val_area},
+            artifacts=artifacts,
+            val_area=val_area,
+        )
+
+
+def plot_build_curves(curves: pd.DataFrame, path: Path, title: str) -> None:
+    """Held-out deferral curves of one build."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method, rows in curves.groupby("method"):
+        xs = np.concatenate([[0.0], rows["cost"], [1.0]])
+        ys = np.concatenate([[rows["score"].iloc[0]], rows["score"], [rows["score"].iloc[-1]]])
+        ax.plot(xs, ys, label=method)
+    ax.set(xlabel="normalised cost", ylabel="mean test score", title=title, xlim=(0, 1))
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
