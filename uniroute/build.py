@@ -22,7 +22,7 @@ from uniroute import registry, store
 from uniroute.cluster import Centroids, fit_centroids_dask
 from uniroute.evaluate import EvalConfig, EvalData, TrialSplit, _TrialState, curve_metrics, eval_data_from_frame
 from uniroute.features import psi_from_store
-from uniroute.onboard import data_fingerprint
+from uniroute.publish import validation_proxy
 from uniroute.route import Router
 
 log = logging.getLogger(__name__)
@@ -214,7 +214,7 @@ def run_build(
     t0 = time.perf_counter()
     router_id = registry.new_router_id("kmeans")
     lm_router_id = registry.new_router_id("learnedmap")
-    fingerprint = data_fingerprint(db_path)
+    fingerprint = registry.data_fingerprint(db_path)
     val_area = float(areas[k])
     champion_area = registry.champion_val_area(db_path)
     promoted = champion_area is None or val_area >= champion_area
@@ -226,6 +226,7 @@ def run_build(
     run_id = None
     if tracking_uri is not None and artifact_root is not None:
         record = _log_build(
+            embedder_name,
             tracking_uri,
             artifact_root,
             router,
@@ -235,7 +236,7 @@ def run_build(
             fingerprint,
             metrics,
             curves,
-            psi_table(router),
+            registry.psi_table(router),
             val_area,
         )
         promoted, reason, run_id = record.promoted, record.reason, record.run_id
@@ -324,21 +325,8 @@ def held_out_metrics(
     return metrics, pd.DataFrame(rows)
 
 
-def psi_table(router: Router) -> pd.DataFrame:
-    """Long table of a router's Psi: model, cluster, loss, n."""
-    k = router.k
-    counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
-    return pd.DataFrame(
-        {
-            "model": np.repeat(np.array(router.models, dtype=object), k),
-            "cluster": np.tile(np.arange(k), len(router.models)),
-            "loss": router.psi.reshape(-1),
-            "n": counts.reshape(-1),
-        }
-    )
-
-
 def _log_build(
+    embedder_name,
     tracking_uri, artifact_root, router, router_id, k, embedder_id, fingerprint, metrics, curves, psi_frame, val_area
 ):
     from uniroute import tracking
@@ -370,6 +358,10 @@ def _log_build(
             metrics={**flat, "val_area": val_area},
             artifacts=artifacts,
             val_area=val_area,
+            embedder_name=embedder_name,
+            # The same stand-in for validation prompts that `uniroute route --budget` uses, so the served
+            # model turns a budget into the same lambda.
+            val_embeddings=validation_proxy(router),
         )
 
 

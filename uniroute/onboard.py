@@ -7,8 +7,8 @@ embedded; old prompts are never re-embedded, nothing is re-clustered or retraine
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ import pandas as pd
 
 from uniroute import registry, store
 from uniroute.features import psi_frame_from_store, psi_from_frame
+from uniroute.publish import validation_proxy
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +50,6 @@ class OnboardResult:
         )
 
 
-def data_fingerprint(db_path: Path) -> str:
-    """A short hash of every ingested file: two builds on the same data share it."""
-    with store.opened(db_path) as con:
-        files = store.query(con, "data_fingerprint").iloc[0, 0]
-    return hashlib.sha256(files.encode()).hexdigest()[:16]
-
-
 def assign_new_prompt_clusters(db_path: Path, clustering_id: str, prompts: pd.DataFrame, clusters: np.ndarray) -> None:
     """Append (clustering_id, prompt_id, cluster) rows for prompts that had none."""
     rows = pd.DataFrame(
@@ -77,8 +71,6 @@ def onboard_models(
     artifact_root: Path | None = None,
 ) -> OnboardResult:
     """Add or refresh `models` in a child of the champion router, from their validation results."""
-    from uniroute import embed, tracking
-
     started = time.perf_counter()
     models = tuple(dict.fromkeys(str(m) for m in models))
     if not models:
@@ -98,6 +90,8 @@ def onboard_models(
             con, "unassigned_val_prompts", clustering_id=champion.clustering_id, models=list(models)
         )
     if len(new_prompts):
+        from uniroute import embed
+
         embedder = embed.make_embedder(embedder_name)
         router.check_embedder(embedder.embedder_id)
         X = embed.embed_cached(db_path, new_prompts["text"].tolist(), embedder)
@@ -120,6 +114,10 @@ def onboard_models(
     router_id = registry.new_router_id("kmeans")
     run_id = None
     if tracking_uri is not None and artifact_root is not None:
+        from uniroute import tracking
+
+        psi_csv = Path(tempfile.mkdtemp(prefix="uniroute-onboard-")) / "psi.csv"
+        registry.psi_table(router).query("model in @models").to_csv(psi_csv, index=False)
         record = tracking.log_onboard(
             tracking_uri,
             artifact_root,
@@ -133,7 +131,9 @@ def onboard_models(
                 "pool": ",".join(router.models),
             },
             metrics={"embedded_prompts": float(len(new_prompts))},
-            artifacts={},
+            artifacts={"psi.csv": psi_csv},
+            embedder_name=embedder_name,
+            val_embeddings=validation_proxy(router),
         )
         run_id = record.run_id
     registry.save_router_version(
@@ -143,7 +143,7 @@ def onboard_models(
         champion.clustering_id,
         centroids,
         kind="kmeans",
-        data_fingerprint=data_fingerprint(db_path),
+        data_fingerprint=registry.data_fingerprint(db_path),
         val_area=champion.val_area,
         promoted=True,
         reason=f"onboarded {', '.join(models)} onto {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",

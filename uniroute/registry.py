@@ -62,17 +62,8 @@ def save_router_version(
     curves: pd.DataFrame | None = None,
 ) -> None:
     """Write a router version with its centroids, Psi, costs, metrics and curves in one transaction."""
-    k = router.psi.shape[1]
-    counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
-    psi_rows = pd.DataFrame(
-        {
-            "router_id": router_id,
-            "model": np.repeat(np.array(router.models, dtype=object), k),
-            "cluster": np.tile(np.arange(k, dtype=np.int32), len(router.models)),
-            "loss": router.psi.reshape(-1).astype(float),
-            "n": counts.reshape(-1).astype(np.int64),
-        }
-    )
+    k = router.k
+    psi_rows = psi_table(router).assign(router_id=router_id)
     cost_rows = pd.DataFrame({"router_id": router_id, "model": list(router.models), "cost": router.costs.astype(float)})
     version_row = pd.DataFrame(
         [
@@ -157,3 +148,24 @@ def champion_val_area(db_path: Path, kind: str = "kmeans") -> float | None:
         return load_champion(db_path, kind=kind, read_only=False).val_area
     except LookupError:
         return None
+
+
+def psi_table(router: Router) -> pd.DataFrame:
+    """Long table of a router's Psi: model, cluster, loss, n."""
+    k = router.k
+    counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "model": np.repeat(np.array(router.models, dtype=object), k),
+            "cluster": np.tile(np.arange(k), len(router.models)),
+            "loss": router.psi.reshape(-1),
+            "n": counts.reshape(-1),
+        }
+    )
+
+
+def data_fingerprint(db_path: Path) -> str:
+    """A short hash of every ingested file: two builds on the same data share it."""
+    with store.opened(db_path) as con:
+        files = store.query(con, "data_fingerprint").iloc[0, 0]
+    return hashlib.sha256(files.encode()).hexdigest()[:16]
