@@ -25,6 +25,7 @@ from uniroute.tracking import (
     CHAMPION,
     REGISTERED_NAME,
     champion_version,
+    compact_val,
     load_router_model,
     log_build,
     log_onboard,
@@ -32,7 +33,6 @@ from uniroute.tracking import (
     pool_of,
     prompts_of,
     routed_frame,
-    val_sample,
 )
 
 mlflow = pytest.importorskip("mlflow")
@@ -83,10 +83,10 @@ def build_files(tmp_path: Path) -> dict[str, Path]:
     fig.savefig(folder / "deferral.png")
     plt.close(fig)
     return {
-        "centroids": folder / "centroids.npy",
-        "psi": folder / "psi.csv",
-        "routing_table": folder / "routing_table.json",
-        "deferral_curve": folder / "deferral.png",
+        "centroids.npy": folder / "centroids.npy",
+        "psi.csv": folder / "psi.csv",
+        "routing_table.json": folder / "routing_table.json",
+        "deferral_curve.png": folder / "deferral.png",  # logged under its key, not its file name
     }
 
 
@@ -128,12 +128,13 @@ def test_build_run_records_params_metrics_artifacts_and_becomes_champion(store, 
                                "data_fingerprint": "abc123"}
     assert run.data.metrics == pytest.approx({**BUILD_METRICS, "val_area": 0.70})
     assert _artifact_paths(client, record.run_id) == {
-        "centroids/centroids.npy", "psi/psi.csv", "routing_table/routing_table.json", "deferral_curve/deferral.png"
+        "centroids.npy", "psi.csv", "routing_table.json", "deferral_curve.png"
     }
     experiment = client.get_experiment(run.info.experiment_id)
     assert experiment.name == "uniroute"
     assert experiment.artifact_location == store[1].resolve().as_uri()
-    assert (store[1] / record.run_id / "artifacts" / "deferral_curve" / "deferral.png").is_file()
+    logged = store[1] / record.run_id / "artifacts"
+    assert (logged / "deferral_curve.png").read_bytes() == build_files["deferral_curve.png"].read_bytes()
 
     version = client.get_model_version_by_alias(REGISTERED_NAME, CHAMPION)
     assert str(version.version) == "1" and version.run_id == record.run_id
@@ -168,7 +169,7 @@ def test_onboard_moves_champion_and_records_the_parent(store, tiny_router, build
     uri, root = store
 
     record = log_onboard(uri, root, onboarded, "r-001+newbie", "r-001", {"model": "newbie"},
-                         {"psi_rows": 1.0}, {"psi": build_files["psi"]})
+                         {"psi_rows": 1.0}, {"psi.csv": build_files["psi.csv"]})
 
     assert record.promoted and record.alias == CHAMPION and record.model_version == "3"
     assert "r-001 (version 1)" in record.reason
@@ -177,7 +178,7 @@ def test_onboard_moves_champion_and_records_the_parent(store, tiny_router, build
     assert run.data.tags["kind"] == "onboard"
     assert run.data.tags["parent_router_id"] == "r-001" and run.data.tags["parent_version"] == "1"
     assert run.data.params == {"model": "newbie"}
-    assert _artifact_paths(client, record.run_id) == {"psi/psi.csv"}
+    assert _artifact_paths(client, record.run_id) == {"psi.csv"}
     version = client.get_model_version(REGISTERED_NAME, "3")
     assert version.tags["parent_router_id"] == "r-001"
     assert version.tags["val_area_source"] == "inherited from parent version 1"
@@ -189,19 +190,21 @@ def test_onboard_moves_champion_and_records_the_parent(store, tiny_router, build
 
 def test_publish_run(store, build_files):
     uri, root = store
-    files = {"routing_table": build_files["routing_table"]}
+    files = {"routing_table.json": build_files["routing_table.json"]}
     run_id = log_publish(uri, root, "r-001", {"budgets": [0.1, 0.5, 1.0]}, files)
 
     run = _client(uri).get_run(run_id)
     assert run.data.tags["kind"] == "publish" and run.data.tags["router_id"] == "r-001"
     assert run.data.params == {"budgets": "0.1,0.5,1.0"}
-    assert _artifact_paths(_client(uri), run_id) == {"routing_table/routing_table.json"}
+    assert _artifact_paths(_client(uri), run_id) == {"routing_table.json"}
 
 
 def test_missing_artifact_fails_before_any_run(store, tiny_router, build_files, tmp_path):
-    files = {**build_files, "psi": tmp_path / "nope.csv"}
+    files = {**build_files, "psi.csv": tmp_path / "nope.csv"}
     with pytest.raises(FileNotFoundError, match="nope.csv"):
         _build(store, tiny_router, files, "r-001", val_area=0.7)
+    with pytest.raises(ValueError, match="plain file names"):
+        _build(store, tiny_router, {"sub/psi.csv": build_files["psi.csv"]}, "r-001", val_area=0.7)
     with pytest.raises(ValueError, match="val_area must be finite"):
         _build(store, tiny_router, build_files, "r-001", val_area=float("nan"))
     assert champion_version(store[0]) is None
@@ -261,14 +264,21 @@ def test_input_and_param_parsing():
     assert pool_of("a, b,,c") == ["a", "b", "c"]
 
 
-def test_val_sample_is_seeded_and_bounded():
+def test_compact_val_is_exact_for_repeated_rows_and_a_seeded_sample_otherwise():
+    centres = np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]], dtype=np.float32)
+    proxy = np.repeat(centres, [3000, 1, 40], axis=0)  # 3,041 rows, 3 distinct
+    rows, counts = compact_val(proxy, max_rows=10)
+    assert rows.shape == (3, 2) and counts.sum() == 3041
+    restored = np.repeat(rows, counts, axis=0)
+    assert sorted(map(tuple, restored.tolist())) == sorted(map(tuple, proxy.tolist()))
+
     X = np.arange(50, dtype=np.float32).reshape(25, 2)
-    assert val_sample(X, max_rows=30) is not None and val_sample(X, max_rows=30).shape == (25, 2)
-    sample = val_sample(X, max_rows=10)
-    assert sample.shape == (10, 2) and np.all(np.diff(sample[:, 0]) > 0)  # original order kept
-    assert np.array_equal(sample, val_sample(X, max_rows=10))
+    rows, counts = compact_val(X, max_rows=10)
+    assert rows.shape == (10, 2) and np.all(counts == 1)
+    assert all(any(np.array_equal(r, x) for x in X) for r in rows)
+    assert np.array_equal(rows, compact_val(X, max_rows=10)[0])
     with pytest.raises(ValueError, match="non-empty"):
-        val_sample(np.zeros((0, 2)))
+        compact_val(np.zeros((0, 2)))
 
 
 # ---- the registered pyfunc with a real embedder -----------------------------------------------------------

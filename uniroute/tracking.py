@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import pickle
+import shutil
 import tempfile
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -168,7 +169,10 @@ def _param_value(value: Any) -> str:
 
 
 def _checked_artifacts(artifacts: Mapping[str, Path]) -> dict[str, Path]:
-    """artifacts with every path checked to exist, before any run is opened."""
+    """artifacts with every path checked to exist and every name to be a plain file name, before any run."""
+    bad = [name for name in artifacts if not name or name in (".", "..") or "/" in name or "\\" in name]
+    if bad:
+        raise ValueError(f"artifact names must be plain file names (no folders): {bad}")
     missing = {name: str(path) for name, path in artifacts.items() if not Path(path).exists()}
     if missing:
         raise FileNotFoundError(f"artifacts to log do not exist: {missing}")
@@ -176,18 +180,23 @@ def _checked_artifacts(artifacts: Mapping[str, Path]) -> dict[str, Path]:
 
 
 def _log_run_contents(params: Mapping[str, Any], metrics: Mapping[str, float], artifacts: Mapping[str, Path]) -> None:
-    """Params, metrics and artifact files (each under a folder named by its key) into the active run."""
+    """Params, metrics and artifacts into the active run; each artifact is named by its key at the run's root."""
     import mlflow
 
     if params:
         mlflow.log_params({str(k): _param_value(v) for k, v in params.items()})
     if metrics:
         mlflow.log_metrics({str(k): float(v) for k, v in metrics.items()})
-    for name, path in artifacts.items():
-        if path.is_dir():
-            mlflow.log_artifacts(str(path), artifact_path=name)
-        else:
-            mlflow.log_artifact(str(path), artifact_path=name)
+    if not artifacts:
+        return
+    with tempfile.TemporaryDirectory(prefix="uniroute-artifacts-") as tmp:
+        # Staged under their keys so the caller names them (MLflow keeps a file's own name).
+        for name, path in artifacts.items():
+            if path.is_dir():
+                shutil.copytree(path, Path(tmp) / name)
+            else:
+                shutil.copyfile(path, Path(tmp) / name)
+        mlflow.log_artifacts(tmp)
 
 
 def _model_requirements() -> list[str]:
@@ -220,15 +229,23 @@ def _router_signature() -> Any:
     )
 
 
-def val_sample(X_val: np.ndarray, max_rows: int = MAX_VAL_ROWS, seed: int = VAL_SAMPLE_SEED) -> np.ndarray:
-    """(min(n, max_rows), d) float32 rows of X_val (n, d), a seeded sample kept in original order."""
+def compact_val(
+    X_val: np.ndarray, max_rows: int = MAX_VAL_ROWS, seed: int = VAL_SAMPLE_SEED
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows (u, d) float32, counts (u,) int64): X_val (n, d) as distinct rows with multiplicities.
+
+    Exact when X_val has at most max_rows distinct rows (e.g. centroids repeated by their validation counts,
+    the stand-in publish uses), so the served model turns a budget into the same lambda; otherwise a seeded
+    sample of max_rows rows of X_val.
+    """
     X_val = np.asarray(X_val, dtype=np.float32)
     if X_val.ndim != 2 or X_val.shape[0] == 0:
         raise ValueError(f"validation embeddings must be a non-empty (n, d) array, got shape {X_val.shape}")
-    if X_val.shape[0] <= max_rows:
-        return X_val
-    rows = np.sort(np.random.default_rng(seed).choice(X_val.shape[0], size=max_rows, replace=False))
-    return X_val[rows]
+    rows, counts = np.unique(X_val, axis=0, return_counts=True)
+    if rows.shape[0] > max_rows:
+        pick = np.random.default_rng(seed).choice(X_val.shape[0], size=max_rows, replace=False)
+        rows, counts = np.unique(X_val[pick], axis=0, return_counts=True)
+    return rows, counts.astype(np.int64)
 
 
 def _register_router(
@@ -247,8 +264,9 @@ def _register_router(
         (folder / "meta.json").write_text(json.dumps({"embedder": embedder_name, "router_id": router_id}))
         files = {"router": str(folder / "router.pkl"), "meta": str(folder / "meta.json")}
         if val_embeddings is not None:
-            np.save(folder / "val_embeddings.npy", val_sample(val_embeddings))
-            files["val_embeddings"] = str(folder / "val_embeddings.npy")
+            rows, counts = compact_val(val_embeddings)
+            np.savez(folder / "val_embeddings.npz", rows=rows, counts=counts)
+            files["val_embeddings"] = str(folder / "val_embeddings.npz")
         with warnings.catch_warnings():
             # An input example would make MLflow load the model (and the embedder) inside the build just to
             # validate it; the explicit signature already describes requests.
@@ -511,7 +529,10 @@ def _load_context(model: Any, context: Any) -> None:
     model.router = router
     model.embedder = embedder
     model.router_id = meta["router_id"]
-    model.X_val = None if val_path is None else np.load(val_path)
+    model.X_val = None
+    if val_path is not None:
+        with np.load(val_path) as saved:
+            model.X_val = np.repeat(saved["rows"], saved["counts"], axis=0)  # (n, d) as logged
 
 
 def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
