@@ -307,7 +307,7 @@ COSTS = np.array([2.0, 1.0, 3.0, 10.0])
 @pytest.fixture(scope="module")
 def embedder():
     embed = pytest.importorskip("uniroute.embed")
-    return embed.make_embedder("minilm")
+    return embed.make_embedder("minilm", progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -348,9 +348,12 @@ def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
         assert got["model"].tolist() == router.route_names(X, lam).tolist()
     got = champion_model.predict(request, params={"pool": "chef,generalist"})
     assert got["model"].tolist() == router.route_names(X, 0.0, ["chef", "generalist"]).tolist()
-    got = champion_model.predict(request, params={"budget": 0.3, "pool": "mathwiz,chef,coder"})
-    lam = router.lambda_for_budget(X_val, 0.3, ["mathwiz", "chef", "coder"])
-    assert got["model"].tolist() == router.route_names(X, lam, ["mathwiz", "chef", "coder"]).tolist()
+    # Budget 0.6 of the priciest pool model (coder, 3.0): a mean cost of 1.8 forces a mix of models.
+    pool = ["mathwiz", "chef", "coder"]
+    lam = router.lambda_for_budget(X_val, 0.6, pool)
+    assert lam > 0
+    got = champion_model.predict(request, params={"budget": 0.6, "pool": ",".join(pool)})
+    assert got["model"].tolist() == router.route_names(X, lam, pool).tolist()
     with pytest.raises(Exception, match="unknown models in pool"):
         champion_model.predict(request, params={"pool": "chef,nobody"})
 

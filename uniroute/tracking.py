@@ -523,7 +523,7 @@ def _load_context(model: Any, context: Any) -> None:
     meta = json.loads(Path(context.artifacts["meta"]).read_text())
     # The pickle is this pipeline's own artifact, read back from its own store.
     router = pickle.loads(Path(context.artifacts["router"]).read_bytes())
-    embedder = make_embedder(meta["embedder"])
+    embedder = make_embedder(meta["embedder"], progress=False)
     router.check_embedder(embedder.embedder_id)
     val_path = context.artifacts.get("val_embeddings")
     model.router = router
