@@ -4,6 +4,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from uniroute import route
 from uniroute.cluster import Centroids
 from uniroute.route import EmbedderMismatch, Router
 
@@ -92,7 +93,8 @@ def test_negative_or_nan_lambda_is_refused():
             _router().route(X3, lam=lam)
 
 
-def test_soft_assigner_routes_by_brute_force_argmin():
+def test_soft_assigner_routes_by_brute_force_argmin(monkeypatch):
+    monkeypatch.setattr(route, "ROUTE_BLOCK", 7)  # 200 rows -> many blocks, the last one partial
     rng = np.random.default_rng(0)
     assigner = SoftAssigner(w=rng.normal(size=(2, 3)))
     r = _router(assigner=assigner)

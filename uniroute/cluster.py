@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 # Rows per block when assigning: a (block, K) float32 score matrix stays in cache-friendly sizes and a
 # 1M-row input never materialises a (1M, K) temporary.
-ASSIGN_BLOCK = 16384
+ASSIGN_BLOCK = 4096
 
 
 def as_float32_matrix(X: np.ndarray, d: int | None = None, what: str = "X") -> np.ndarray:

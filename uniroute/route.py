@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from uniroute.cluster import Centroids
+from uniroute.cluster import Centroids, as_float32_matrix
 
 if TYPE_CHECKING:
     from uniroute.learned_map import LearnedMap
 
 log = logging.getLogger(__name__)
+
+ROUTE_BLOCK = 4096  # rows per block when routing with a soft (LearnedMap) membership
 
 
 class EmbedderMismatch(ValueError):
@@ -130,7 +132,17 @@ class Router:
             # Fast path: one (K,) table, then a gather; gamma is never materialised.
             return self.cluster_table(lam, pool)[self.assigner.assign(X)]
         candidates = self.pool_indices(pool)
-        return argmin_cheapest(self.gamma(X) + lam * self.costs, self.costs, candidates)
+        # Soft memberships: gamma restricted to the pool, in row blocks so no (n, M) temporary is built.
+        # Columns are put in (cost, index) order once, so argmin's first minimum applies the tie rule.
+        order = candidates[np.lexsort((candidates, self.costs[candidates]))]
+        psi_t = np.ascontiguousarray(self.psi[order].T)  # (K, P)
+        penalty = lam * self.costs[order]  # (P,)
+        X = as_float32_matrix(X)
+        out = np.empty(X.shape[0], dtype=np.int64)
+        for start in range(0, X.shape[0], ROUTE_BLOCK):
+            phi = self.assigner.membership(X[start : start + ROUTE_BLOCK]).astype(np.float64)  # (b, K)
+            out[start : start + phi.shape[0]] = order[np.argmin(phi @ psi_t + penalty, axis=1)]
+        return out
 
     def route_names(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> np.ndarray:
         """(n,) model names chosen for each prompt."""
