@@ -166,7 +166,7 @@ def evaluate(
                                        "model, score, cost) or a dataset folder holding long.parquet.")],
     out: Annotated[Path, typer.Option(help="JSON result file; the deferral-curve PNG is written beside it.")],
     trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
-    seed: Annotated[int, typer.Option(help="Seed; trial t uses default_rng([seed, t]).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed; trial t uses numpy default_rng((seed, t)).")] = 0,
     embedder: Annotated[str | None, typer.Option(help="minilm or tfidf (default: UNIROUTE_EMBEDDER).")] = None,
     methods: Annotated[str, typer.Option(help="Comma-separated methods to compare.")] = (
         "zero,knn,kmeans,learnedmap,mlp,matfac"
@@ -174,6 +174,8 @@ def evaluate(
     val_sizes: Annotated[str | None, typer.Option(
         "--val-sizes", help="Validation-size study, e.g. 25,50,100,200,400,all: writes <out>_valsize.json/.png."
     )] = None,
+    prompt_part: Annotated[str, typer.Option(help="Embed the full prompt, or its last-block (after the last "
+                                             "blank line; for few-shot prompts).")] = "full",
     workers: Annotated[int, typer.Option(help="Dask worker processes (0: run the trials in this process).")] = 2,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address (default: UNIROUTE_DASK_ADDRESS; "
                                                   "none starts a local cluster).")] = None,
@@ -197,7 +199,11 @@ def evaluate(
     if eval_data.excluded_models:
         typer.echo(f"excluded (no cost, so no place on a cost axis): {', '.join(eval_data.excluded_models)}", err=True)
     name = embedder or settings.embedder
-    X, embedder_id = ev.prompt_embeddings(eval_data.prompts, name, settings.db_path, seed)
+    try:
+        texts = ev.prompt_texts(eval_data.prompts, prompt_part)
+    except ValueError as exc:
+        _fail(str(exc))
+    X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed)
     typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
                f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
 
@@ -210,7 +216,7 @@ def evaluate(
         progress=progress,
     )
     dataset = data.name if data.is_dir() else data.stem
-    report.update(dataset=dataset, embedder_id=embedder_id, data=str(data))
+    report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data))
     paths = ev.write_outputs(report, study, results, out, title=f"{dataset}: {trials} trials, {embedder_id}")
     if as_json:
         typer.echo(json.dumps(report))
