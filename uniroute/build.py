@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,9 +33,6 @@ DASK_KMEANS_MIN_PROMPTS = 200_000
 TUNING_SAMPLE = 50_000
 EVALUATED_METHODS = ("kmeans", "learnedmap", "zero", "knn")
 
-# (texts per batch) -> embeddings per batch: how the flow plugs Dask (or anything else) into embedding.
-BatchMapper = Callable[[list[list[str]]], list[np.ndarray]]
-
 
 class BuildError(RuntimeError):
     """The store does not hold what a build needs; the message says what is missing."""
@@ -56,7 +53,6 @@ class BuildResult:
     models: tuple[str, ...]
     excluded_models: tuple[str, ...]
     n_prompts: dict[str, int]
-    embedded_prompts: int
     mlflow_run_id: str | None
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -113,24 +109,19 @@ def store_split(data: StoreData, seed: int) -> TrialSplit:
 
 
 def embed_prompts(
-    db_path: Path,
-    texts: Sequence[str],
-    embedder_name: str,
-    seed: int,
-    fit_texts: Sequence[str] | None,
-    map_batches: BatchMapper | None = None,
-) -> tuple[np.ndarray, str, int]:
-    """(N, d) embeddings from the store's cache, embedding only missing texts (on `map_batches` if given)."""
+    db_path: Path, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None
+) -> tuple[np.ndarray, str]:
+    """(N, d) embeddings from the store's cache; only texts not cached for this embedder are embedded."""
     from uniroute import embed
 
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
-    missing = embed.uncached_texts(db_path, texts, embedder)
-    if missing and map_batches is not None:
-        batches = [missing[i : i + embed.DASK_BATCH] for i in range(0, len(missing), embed.DASK_BATCH)]
-        vectors = map_batches(batches)
-        embed.store_embeddings(db_path, missing, np.concatenate(vectors), embedder)
-    X = embed.embed_cached(db_path, list(texts), embedder)
-    return X, embedder.embedder_id, len(missing)
+    return embed.embed_cached(db_path, list(texts), embedder), embedder.embedder_id
+
+
+def prompt_texts(db_path: Path) -> list[str]:
+    """Texts of every prompt a build will embed (those with a result of an active model)."""
+    with store.opened(db_path) as con:
+        return store.query(con, "build_prompt_texts")["text"].tolist()
 
 
 def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig) -> _TrialState:
@@ -170,7 +161,6 @@ def run_build(
     seed: int,
     tracking_uri: str | None = None,
     artifact_root: Path | None = None,
-    map_batches: BatchMapper | None = None,
 ) -> BuildResult:
     """The nightly build on what is in the store; writes a new router version, never overwrites one."""
     seconds: dict[str, float] = {}
@@ -180,7 +170,7 @@ def run_build(
     split = store_split(data, seed)
     texts = data.eval_data.prompts
     fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
-    X, embedder_id, embedded = embed_prompts(db_path, texts, embedder_name, seed, fit_texts, map_batches)
+    X, embedder_id = embed_prompts(db_path, texts, embedder_name, seed, fit_texts)
     seconds["load_and_embed"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -284,7 +274,6 @@ def run_build(
         models=models,
         excluded_models=data.eval_data.excluded_models,
         n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
-        embedded_prompts=embedded,
         mlflow_run_id=run_id,
         seconds=seconds,
     )
