@@ -162,6 +162,16 @@ def test_cache_is_per_embedder(db_path: Path, tfidf: embed.TfidfEmbedder) -> Non
     assert sorted(counts["n_vectors"]) == [4, 4]
 
 
+def test_cache_keys_are_text_hashes(db_path: Path, tfidf: embed.TfidfEmbedder) -> None:
+    texts = ["naïve café — 数学 equation", "plain ascii equation", ""]
+    embed.embed_cached(db_path, texts, tfidf)
+    with store.opened(db_path, read_only=True) as con:
+        counts = store.query(con, "embedding_counts")
+    assert counts["n_vectors"].tolist() == [3]
+    keys = set(store.read_only_query(db_path, "select text_hash from embeddings")["text_hash"])
+    assert keys == {embed.text_hash(t) for t in texts}
+
+
 def test_cache_chunked_writes_and_empty_input(db_path: Path, tfidf: embed.TfidfEmbedder) -> None:
     texts = [f"{w} number {i}" for i, w in enumerate(ALGEBRA * 5)]
     X = embed.embed_cached(db_path, texts, tfidf, chunk_texts=3)
