@@ -38,7 +38,7 @@ def nightly_build() -> dict:
     apply_offline_environment(settings)
     logger = get_run_logger()
     for outcome in ingest.process_inbox(settings.db_path, settings.inbox_dir):
-        logger.info(outcome.line())
+        logger.info("inbox %s: %s", outcome.name, outcome.status)
     # TF-IDF is fitted on this build's training prompts inside the build, so only MiniLM embeds ahead.
     if settings.embedder != "tfidf":
         embed_on_dask.with_options(task_runner=dask_task_runner(settings))(str(settings.db_path), settings.embedder)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
-from uniroute import onboard
+from uniroute import onboard, registry
 from uniroute.settings import Settings, apply_offline_environment
 
 RESULTS_LANDED = "uniroute.results.landed"
@@ -17,6 +17,10 @@ def onboard_models(models: str) -> dict:
     settings = Settings()
     apply_offline_environment(settings)
     names = [m for m in (x.strip() for x in models.split(",")) if m]
+    if not registry.has_champion(settings.db_path):
+        # Results that land before the first build are picked up by that build; nothing to onboard onto.
+        get_run_logger().info("no champion router yet: %s will join at the next build", ", ".join(names))
+        return {"skipped": True, "models": names}
     result = onboard.onboard_models(
         settings.db_path, names, settings.embedder, settings.mlflow_uri, settings.mlflow_artifacts
     )

@@ -40,3 +40,15 @@ def shared_datasets() -> Path:
     if not SHARED_DATASETS.exists():
         pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
     return SHARED_DATASETS
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(tmp_path_factory):
+    """One real Prefect API (server subprocess with the trigger service) for the whole session."""
+    os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect_home"))
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        from prefect.settings import PREFECT_API_URL
+
+        yield PREFECT_API_URL.value()

@@ -22,7 +22,7 @@ from uniroute import registry, store
 from uniroute.cluster import Centroids, fit_centroids_dask
 from uniroute.evaluate import EvalConfig, EvalData, TrialSplit, _TrialState, curve_metrics, eval_data_from_frame
 from uniroute.features import psi_from_store
-from uniroute.publish import validation_proxy
+from uniroute.publish import routing_tables, validation_proxy, validation_weights
 from uniroute.route import Router
 
 log = logging.getLogger(__name__)
@@ -327,10 +327,14 @@ def _log_build(
             "psi.csv": tmp_path / "psi.csv",
             "deferral_curves.csv": tmp_path / "deferral_curves.csv",
             "deferral_curves.png": tmp_path / "deferral_curves.png",
+            "routing_table.csv": tmp_path / "routing_table.csv",
         }
         np.save(artifacts["centroids.npy"], router.assigner.centers)
         psi_frame.to_csv(artifacts["psi.csv"], index=False)
         curves.to_csv(artifacts["deferral_curves.csv"], index=False)
+        tables = routing_tables(router, router.models, validation_weights(router))
+        table = tables.routes.merge(tables.budgets, on=["grid", "budget", "lam"])
+        table.to_csv(artifacts["routing_table.csv"], index=False)
         plot_build_curves(curves, artifacts["deferral_curves.png"], router_id)
         flat = {f"{m}_{name}": v for m, vals in metrics.items() for name, v in vals.items() if np.isfinite(v)}
         return tracking.log_build(

@@ -142,6 +142,14 @@ def load_champion(db_path: Path, kind: str = "kmeans", read_only: bool = True) -
     return _version_from_row(rows.iloc[0])
 
 
+def has_champion(db_path: Path, kind: str = "kmeans") -> bool:
+    """Whether a promoted router of this kind exists (False for a store without one, or no store)."""
+    if not Path(db_path).exists():
+        return False
+    with store.opened(db_path, read_only=True) as con:
+        return not store.query(con, "router_champion", kind=kind).empty
+
+
 def champion_val_area(db_path: Path, kind: str = "kmeans") -> float | None:
     """The champion's validation Area, or None when there is no champion yet."""
     try:

@@ -1,0 +1,30 @@
+"""Inbox flow: ingest every new file in $UNIROUTE_HOME/inbox and announce models whose validation results landed."""
+
+from __future__ import annotations
+
+from prefect import flow, get_run_logger
+from prefect.events import emit_event
+
+from flows.onboard import MODELS_LABEL, RESULTS_LANDED
+from uniroute import ingest
+from uniroute.settings import Settings, apply_offline_environment
+
+
+@flow(name="uniroute-ingest-inbox")
+def ingest_inbox() -> list[dict]:
+    """Ingest the inbox (files move to done/ or failed/); emit `uniroute.results.landed` per file with new models."""
+    settings = Settings()
+    apply_offline_environment(settings)
+    logger = get_run_logger()
+    outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir)
+    for outcome in outcomes:
+        logger.info("%s: %s%s", outcome.name, outcome.status, f" ({outcome.error})" if outcome.error else "")
+        if outcome.landed_models:
+            emit_event(
+                event=RESULTS_LANDED,
+                resource={"prefect.resource.id": f"uniroute.results.{outcome.summary.file_hash[:16]}",
+                          MODELS_LABEL: ",".join(outcome.landed_models)},
+                payload={"file": outcome.name, "models": list(outcome.landed_models)},
+            )
+            logger.info("emitted %s for %s", RESULTS_LANDED, ", ".join(outcome.landed_models))
+    return [outcome.as_dict() for outcome in outcomes]
