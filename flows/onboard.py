@@ -22,7 +22,7 @@ def onboard_models(models: str) -> dict:
         get_run_logger().info("no champion router yet: %s will join at the next build", ", ".join(names))
         return {"skipped": True, "models": names}
     result = onboard.onboard_models(
-        settings.db_path, names, settings.embedder, settings.mlflow_uri, settings.mlflow_artifacts
+        settings.db_path, names, settings.mlflow_uri, settings.mlflow_artifacts
     )
     get_run_logger().info(result.line())
     return result.as_dict()

@@ -46,7 +46,7 @@ def champion_db(db_path, tmp_path):
 def test_onboarding_adds_a_psi_row_from_sql_on_the_frozen_clusters(champion_db, tmp_path):
     ingest_file(champion_db, _write_long(tmp_path / "c.csv", "c", [1, 0, 0, 1, 1, 0], 2.0), split="val",
                 progress=False)
-    result = onboard_models(champion_db, ["c"], embedder_name="minilm")  # no new prompt: nothing is embedded
+    result = onboard_models(champion_db, ["c"])  # no new prompt: nothing is embedded
     assert result.embedded_prompts == 0 and result.parent_id == "kmeans-parent"
     child = registry.load_champion(champion_db)
     assert child.router_id == result.router_id and child.parent_id == "kmeans-parent"
@@ -63,7 +63,7 @@ def test_onboarding_adds_a_psi_row_from_sql_on_the_frozen_clusters(champion_db, 
 
 def test_onboarding_refreshes_a_model_whose_results_changed(champion_db, tmp_path):
     # b's results on new validation prompts would change its row; here we re-onboard b itself: same values.
-    result = onboard_models(champion_db, ["b"], embedder_name="minilm")
+    result = onboard_models(champion_db, ["b"])
     child = registry.load_router_version(champion_db, result.router_id).router
     assert child.models == ("a", "b")
     np.testing.assert_allclose(child.psi[1], [2 / 3, 0.0])
@@ -71,13 +71,13 @@ def test_onboarding_refreshes_a_model_whose_results_changed(champion_db, tmp_pat
 
 def test_onboarding_unknown_or_costless_models_is_a_clear_error(champion_db, tmp_path):
     with pytest.raises(OnboardError, match="no results"):
-        onboard_models(champion_db, ["nobody"], embedder_name="minilm")
+        onboard_models(champion_db, ["nobody"])
     path = tmp_path / "d.csv"
     _write_long(path, "d", [1] * 6, 1.0)
     pd.read_csv(path).assign(cost=None).to_csv(path, index=False)
     ingest_file(champion_db, path, split="val", progress=False)
     with pytest.raises(OnboardError, match="set-cost"):
-        onboard_models(champion_db, ["d"], embedder_name="minilm")
+        onboard_models(champion_db, ["d"])
 
 
 def test_retire_takes_a_model_out_of_the_pool(champion_db):

@@ -95,7 +95,7 @@ def test_served_pyfunc_routes_like_uniroute_route(pipeline):
     model = load_router_model("models:/uniroute-router@champion", tracking_uri=settings.mlflow_uri)
     for params in ({"lambda": 0.0}, {"lambda": 50.0}, {"budget": 0.3}):
         served = model.predict(pd.DataFrame({"prompt": prompts}), params=params)
-        ours = route_texts(settings.db_path, prompts, "minilm", lam=params.get("lambda"), budget=params.get("budget"))
+        ours = route_texts(settings.db_path, prompts, lam=params.get("lambda"), budget=params.get("budget"))
         assert served["model"].tolist() == ours["model"].tolist(), params
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -110,12 +111,12 @@ def store_split(data: StoreData, seed: int) -> TrialSplit:
 
 def embed_prompts(
     db_path: Path, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None
-) -> tuple[np.ndarray, str]:
-    """(N, d) embeddings from the store's cache; only texts not cached for this embedder are embedded."""
+) -> tuple[np.ndarray, Any]:
+    """(N, d) embeddings from the store's cache (only uncached texts are embedded), and the embedder."""
     from uniroute import embed
 
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
-    return embed.embed_cached(db_path, list(texts), embedder), embedder.embedder_id
+    return embed.embed_cached(db_path, list(texts), embedder), embedder
 
 
 def prompt_texts(db_path: Path) -> list[str]:
@@ -170,7 +171,10 @@ def run_build(
     split = store_split(data, seed)
     texts = data.eval_data.prompts
     fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
-    X, embedder_id = embed_prompts(db_path, texts, embedder_name, seed, fit_texts)
+    X, embedder = embed_prompts(db_path, texts, embedder_name, seed, fit_texts)
+    embedder_id = embedder.embedder_id
+    # An embedder fitted on this build's prompts cannot be rebuilt by name: it is stored with the router.
+    fitted_embedder = embedder if fit_texts is not None else None
     seconds["load_and_embed"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -245,6 +249,7 @@ def run_build(
         promoted,
         reason,
         mlflow_run_id=run_id,
+        fitted_embedder=fitted_embedder,
         metrics=metric_rows,
         curves=curves,
     )
@@ -260,6 +265,7 @@ def run_build(
         promoted,
         f"LearnedMap sibling of {router_id}",
         mlflow_run_id=run_id,
+        fitted_embedder=fitted_embedder,
     )
     seconds["record"] = time.perf_counter() - t0
     result = BuildResult(

@@ -91,14 +91,22 @@ def synth(
     out: Annotated[Path, typer.Option(help="Folder to write the synthetic logs into.")],
     prompts: Annotated[int, typer.Option(help="Number of prompts.")] = 5000,
     models: Annotated[int, typer.Option(help="Number of LLMs.")] = 12,
-    topics: Annotated[int, typer.Option(help="Number of latent topics.")] = 8,
+    topics: Annotated[int, typer.Option(help="Number of latent topics (at most 16).")] = 8,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same bytes.")] = 0,
+    fmt: Annotated[str, typer.Option("--format", help="Output format: parquet, csv or jsonl.")] = "parquet",
+    split: Annotated[bool, typer.Option("--split/--no-split",
+                                        help="Add a split column (60/10/30 train/val/test per prompt).")] = False,
+    missing_rate: Annotated[float, typer.Option(help="Fraction of (prompt, model) results left out.")] = 0.0,
     as_json: JsonFlag = False,
 ):
-    """Write synthetic benchmark logs (long format, Parquet) with latent topics and per-model skills."""
+    """Write synthetic benchmark logs (long format) with latent topics, per-model skills and skill-priced costs."""
     from uniroute.synth import write_synthetic_logs
 
-    summary = write_synthetic_logs(out, n_prompts=prompts, n_models=models, n_topics=topics, seed=seed)
+    try:
+        summary = write_synthetic_logs(out, n_prompts=prompts, n_models=models, n_topics=topics, seed=seed,
+                                       format=fmt, with_split=split, missing_rate=missing_rate)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
     typer.echo(json.dumps(summary.as_dict()) if as_json else summary.line())
 
 
@@ -261,8 +269,7 @@ def onboard(
             models += [m for m in summary.landed_models if m not in models]
         if not models:
             _fail(f"no new validation results in {', '.join(map(str, results))}: nothing to onboard")
-        result = onboard_models(settings.db_path, models, settings.embedder, settings.mlflow_uri,
-                                settings.mlflow_artifacts)
+        result = onboard_models(settings.db_path, models, settings.mlflow_uri, settings.mlflow_artifacts)
     except (IngestError, OnboardError, LookupError, FileNotFoundError) as exc:
         _fail(str(exc))
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
@@ -322,7 +329,7 @@ def route(
         _fail("give --lambda or --budget, not both")
     settings = _settings()
     try:
-        decisions = route_texts(settings.db_path, texts, settings.embedder, lam=lam, budget=budget,
+        decisions = route_texts(settings.db_path, texts, lam=lam, budget=budget,
                                 pool=[p.strip() for p in pool.split(",")] if pool else None, log=log_decisions)
     except (RoutingError, LookupError, ValueError) as exc:
         _fail(str(exc))

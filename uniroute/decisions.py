@@ -21,7 +21,6 @@ class RoutingError(ValueError):
 def route_texts(
     db_path: Path,
     texts: Sequence[str],
-    embedder_name: str,
     lam: float | None = None,
     budget: float | None = None,
     pool: Sequence[str] | None = None,
@@ -42,7 +41,7 @@ def route_texts(
         pool = [m for m in router.models if m in active]
         if not pool:
             raise RoutingError(f"champion {champion.router_id} has no active model: onboard one first")
-    embedder = embed.make_embedder(embedder_name, progress=False)
+    embedder = champion.embedder()
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(list(texts))
     if budget is not None:

@@ -66,7 +66,6 @@ def assign_new_prompt_clusters(db_path: Path, clustering_id: str, prompts: pd.Da
 def onboard_models(
     db_path: Path,
     models: Sequence[str],
-    embedder_name: str,
     tracking_uri: str | None = None,
     artifact_root: Path | None = None,
 ) -> OnboardResult:
@@ -92,7 +91,7 @@ def onboard_models(
     if len(new_prompts):
         from uniroute import embed
 
-        embedder = embed.make_embedder(embedder_name)
+        embedder = champion.embedder()
         router.check_embedder(embedder.embedder_id)
         X = embed.embed_cached(db_path, new_prompts["text"].tolist(), embedder)
         assign_new_prompt_clusters(db_path, champion.clustering_id, new_prompts, centroids.assign(X))
@@ -132,7 +131,7 @@ def onboard_models(
             },
             metrics={"embedded_prompts": float(len(new_prompts))},
             artifacts={"psi.csv": psi_csv},
-            embedder_name=embedder_name,
+            embedder_name=registry.embedder_name(router.embedder_id),
             val_embeddings=validation_proxy(router),
         )
         run_id = record.run_id

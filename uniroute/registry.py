@@ -31,6 +31,20 @@ class RouterVersion:
     mlflow_run_id: str | None
     created_at: datetime
     router: Router
+    fitted_embedder: object | None = None  # the fitted TF-IDF embedder; None for embedders loaded by name
+
+    def embedder(self, progress: bool = False):
+        """The embedder this router was fitted with: the stored fitted one, or loaded by its name."""
+        if self.fitted_embedder is not None:
+            return self.fitted_embedder
+        from uniroute import embed
+
+        return embed.make_embedder(embedder_name(self.router.embedder_id), progress=progress)
+
+
+def embedder_name(embedder_id: str) -> str:
+    """The embedder's name ("minilm", "tfidf") from its id ("minilm:all-MiniLM-L6-v2@...")."""
+    return embedder_id.split(":", 1)[0]
 
 
 def new_router_id(kind: str) -> str:
@@ -60,6 +74,7 @@ def save_router_version(
     mlflow_run_id: str | None = None,
     metrics: pd.DataFrame | None = None,
     curves: pd.DataFrame | None = None,
+    fitted_embedder: object | None = None,
 ) -> None:
     """Write a router version with its centroids, Psi, costs, metrics and curves in one transaction."""
     k = router.k
@@ -81,6 +96,10 @@ def save_router_version(
                 "mlflow_run_id": mlflow_run_id,
                 "data_fingerprint": data_fingerprint,
                 "artifact": pickle.dumps(router, protocol=pickle.HIGHEST_PROTOCOL),
+                # Fitted embedders (TF-IDF) travel with the router so routing and onboarding can embed.
+                "embedder_artifact": None
+                if fitted_embedder is None
+                else pickle.dumps(fitted_embedder, protocol=pickle.HIGHEST_PROTOCOL),
                 "created_at": datetime.now(UTC).replace(tzinfo=None),
             }
         ]
@@ -121,6 +140,8 @@ def _version_from_row(row: pd.Series) -> RouterVersion:
         mlflow_run_id=row["mlflow_run_id"] if isinstance(row["mlflow_run_id"], str) else None,
         created_at=row["created_at"],
         router=pickle.loads(bytes(row["artifact"])),
+        fitted_embedder=None if row["embedder_artifact"] is None or pd.isna(row["embedder_artifact"])
+        else pickle.loads(bytes(row["embedder_artifact"])),
     )
 
 

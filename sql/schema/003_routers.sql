@@ -32,6 +32,7 @@ create table if not exists routers (
     mlflow_run_id varchar,
     data_fingerprint varchar not null,
     artifact      blob not null,        -- the pickled frozen Router (numpy arrays only)
+    embedder_artifact blob,             -- the pickled fitted embedder when it cannot be rebuilt by name (TF-IDF)
     created_at    timestamp not null
 );
 
