@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from uniroute import registry, store
 from uniroute.cluster import Centroids, fit_centroids_dask
-from uniroute.evaluate import EvalConfig, EvalData, TrialSplit, _TrialState, curve_metrics, eval_data_from_frame
+from uniroute.evaluate import EvalConfig, EvalData, RoutingData, TrialSplit, _TrialState, curve_metrics
 from uniroute.features import psi_from_store
 from uniroute.publish import routing_tables, validation_proxy, validation_weights
 from uniroute.route import Router
@@ -76,21 +77,43 @@ class StoreData:
 
 
 def load_store_data(db_path: Path) -> StoreData:
-    """Active models' results pivoted to (N, M) matrices; prompts get their stored split first."""
+    """Active, costed models' results as (N, M) matrices; prompts get their stored split first.
+
+    DuckDB computes the matrix coordinates, so the load stays a few columns of numbers per result even
+    at 100M results (no prompt text repeated per row).
+    """
     with store.opened(db_path) as con:
         with store.transaction(con):
             store.execute(con, "assign_splits")
-        frame = store.query(con, "build_results")
-        prompts = store.query(con, "build_prompts").set_index("prompt_id")
-    if frame.empty:
-        raise BuildError(f"no results of active models in {db_path}: ingest benchmark logs first")
-    data = eval_data_from_frame(frame)
-    ids = list(data.prompt_ids)
-    return StoreData(
-        eval_data=data,
-        text_hashes=tuple(prompts.loc[ids, "text_hash"].tolist()),
-        split=prompts.loc[ids, "split"].to_numpy(dtype=object),
+        models = tuple(store.query(con, "build_models")["model"])
+        excluded = tuple(store.query(con, "build_excluded_models")["model"])
+        prompts = store.query(con, "build_prompts")
+        cells = store.query_arrow(con, "build_results")
+    if excluded:
+        log.warning("models without any cost are left out of the build: %s", list(excluded))
+    if len(models) < 2 or len(prompts) == 0:
+        raise BuildError(f"{db_path} holds {len(models)} active models with costs and {len(prompts)} prompts; "
+                         "a build needs at least 2 models with results (ingest logs, `uniroute models set-cost`)")
+    i = cells.column("i").to_numpy()
+    j = cells.column("j").to_numpy()
+    scores = np.full((len(prompts), len(models)), np.nan)
+    costs = np.full_like(scores, np.nan)
+    scores[i, j] = cells.column("score").to_numpy()
+    costs[i, j] = cells.column("cost").to_numpy()
+    data = EvalData(
+        prompt_ids=tuple(prompts["prompt_id"]),
+        prompts=tuple(prompts["text"]),
+        routing=RoutingData(models=models, scores=scores, costs=costs),
+        excluded_models=excluded,
+        filled_costs=int(pc.sum(cells.column("cost_filled")).as_py() or 0),
     )
+    return StoreData(eval_data=data, text_hashes=tuple(prompts["text_hash"]), split=prompts["split"].to_numpy(object))
+
+
+def prompt_texts(db_path: Path) -> list[str]:
+    """Texts of every prompt a build will embed."""
+    with store.opened(db_path) as con:
+        return store.query(con, "build_prompts")["text"].tolist()
 
 
 def store_split(data: StoreData, seed: int) -> TrialSplit:
@@ -117,12 +140,6 @@ def embed_prompts(
 
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
     return embed.embed_cached(db_path, list(texts), embedder), embedder
-
-
-def prompt_texts(db_path: Path) -> list[str]:
-    """Texts of every prompt a build will embed (those with a result of an active model)."""
-    with store.opened(db_path) as con:
-        return store.query(con, "build_prompt_texts")["text"].tolist()
 
 
 def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig) -> _TrialState:
