@@ -835,6 +835,9 @@ def trial_results(
 def _dask_client(workers: int, scheduler_address: str | None) -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
+    # The scheduler and nannies log every worker start and stop at INFO; keep the command's stderr readable.
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger(name).level))
     if scheduler_address:
         with Client(scheduler_address) as client:
             yield client
@@ -907,6 +910,12 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
         "k": chosen,
         "per_trial_area": {m: [r["metrics"][m]["area"] for r in results] for m in methods},
         "mean_curve": {"cost": CURVE_GRID.tolist(), **curves},
+        # Every trial's test LLMs as (name, normalised test cost, test score): the plot's grey points.
+        "test_llm_points": [
+            [[name, c, sc] for name, c, sc in zip(r["test_models"], r["llm_points"]["cost"], r["llm_points"]["score"],
+                                                 strict=True)]
+            for r in results
+        ],
         "n_test_prompts_mean": float(np.mean([r["n_test_prompts"] for r in results])),
         "n_val_prompts": int(results[0]["n_val_prompts"]),
         "trial_seconds_mean": float(np.mean([r["seconds"]["total"] for r in results])),
@@ -959,7 +968,7 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
 # ---------------------------------------------------------------------------------------------------------
 # Plots
 # ---------------------------------------------------------------------------------------------------------
-def write_curve_plot(report: dict[str, Any], results: list[dict[str, Any]], path: Path, title: str) -> None:
+def write_curve_plot(report: dict[str, Any], path: Path, title: str) -> None:
     """Mean deferral curve per method (oracles dashed) with every trial's test LLMs as faded grey x."""
     import matplotlib
 
@@ -967,9 +976,10 @@ def write_curve_plot(report: dict[str, Any], results: list[dict[str, Any]], path
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    xs = [c for r in results for c in r["llm_points"]["cost"]]
-    ys = [s for r in results for s in r["llm_points"]["score"]]
-    alpha = max(0.04, min(0.6, 6.0 / max(len(results), 1)))
+    points = report["test_llm_points"]
+    xs = [c for trial in points for _, c, _ in trial]
+    ys = [s for trial in points for _, _, s in trial]
+    alpha = max(0.04, min(0.6, 6.0 / max(len(points), 1)))
     ax.scatter(xs, ys, marker="x", color="grey", alpha=alpha, s=18, label="test LLMs (all trials)", zorder=1)
     grid = np.asarray(report["mean_curve"]["cost"])
     for m in (m for m in METHODS if m in report["methods"]):
@@ -1126,7 +1136,7 @@ def write_outputs(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
     png = out.with_suffix(".png")
-    write_curve_plot(report, results, png, title)
+    write_curve_plot(report, png, title)
     paths = [out, png]
     if study is not None:
         study_json = out.with_name(out.stem + "_valsize.json")
@@ -1136,3 +1146,21 @@ def write_outputs(
         write_val_size_plot(study, study_png, f"{title}: Area vs validation size")
         paths += [study_json, study_png]
     return paths
+
+
+def val_size_table(study: dict[str, Any], alpha: float = 0.01) -> str:
+    """Markdown table of the validation-size study: Area +/- 96% half-width per method and size."""
+    sizes = study["sizes"]
+    head = "| method | " + " | ".join(
+        f"{s} (all)" if s == study["n_val_all"] else str(s) for s in sizes
+    ) + " |"
+    lines = [head, "|---|" + "---:|" * len(sizes)]
+    for m, vals in study["methods"].items():
+        cells = [f"{mu:.4f} ± {hw:.4f}" for mu, hw in zip(vals["mean"], vals["half_width"], strict=True)]
+        lines.append(f"| {METHOD_LABELS[m]} | " + " | ".join(cells) + " |")
+    for pair, tests in study["sign_tests"].items():
+        a, b = pair.split("_vs_")
+        cells = [f"{t['wins']}/{t['losses']}{' *' if t['p'] < alpha else ''}" for t in tests]
+        label = f"sign test {METHOD_LABELS[a]} vs {METHOD_LABELS[b]} (wins/losses)"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Evaluation wall time: 100 trials of `uniroute.evaluate` on mmlu_pro_cot29 with cached MiniLM embeddings.
+
+What is timed: `uniroute.evaluate.evaluate` as `uniroute evaluate` runs it — a Dask LocalCluster of 2 worker
+processes (one thread each) started, the embedding matrix scattered, one task per trial (all six methods with
+their per-trial hyper-parameter search, and the validation-size study 25..400), the report assembled. Not
+timed: reading and pivoting the long file, and embedding (the vectors come from the store's cache; this script
+embeds them first if the cache is cold). Embedding throughput is benchmarks/embedding.py's subject.
+
+The 2 cores are shared with other work, so the load average before and after the run is recorded beside the
+wall time, and the per-method seconds per trial (mean over trials, measured inside the workers) show where
+the time goes. The target is under 10 minutes for 100 trials.
+
+Run: `UNIROUTE_HOME=.uniroute OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.evaluate [--trials 100]`;
+results go to benchmarks/results/evaluate.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import time
+from pathlib import Path
+
+from uniroute import evaluate as ev
+from uniroute.settings import Settings, apply_offline_environment
+
+RESULTS = Path(__file__).resolve().parent / "results" / "evaluate.json"
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+VAL_SIZES = (25, 50, 100, 200, 400)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="mmlu_pro_cot29")
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--embedder", default="minilm")
+    parser.add_argument("--no-val-sizes", action="store_true", help="skip the validation-size study")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    settings = Settings()
+    apply_offline_environment(settings)
+    settings.home.mkdir(parents=True, exist_ok=True)
+
+    data = ev.eval_data_from_frame(ev.long_frame(SHARED / args.dataset))
+    t0 = time.perf_counter()
+    X, embedder_id = ev.prompt_embeddings(data.prompts, args.embedder, settings.db_path, args.seed)
+    embed_seconds = time.perf_counter() - t0
+    config = ev.EvalConfig(seed=args.seed, val_sizes=() if args.no_val_sizes else VAL_SIZES)
+
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    report, _, _ = ev.evaluate(data, X, args.trials, config, workers=args.workers)
+    wall = time.perf_counter() - started
+    load_after = os.getloadavg()
+
+    result = {
+        "benchmark": "evaluate",
+        "dataset": args.dataset,
+        "n_prompts": data.routing.n_prompts,
+        "n_models": len(data.routing.models),
+        "embedder_id": embedder_id,
+        "trials": args.trials,
+        "workers": args.workers,
+        "methods": list(config.methods),
+        "val_sizes": list(config.val_sizes),
+        "wall_seconds": round(wall, 1),
+        "wall_minutes": round(wall / 60, 2),
+        "target_minutes": 10,
+        "seconds_per_trial_in_worker": round(report["trial_seconds_mean"], 2),
+        "method_seconds_per_trial": {k: round(v, 3) for k, v in report["method_seconds_mean"].items()},
+        "embedding_lookup_seconds": round(embed_seconds, 1),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in load_after],
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "areas": {m: round(s["area"], 4) for m, s in report["methods"].items()},
+        "command": f"UNIROUTE_HOME={settings.home} OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.evaluate "
+                   f"--trials {args.trials} --workers {args.workers}",
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
