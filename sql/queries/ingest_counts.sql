@@ -1,0 +1,9 @@
+-- What ingesting the file adds. Needs the ingest_* tables of the check. One row.
+select
+    (select coalesce(sum(results), 0) from ingest_accepted_prompts) as rows_accepted,
+    (select count(*) from ingest_exceptions where status = 'stored') as rows_stored,
+    (select count(*) from ingest_quarantined) as rows_quarantined,
+    (select count(*) from ingest_accepted_prompts a join ingest_prompt_state s on s.pid = a.pid
+     where not s.prompt_stored) as new_prompts,
+    (select count(*) from ingest_accepted_models a join ingest_model_state s on s.mid = a.mid
+     where not s.model_stored) as new_models

@@ -1,0 +1,2 @@
+-- Every model name in the store.
+select model from models order by model
