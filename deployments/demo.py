@@ -43,17 +43,14 @@ def fresh_home(settings: Settings) -> None:
 
 
 def demo_logs(settings: Settings, work: Path) -> tuple[pd.DataFrame, str]:
-    """Long-format logs of the demo dataset, and where they came from."""
-    from uniroute.ingest import read_log
-
-    raw = settings.shared_datasets / "routerbench_subset" / "raw" / "routerbench_zs"
-    if raw.exists():
-        frames = [read_log(path).rows for path in sorted(raw.glob("*.csv"))]
-        return pd.concat(frames, ignore_index=True), f"RouterBench raw CSVs in {raw}"
+    """Long-format logs of the demo dataset (RouterBench's 11 LLMs), and where they came from."""
+    long = settings.shared_datasets / "routerbench_subset" / "long.parquet"
+    if long.exists():
+        return pd.read_parquet(long), f"RouterBench ({long})"
     from uniroute.synth import write_synthetic_logs
 
     summary = write_synthetic_logs(work / "synthetic", n_prompts=3000, n_models=10, n_topics=8, seed=0)
-    return pd.read_parquet(summary.path), f"synthetic logs ({settings.shared_datasets} not found)"
+    return pd.read_parquet(summary.logs_path), f"synthetic logs ({settings.shared_datasets} not found)"
 
 
 def held_back_model(logs: pd.DataFrame) -> str:

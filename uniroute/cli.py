@@ -46,6 +46,9 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log pro
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if not verbose:  # MLflow and its migrations log routine INFO lines that would drown the one-line results
+        for noisy in ("mlflow", "alembic"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def _print_frame(frame, as_json: bool, as_csv: bool = False) -> None:
