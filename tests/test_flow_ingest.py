@@ -1,0 +1,33 @@
+"""The inbox flow under a real Prefect API: files move to done/ or failed/, the summary comes back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from uniroute import store
+
+
+def test_inbox_flow_ingests_moves_and_summarises(prefect_harness, home, monkeypatch):
+    from flows.ingest import ingest_inbox
+
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    inbox = home / "inbox"
+    inbox.mkdir()
+    (inbox / "val.csv").write_text(
+        "prompt_id,prompt,model,score,cost,split\np1,Q one,m_new,1,0.5,val\np2,Q two,m_old,0,0.5,train\n")
+    (inbox / "broken.csv").write_text("prompt_id,prompt\np1,Q one\n")
+
+    outcomes = ingest_inbox()
+
+    assert [(o["name"], o["status"]) for o in outcomes] == [("broken.csv", "failed"), ("val.csv", "ingested")]
+    failed, done = outcomes
+    assert "missing required columns" in failed["error"]
+    assert Path(failed["moved_to"]) == inbox / "failed" / "broken.csv"
+    assert (inbox / "failed" / "broken.csv.reason.txt").read_text().strip() == failed["error"]
+    assert done["landed_models"] == ["m_new"]
+    assert done["summary"]["rows_accepted"] == 2 and done["summary"]["new_prompts"] == 2
+    assert Path(done["moved_to"]) == inbox / "done" / "val.csv"
+    assert sorted(p.name for p in inbox.iterdir()) == ["done", "failed"]
+    with store.opened(home / "uniroute.duckdb") as con:
+        assert con.execute("select count(*) from results").fetchone() == (2,)
+    assert ingest_inbox() == []  # nothing new
