@@ -174,7 +174,8 @@ def test_cache_keys_are_text_hashes(db_path: Path, tfidf: embed.TfidfEmbedder) -
 
 def test_cache_chunked_writes_and_empty_input(db_path: Path, tfidf: embed.TfidfEmbedder) -> None:
     texts = [f"{w} number {i}" for i, w in enumerate(ALGEBRA * 5)]
-    X = embed.embed_cached(db_path, texts, tfidf, chunk_texts=3)
+    shown = embed.fit_tfidf(ALGEBRA + COOKING, dim=6, seed=0, progress=True)  # the progress-bar path too
+    X = embed.embed_cached(db_path, texts, shown, chunk_texts=3)
     np.testing.assert_allclose(X, tfidf.encode(texts), atol=1e-6)
     assert embed.embed_cached(db_path, [], tfidf).shape == (0, 6)
 
@@ -185,3 +186,15 @@ def test_cache_with_minilm(db_path: Path, minilm: embed.MiniLMEmbedder) -> None:
     counting = CountingEmbedder(minilm)
     np.testing.assert_array_equal(embed.embed_cached(db_path, COOKING[::-1], counting), X[::-1])
     assert counting.seen == []
+
+
+def test_embed_batches_on_dask_workers(tfidf: embed.TfidfEmbedder, minilm: embed.MiniLMEmbedder) -> None:
+    from distributed import Client, LocalCluster
+
+    assert isinstance(tfidf, embed.Embedder) and isinstance(minilm, embed.Embedder)
+    texts = ALGEBRA + COOKING
+    # A worker process: the embedder crosses by pickle, as in the nightly build.
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        X = embed.embed_batches(texts, tfidf, batch_size=3, client=client)
+    np.testing.assert_allclose(X, tfidf.encode(texts), atol=1e-6)

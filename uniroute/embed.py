@@ -33,9 +33,13 @@ MINILM_DIM = 384
 # MiniLM was trained on 128-token inputs and sentence-transformers caps it at 256 (position embeddings allow
 # 512). 256 is the library's setting for this model; it is part of the embedder id.
 MINILM_MAX_TOKENS = 256
-# How many texts one progress-bar step (and one cache write) covers: large enough that the length-sorting
-# inside SentenceTransformer.encode still packs batches well, small enough that the bar moves.
-CHUNK_TEXTS = 2048
+# Texts per encode call in-process: one progress-bar step. Large enough that the length sorting inside
+# SentenceTransformer.encode still packs its 128-text batches well, small enough that the bar moves.
+STEP_TEXTS = 512
+# Texts per Dask task: coarse, since each task has a fixed scheduling cost.
+TASK_TEXTS = 2048
+# Texts per cache write (one transaction each) in embed_cached.
+CHUNK_TEXTS = 32_768
 
 
 @runtime_checkable
@@ -250,7 +254,7 @@ def make_embedder(
 # ------------------------------------------------------------------------------------- batching, Dask
 
 
-def text_batches(texts: Sequence[str], batch_size: int = CHUNK_TEXTS) -> list[list[str]]:
+def text_batches(texts: Sequence[str], batch_size: int = TASK_TEXTS) -> list[list[str]]:
     """The texts cut into consecutive lists of at most batch_size (the unit of work of a Dask task)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -264,28 +268,43 @@ def _encode_batch(texts: list[str], embedder: Embedder) -> np.ndarray:
 
 
 def embed_batches(
-    texts: Sequence[str], embedder: Embedder, batch_size: int = CHUNK_TEXTS, client: Client | None = None
+    texts: Sequence[str],
+    embedder: Embedder,
+    batch_size: int | None = None,
+    client: Client | None = None,
+    bar: Any = None,
 ) -> np.ndarray:
-    """(n, dim) float32 vectors of the texts, in order, encoded batch by batch (on Dask workers if a client)."""
+    """(n, dim) float32 vectors of the texts, in order, encoded batch by batch (on Dask workers if a client).
+
+    batch_size defaults to TASK_TEXTS with a client, STEP_TEXTS without. `bar` is a tqdm bar to advance
+    (embed_cached passes one spanning all its chunks); without one, a bar is shown if embedder.progress.
+    """
     texts = _check_texts(texts)
-    batches = text_batches(texts, batch_size)
+    batches = text_batches(texts, batch_size or (TASK_TEXTS if client is not None else STEP_TEXTS))
     if not batches:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     if client is not None:
         # The embedder is shipped once per worker; a MiniLM embedder pickles without its weights and each
-        # worker process loads them once (module-level cache).
+        # worker process loads them once (module-level cache). Progress shows on the Dask dashboard.
         shared = client.scatter(embedder, broadcast=True)
         futures = client.map(_encode_batch, batches, embedder=shared, pure=False)
         parts = client.gather(futures)
+        if bar is not None:
+            bar.update(len(texts))
     else:
         from tqdm.auto import tqdm
 
+        own = bar is None
+        if own:
+            bar = tqdm(total=len(texts), unit="prompt", desc="embed", disable=not embedder.progress or len(batches) < 2)
         parts = []
-        quiet = not embedder.progress or len(batches) < 2
-        with tqdm(total=len(texts), unit="prompt", desc="embed", disable=quiet) as bar:
+        try:
             for batch in batches:
                 parts.append(_encode_batch(batch, embedder))
                 bar.update(len(batch))
+        finally:
+            if own:
+                bar.close()
     vectors = np.concatenate(parts, axis=0)
     if vectors.shape != (len(texts), embedder.dim):
         raise RuntimeError(f"{embedder.embedder_id} returned {vectors.shape}, expected {(len(texts), embedder.dim)}")
@@ -320,12 +339,8 @@ def _lists_from_vectors(vectors: np.ndarray) -> pa.ListArray:
 def _store_vectors(con: Any, hashes: pa.Array, vectors: np.ndarray, embedder_id: str) -> None:
     """Add (hash, vector) rows of one embedder to the cache, in one transaction (present keys are skipped)."""
     new = pa.table({"text_hash": hashes, "vector": _lists_from_vectors(vectors)})
-    con.register("new_embeddings", new)
-    try:
-        with store.transaction(con):
-            store.execute(con, "embedding_insert", embedder_id=embedder_id, dim=int(vectors.shape[1]))
-    finally:
-        con.unregister("new_embeddings")
+    with store.registered(con, "new_embeddings", new), store.transaction(con):
+        store.execute(con, "embedding_insert", embedder_id=embedder_id, dim=int(vectors.shape[1]))
 
 
 def embed_cached(
@@ -333,7 +348,7 @@ def embed_cached(
     texts: Sequence[str],
     embedder: Embedder,
     client: Client | None = None,
-    chunk_texts: int = 16 * CHUNK_TEXTS,
+    chunk_texts: int = CHUNK_TEXTS,
 ) -> np.ndarray:
     """(n, dim) float32 vectors of the texts in input order; only texts not cached for this embedder are embedded.
 
@@ -350,12 +365,9 @@ def embed_cached(
         return out
     wanted = pa.table({"pos": pa.array(np.arange(len(texts), dtype=np.int64)), "text": pa.array(texts, pa.string())})
     with store.opened(db_path) as con:
-        con.register("wanted_texts", wanted)
-        try:
-            # sha256() in DuckDB is the same hex digest of the UTF-8 bytes as text_hash() (tested).
+        # sha256() in DuckDB is the same hex digest of the UTF-8 bytes as text_hash() (tested).
+        with store.registered(con, "wanted_texts", wanted):
             store.execute(con, "embedding_stage_wanted")
-        finally:
-            con.unregister("wanted_texts")
         found = store.query_arrow(con, "embedding_lookup", embedder_id=embedder_id)
         _scatter_vectors(out, found.column("pos"), found.column("vector"), embedder_id)
         # Every input position without a vector, with the first position holding the same text.
@@ -369,11 +381,15 @@ def embed_cached(
             "embed %s: %d texts, %d cached, %d distinct to embed",
             embedder_id, len(texts), found.num_rows, len(new_pos),
         )
-        for lo in range(0, len(new_pos), chunk_texts):
-            chunk = new_pos[lo : lo + chunk_texts]
-            vectors = embed_batches([texts[i] for i in chunk], embedder, client=client)  # (len(chunk), dim)
-            _store_vectors(con, new_hashes.slice(lo, len(chunk)), vectors, embedder_id)
-            out[chunk] = vectors
+        from tqdm.auto import tqdm
+
+        quiet = not embedder.progress or len(new_pos) < 2
+        with tqdm(total=len(new_pos), unit="prompt", desc=f"embed {embedder_id}", disable=quiet) as bar:
+            for lo in range(0, len(new_pos), chunk_texts):
+                chunk = new_pos[lo : lo + chunk_texts]
+                vectors = embed_batches([texts[i] for i in chunk], embedder, client=client, bar=bar)  # (b, dim)
+                _store_vectors(con, new_hashes.slice(lo, len(chunk)), vectors, embedder_id)
+                out[chunk] = vectors
     if len(pos) > len(new_pos):  # repeats of a newly embedded text take the vector of its first occurrence
         out[pos[~is_first]] = out[first_pos[~is_first]]
     return out
