@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -411,10 +412,19 @@ BAD_INPUTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def base_store(tmp_path_factory) -> Path:
+    """A store holding BASE, copied by each bad-input case (cheaper than ingesting it 40 times)."""
+    folder = tmp_path_factory.mktemp("base")
+    db = folder / "base.duckdb"
+    ingest_file(db, write(folder / "base.csv", BASE), progress=False)
+    return db
+
+
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
-def test_bad_input_ends_in_a_precise_error_or_quarantine_and_nothing_else(db_path, tmp_path, case):
+def test_bad_input_ends_in_a_precise_error_or_quarantine_and_nothing_else(base_store, db_path, tmp_path, case):
     name, content, expected = BAD_INPUTS[case]
-    ingest_file(db_path, write(tmp_path / "base.csv", BASE), progress=False)
+    shutil.copyfile(base_store, db_path)
     before = snapshot(db_path)
     path = write(tmp_path / "case" / name, content)
     if expected[0] == "error":
@@ -451,6 +461,26 @@ def test_bad_input_corpus_is_large_enough():
 
 
 # ---------------------------------------------------------------------------------------------- crash safety
+
+
+def test_a_failure_while_writing_rolls_the_whole_file_back(db_path, tmp_path, monkeypatch):
+    ingest_file(db_path, write(tmp_path / "base.csv", BASE), progress=False)
+    before = snapshot(db_path)
+    real_execute = store.execute
+
+    def failing(con, name, **params):
+        real_execute(con, name, **params)
+        if name == "ingest_insert_results":  # models and prompts are written by now
+            raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "execute", failing)
+    path = write(tmp_path / "new.csv", long_csv("q1,Q,m9,1,0.1"))
+    with pytest.raises(RuntimeError, match="disk full"):
+        ingest_file(db_path, path, progress=False)
+    monkeypatch.setattr(store, "execute", real_execute)
+    assert snapshot(db_path) == before
+    assert ingest_file(db_path, path, progress=False).rows_accepted == 1
+
 
 KILL_SCRIPT = """
 import logging, sys

@@ -1,9 +1,14 @@
 """Validate benchmark logs (long, RouterBench wide CSV, RouterDC JSON) and load them into the store.
 
-A file is detected by its content, parsed into one staged Arrow table of (prompt, model, score, cost) rows
-(`STAGE_SCHEMA`), then checked and written by SQL in `sql/queries/ingest_*.sql` inside one transaction:
-row problems go to `quarantine` with a reason, results identical to stored ones are skipped, and the file's
-content hash is recorded with its rows so a second copy is skipped.
+One file, one transaction:
+1. read: the format is detected by content and parsed into staged Arrow rows (`STAGE_SCHEMA`), one per
+   (input row, model); what cannot be parsed at all is an IngestError naming the file, row and value;
+2. check rows: strings are dictionary-coded and each row is checked on its own and within its file with
+   vectorised numpy/pyarrow (`checked_rows`); a rejected row gets a reason;
+3. check against the store: SQL (`sql/queries/ingest_*.sql`) finds rows that repeat a stored result
+   (skipped) or contradict a stored prompt or result (quarantined);
+4. write: new models, prompts and results, the quarantine and the file's content hash, then commit.
+A killed process leaves nothing (DuckDB commits atomically); a file whose hash is stored is skipped.
 """
 
 from __future__ import annotations
@@ -687,7 +692,9 @@ def _routerdc_json(path: Path, text: str, split: str | None) -> Staged:
         scores = entry.get("scores") if isinstance(entry, dict) else None
         if not isinstance(entry, dict):
             problem = f"entry is a JSON {type(entry).__name__}, not an object"
-        elif question is not None and not isinstance(question, str):
+        elif question is None:
+            problem = "question is missing"
+        elif not isinstance(question, str):
             problem = f"question {json.dumps(question)[:80]} is not text"
         elif not isinstance(scores, dict):
             problem = "scores is missing" if scores is None else f"scores {json.dumps(scores)[:80]} is not an object"
@@ -1086,6 +1093,9 @@ def _sample_keys(rows: pa.Table) -> pa.Table:
     """Per (sample_key, prompt_id) of the staged rows, the models given: what the merge across files needs."""
     frame = rows.select(["sample_key", "prompt_id", "model", "pre_reason"]).to_pandas()
     frame = frame[frame.sample_key.notna() & frame.pre_reason.isna() & frame.model.notna()]
+    if frame.empty:
+        return pa.table({"key": pa.array([], pa.string()), "prompt_id": pa.array([], pa.string()),
+                         "models": pa.array([], pa.list_(pa.string()))})
     grouped = frame.groupby(["sample_key", "prompt_id"]).model.agg(lambda models: sorted(set(models)))
     return pa.table({
         "key": pa.array(grouped.index.get_level_values(0).tolist(), pa.string()),
@@ -1176,17 +1186,21 @@ def ingest_file(db_path: Path, path: Path, split: str | None = None, progress: b
             log.info("%s: read %d rows as %s, %d staged results", path, staged.rows_read, staged.format,
                      staged.rows.num_rows)
             bar.update()
-            with store.transaction(con), contextlib.ExitStack() as relations:
-                log.info("%s: transaction started", path)
-                merges = _cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
-                bar.set_postfix_str(STAGES[1])
-                checked = checked_rows(_rows_pointed_at_stored(staged.rows, merges), staged.per_model)
-                bar.update()
-                bar.set_postfix_str(STAGES[2])
-                log.info("%s: checking %d rows against the store", path, checked.candidates.num_rows)
+            # Read-only work before the transaction: this process holds DuckDB's only write lock, so the
+            # store cannot change meanwhile, and the transaction stays short.
+            merges = _cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
+            bar.set_postfix_str(STAGES[1])
+            checked = checked_rows(_rows_pointed_at_stored(staged.rows, merges), staged.per_model)
+            bar.update()
+            bar.set_postfix_str(STAGES[2])
+            # Relations are registered outside the transaction, so that a failure inside it rolls back and
+            # surfaces as itself (unregistering in an aborted transaction would raise over it).
+            with contextlib.ExitStack() as relations, store.transaction(con):
                 for name, table in (("ingest_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
                                     ("ingest_models", checked.models), ("ingest_rejects", checked.rejects)):
                     relations.enter_context(store.registered(con, name, table))
+                log.info("%s: transaction started, checking %d rows against the store", path,
+                         checked.candidates.num_rows)
                 for statement in CHECK_STATEMENTS:
                     store.execute(con, statement)
                 counts = store.query(con, "ingest_counts").iloc[0]
