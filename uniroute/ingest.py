@@ -816,7 +816,8 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
     if isinstance(column, pa.Array):
         column = pa.chunked_array([column])
     if column.num_chunks == 0 or column.null_count == len(column):
-        return np.full(len(column), -1, dtype=np.int32), pa.array([], type=pa.string())
+        # a read-only view of one -1: an all-null column (the usual split) costs no memory
+        return np.broadcast_to(np.int32(-1), (len(column),)), pa.array([], type=pa.string())
     single_coded = pa.types.is_dictionary(column.type) and column.num_chunks == 1
     if pa.types.is_dictionary(column.type):
         coded = pa.table({"c": column}).unify_dictionaries()["c"] if not single_coded else column
@@ -845,9 +846,9 @@ def _floats(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(n,) float64 values (NaN where null) and the (n,) mask of non-null values."""
     n = len(column)
     if column.null_count == 0:
-        return column.to_numpy(), np.ones(n, dtype=bool)
-    if column.null_count == n:
-        return np.full(n, np.nan), np.zeros(n, dtype=bool)
+        return column.to_numpy(), np.broadcast_to(True, (n,))
+    if column.null_count == n:  # read-only views of one value: no memory for an absent column
+        return np.broadcast_to(np.nan, (n,)), np.broadcast_to(False, (n,))
     return column.fill_null(np.nan).to_numpy(), column.is_valid().to_numpy()
 
 
@@ -855,7 +856,7 @@ def _given_texts(column: pa.ChunkedArray) -> tuple[np.ndarray | None, np.ndarray
     """A mostly-null string column as (its values as an object array, None when no value is given; the (n,)
     mask of given values): the usual all-null case builds no millions of Python Nones."""
     if column.null_count == len(column):
-        return None, np.zeros(len(column), dtype=bool)
+        return None, np.broadcast_to(False, (len(column),))
     return column.to_numpy(zero_copy_only=False), column.is_valid().to_numpy()
 
 
@@ -890,24 +891,22 @@ def _present(codes: np.ndarray, size: int) -> np.ndarray:
 
 
 def _repeats(keys: np.ndarray, key_range: int) -> tuple[np.ndarray, np.ndarray]:
-    """For (n,) int64 keys in [0, key_range) in staged order: a mask of rows whose key appeared on an
-    earlier row, and for each such row the index of that first row (-1 elsewhere)."""
+    """For (n,) int64 keys in [0, key_range), in staged order: the positions of rows whose key appeared on an
+    earlier row, and the position of that first row for each (both empty in the usual case)."""
+    none = np.zeros(0, dtype=np.int64)
     n = len(keys)
-    first_of = np.full(n, -1, dtype=np.int64)
-    if n == 0:
-        return np.zeros(0, dtype=bool), first_of
-    if key_range <= 4 * n + 1024 and np.bincount(keys, minlength=key_range).max() <= 1:
-        return np.zeros(n, dtype=bool), first_of  # the usual case, found by counting instead of sorting
+    if n == 0 or (key_range <= 4 * n + 1024 and np.bincount(keys, minlength=key_range).max() <= 1):
+        return none, none  # the usual case, found by counting instead of sorting
     order = np.argsort(keys, kind="stable")  # equal keys stay in staged order
     ordered = keys[order]
     starts = np.r_[True, ordered[1:] != ordered[:-1]]
     if starts.all():
-        return np.zeros(n, dtype=bool), first_of
+        return none, none
     group_first = order[np.maximum.accumulate(np.where(starts, np.arange(n), 0))]
-    repeated = np.zeros(n, dtype=bool)
-    repeated[order[~starts]] = True
-    first_of[order[~starts]] = group_first[~starts]
-    return repeated, first_of
+    later = order[~starts]
+    earlier = group_first[~starts]
+    by_row = np.argsort(later)
+    return later[by_row], earlier[by_row]
 
 
 def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
@@ -959,15 +958,18 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
             f"{w} {json.dumps(t[c[i]])} starts like a spreadsheet formula"))
     blank_text = each_value(text_values, lambda v: pc.equal(pc.utf8_trim(v, BLANK), ""))
     flag(_lookup(blank_text, tid, null=True), lambda i: "empty prompt text")
-    flag(score_unreadable, lambda i: f"score {json.dumps(score_text[i])} is not a number")
-    flag(~score_given, lambda i: "score is missing")
-    flag(score_given & np.isnan(score), lambda i: "score NaN is not a number in [0, 1]")
     with np.errstate(invalid="ignore"):
-        flag((score < 0) | (score > 1), lambda i: f"score {_number_text(score[i])} is outside [0, 1]")
-        flag(cost_unreadable, lambda i: f"cost {json.dumps(cost_text[i])} is not a number")
-        flag(cost_given & np.isnan(cost), lambda i: "cost NaN is not a number (leave it empty for no cost)")
-        flag(np.isinf(cost), lambda i: f"cost {_number_text(cost[i])} is not finite")
-        flag(cost < 0, lambda i: f"cost {_number_text(cost[i])} is negative")
+        # One pass finds whether any score or cost needs a closer look (NaN fails every comparison).
+        if not ((score >= 0) & (score <= 1)).all():
+            flag(score_unreadable, lambda i: f"score {json.dumps(score_text[i])} is not a number")
+            flag(~score_given, lambda i: "score is missing")
+            flag(score_given & np.isnan(score), lambda i: "score NaN is not a number in [0, 1]")
+            flag((score < 0) | (score > 1), lambda i: f"score {_number_text(score[i])} is outside [0, 1]")
+        if not ((cost >= 0) & (cost < np.inf) | ~(cost_given | cost_unreadable)).all():
+            flag(cost_unreadable, lambda i: f"cost {json.dumps(cost_text[i])} is not a number")
+            flag(cost_given & np.isnan(cost), lambda i: "cost NaN is not a number (leave it empty for no cost)")
+            flag(np.isinf(cost), lambda i: f"cost {_number_text(cost[i])} is not finite")
+            flag(cost < 0, lambda i: f"cost {_number_text(cost[i])} is negative")
     split_text = _Names(split_values)
     bad_split = np.array([value not in SPLITS for value in split_text], dtype=bool)
     flag(_lookup(bad_split, sid), lambda i: f"split {json.dumps(split_text[sid[i]])} is not train, val or test")
@@ -979,17 +981,19 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
     anchored = open_rows & (pid >= 0)
     flag(anchored & (tid != tid[np.minimum(anchor, n - 1)]), lambda i: (
         f"prompt_id {json.dumps(pid_text[pid[i]])} was given a different text on row {row_number[anchor[i]]}"))
-    flag(anchored & (sid != sid[np.minimum(anchor, n - 1)]), lambda i: (
-        f"prompt_id {json.dumps(pid_text[pid[i]])} has split "
-        f"{json.dumps(split_text[sid[i]] if sid[i] >= 0 else None)} here but "
-        f"{json.dumps(split_text[sid[anchor[i]]] if sid[anchor[i]] >= 0 else None)} on row {row_number[anchor[i]]}"))
+    if len(split_values) > 1 or (len(split_values) == 1 and sid.min() < 0):  # else every row has the same split
+        flag(anchored & (sid != sid[np.minimum(anchor, n - 1)]), lambda i: (
+            f"prompt_id {json.dumps(pid_text[pid[i]])} has split "
+            f"{json.dumps(split_text[sid[i]] if sid[i] >= 0 else None)} here but "
+            f"{json.dumps(split_text[sid[anchor[i]]] if sid[anchor[i]] >= 0 else None)} "
+            f"on row {row_number[anchor[i]]}"))
 
     # A (prompt_id, model) given twice: an identical repeat is dropped, a different result quarantined.
-    consistent = np.flatnonzero(open_rows)
+    consistent = _positions(open_rows)
     keys = pid[consistent].astype(np.int64) * max(len(mid_values), 1) + mid[consistent]
-    repeated, first_of = _repeats(keys, len(pid_values) * max(len(mid_values), 1))
-    later = consistent[repeated]
-    earlier = consistent[first_of[repeated]]
+    later, earlier = _repeats(keys, len(pid_values) * max(len(mid_values), 1))
+    if not isinstance(consistent, slice):
+        later, earlier = consistent[later], consistent[earlier]
     same = (score[later] == score[earlier]) & _same(cost[later], cost[earlier]) & _same(
         raw_score[later], raw_score[earlier])
     duplicates = int(same.sum())
@@ -1002,22 +1006,34 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
         f"{row_number[earlier_of[i]]} with a different result: {_result_text(score, raw_score, cost, earlier_of[i])}"
         f" there, {_result_text(score, raw_score, cost, i)} here"))
 
-    keep = np.flatnonzero(open_rows)
+    keep = _positions(open_rows)
     mids = _present(mid[keep], len(mid_values))
     return Checked(
         candidates=pa.table({
             "row_number": row_number[keep],
-            "pid": pid[keep].astype(np.int32),
-            "mid": mid[keep].astype(np.int32),
+            "pid": pid[keep].astype(np.int32, copy=False),
+            "mid": mid[keep].astype(np.int32, copy=False),
             "score": score[keep],
-            "cost": pa.array(cost[keep], mask=np.isnan(cost[keep])),
-            "raw_score": pa.array(raw_score[keep], mask=np.isnan(raw_score[keep])),
+            "cost": _nullable(cost[keep]),
+            "raw_score": _nullable(raw_score[keep]) if rows["raw_score"].null_count < n
+            else pa.nulls(len(row_number[keep]), pa.float64()),
         }),
         prompts=_prompt_table(rows, pid, pid_values, tid, text_values, first, keep),
         models=pa.table({"mid": mids.astype(np.int32), "model": mid_values.take(pa.array(mids))}),
         rejects=_reject_table(rows, reason, row_number, per_model),
         duplicates=duplicates,
     )
+
+
+def _positions(mask: np.ndarray) -> np.ndarray | slice:
+    """The indices where mask is true, or a whole slice when it is true everywhere (no copy of every row)."""
+    return slice(None) if mask.all() else np.flatnonzero(mask)
+
+
+def _nullable(values: np.ndarray) -> pa.Array:
+    """A float64 array with null where NaN."""
+    missing = np.isnan(values)
+    return pa.array(values, mask=missing) if missing.any() else pa.array(values)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
