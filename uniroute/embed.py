@@ -199,7 +199,7 @@ class TfidfEmbedder:
 
 
 def fit_tfidf(
-    texts: Sequence[str], dim: int = MINILM_DIM, seed: int = 0, max_features: int = 50_000, progress: bool = True
+    texts: Sequence[str], dim: int = MINILM_DIM, seed: int = 0, max_features: int = 20_000, progress: bool = True
 ) -> TfidfEmbedder:
     """TF-IDF + TruncatedSVD(dim) fitted on the texts; the id carries a fingerprint of the fit."""
     from sklearn.decomposition import TruncatedSVD
@@ -212,6 +212,8 @@ def fit_tfidf(
         lowercase=True,
         ngram_range=(1, 2),
         min_df=2 if len(texts) >= 1000 else 1,  # a word seen once cannot relate two prompts
+        # A fitted TF-IDF embedder travels (pickled) with every router built on it, and its SVD components
+        # are (dim, vocabulary) float32: 20k terms keep that at about 31 MB (50k would be 77 MB).
         max_features=max_features,
         sublinear_tf=True,
         dtype=np.float32,
