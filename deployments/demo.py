@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     settings.inbox_dir.mkdir(parents=True)
     logs[logs.model != newcomer].to_parquet(settings.inbox_dir / "benchmark_logs.parquet", index=False)
 
+    from deployments.deployments import ONBOARDING, wait_until_served
     from deployments.serve import prefect_server, server_environment
 
     with prefect_server(settings, logs_dir / "prefect-server.log") as api_url:
@@ -135,7 +136,8 @@ def main(argv: list[str] | None = None) -> None:
             runner = subprocess.Popen([sys.executable, "-m", "deployments.serve_onboarding"], env=runner_env,
                                       stdout=runner_log, stderr=subprocess.STDOUT)
         try:
-            time.sleep(8)  # let the runner register the deployment and its trigger
+            wait_until_served(ONBOARDING)
+            time.sleep(3)  # the trigger's automation is created with the deployment
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
             landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]
             landed.to_parquet(settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet", index=False)

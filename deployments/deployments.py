@@ -25,6 +25,9 @@ def onboarding_trigger() -> DeploymentEventTrigger:
     )
 
 
+ONBOARDING = "uniroute-onboard/on-results-landed"
+
+
 def onboarding_deployment():
     """Onboarding, triggered by `uniroute.results.landed`."""
     return onboard_models.to_deployment(name="on-results-landed", triggers=[onboarding_trigger()],
@@ -47,3 +50,27 @@ def all_deployments() -> list:
             description="Make models routable when their validation results land",
         ),
     ]
+
+
+def wait_until_served(deployment: str, timeout: float = 180.0) -> None:
+    """Block until `flow-name/deployment-name` exists in the Prefect API (a runner has registered it)."""
+    import asyncio
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    async def exists() -> bool:
+        async with get_client() as client:
+            try:
+                await client.read_deployment_by_name(deployment)
+            except ObjectNotFound:
+                return False
+            return True
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if asyncio.run(exists()):
+            return
+        time.sleep(1)
+    raise TimeoutError(f"deployment {deployment} was not registered within {timeout:.0f} s")

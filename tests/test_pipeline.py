@@ -1,6 +1,6 @@
 """End to end under a real Prefect API: nightly build (Dask), event-triggered onboarding, publishing, lineage.
 
-Real RouterBench results (a deterministic 600-prompt slice), real MiniLM embeddings, a real DuckDB file, a
+Real RouterBench results (a deterministic 400-prompt slice), real MiniLM embeddings, a real DuckDB file, a
 real MLflow SQLite store and a 2-worker Dask LocalCluster. The strongest LLM is held back and arrives later
 with its validation results, as a new model would.
 """
@@ -24,7 +24,7 @@ from uniroute.settings import Settings
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-N_PROMPTS = 600
+N_PROMPTS = 400
 
 
 def _env(**values: str) -> dict[str, str | None]:
@@ -132,6 +132,7 @@ def _wait_for_onboarding_run(since: float, timeout: float) -> str:
 
 
 def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
+    from deployments.deployments import ONBOARDING, wait_until_served
     from flows.ingest import ingest_inbox
     from flows.publish import publish_routing_tables
     from uniroute.publish import read_current
@@ -143,7 +144,8 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
     env = {**os.environ, "PREFECT_API_URL": pipeline.api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
     runner = subprocess.Popen([sys.executable, "-m", "deployments.serve_onboarding"], cwd=REPO, env=env)
     try:
-        time.sleep(10)  # the runner registers the deployment and its event trigger
+        wait_until_served(ONBOARDING)
+        time.sleep(3)  # the trigger's automation is created with the deployment; give the service a moment
         val = read_only_query(settings.db_path, "select prompt_id from prompt_splits where split = 'val'")
         landed = pipeline.logs[(pipeline.logs.model == newcomer) & pipeline.logs.prompt_id.isin(set(val.prompt_id))]
         landed.to_parquet(settings.inbox_dir / "newcomer.parquet", index=False)
