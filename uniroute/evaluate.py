@@ -934,6 +934,7 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
     out_methods: dict[str, Any] = {m: {"mean": [], "half_width": [], "std": []} for m in methods}
     chosen: dict[str, list[dict[str, int]]] = {m: [] for m in methods}
     sign: dict[str, list[dict[str, Any]]] = {}
+    paired: dict[str, dict[str, list[float]]] = {}
     labels = [*sizes, n_val]
     for size in labels:
         areas = {}
@@ -953,6 +954,13 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
         for i, a in enumerate(methods):
             for b in methods[i + 1 :]:
                 sign.setdefault(f"{a}_vs_{b}", []).append(sign_test(areas[a], areas[b]))
+                # The trials' LLM splits move every method's Area together; the paired difference is what
+                # separates two methods, so its 96% interval is reported beside the per-method intervals.
+                diff = areas[a] - areas[b]
+                sd = float(diff.std(ddof=1)) if len(diff) > 1 else 0.0
+                entry = paired.setdefault(f"{a}_vs_{b}", {"mean": [], "half_width": []})
+                entry["mean"].append(float(diff.mean()))
+                entry["half_width"].append(2 * sd / math.sqrt(len(diff)))
     return {
         "trials": len(results),
         "sizes": labels,
@@ -961,6 +969,7 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
         "methods": out_methods,
         "chosen": chosen,
         "sign_tests": sign,
+        "paired_area_difference": paired,
         "interval": "mean +/- 2 standard errors over trials (96%)",
     }
 
@@ -979,8 +988,9 @@ def write_curve_plot(report: dict[str, Any], path: Path, title: str) -> None:
     points = report["test_llm_points"]
     xs = [c for trial in points for _, c, _ in trial]
     ys = [s for trial in points for _, _, s in trial]
-    alpha = max(0.04, min(0.6, 6.0 / max(len(points), 1)))
-    ax.scatter(xs, ys, marker="x", color="grey", alpha=alpha, s=18, label="test LLMs (all trials)", zorder=1)
+    alpha = max(0.2, min(0.6, 20.0 / max(len(points), 1)))
+    ax.scatter(xs, ys, marker="x", color="grey", alpha=alpha, s=14, linewidths=0.8,
+               label=f"test LLMs ({len(points)} trials)", zorder=1)
     grid = np.asarray(report["mean_curve"]["cost"])
     for m in (m for m in METHODS if m in report["methods"]):
         style = "--" if m in ORACLES else "-"
@@ -1001,16 +1011,18 @@ def write_curve_plot(report: dict[str, Any], path: Path, title: str) -> None:
 def write_val_size_plot(report: dict[str, Any], path: Path, title: str) -> None:
     """Area versus validation size (log x) with 96% intervals, one line per method."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
     sizes = np.asarray(report["sizes"], dtype=float)
     for i, (m, vals) in enumerate(report["methods"].items()):
         offset = sizes * (1 + 0.03 * (i - 1))  # small horizontal offsets keep the bars apart
         ax.errorbar(offset, vals["mean"], yerr=vals["half_width"], marker="o", capsize=3, label=METHOD_LABELS[m])
     ax.set_xscale("log")
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())  # only the studied sizes are labelled
     ax.set_xticks(sizes)
     ax.set_xticklabels([str(int(s)) for s in sizes])
     ax.set_xlabel("number of validation prompts (last = all)")
@@ -1100,24 +1112,45 @@ def evaluate(
     return report, study, results
 
 
-def summary_table(report: dict[str, Any], reference: str | None = "learnedmap", alpha: float = 0.01) -> str:
-    """Markdown table of the report; `*` marks a significantly smaller Area than `reference` (sign test)."""
-    ref = reference if reference in report["methods"] else None
+def _significantly_lower(report: dict[str, Any], a: str, b: str, alpha: float) -> bool:
+    """Whether method a's per-trial Area is significantly below b's (paired sign test at level alpha)."""
+    key = f"{a}_vs_{b}" if f"{a}_vs_{b}" in report["sign_tests"] else f"{b}_vs_{a}"
+    t = report["sign_tests"][key]
+    wins_a, losses_a = (t["wins"], t["losses"]) if key.startswith(f"{a}_vs_") else (t["losses"], t["wins"])
+    return losses_a > wins_a and t["p"] < alpha
+
+
+def summary_table(
+    report: dict[str, Any], marks: dict[str, str] | None = None, alpha: float = 0.01
+) -> str:
+    """Markdown table of the report; a mark after the Area says it is significantly below that reference's.
+
+    Default marks: `*` below UniRoute (LearnedMap) (as in the paper's table), `†` below UniRoute (K-means).
+    """
+    marks = {"learnedmap": "*", "kmeans": "†"} if marks is None else marks
+    marks = {ref: sym for ref, sym in marks.items() if ref in report["methods"]}
     lines = [
         "| method | Area | Area50 | QNC | QNC = inf | Peak |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for m, s in report["methods"].items():
-        mark = ""
-        if ref and m != ref:
-            key, flip = (f"{m}_vs_{ref}", False) if f"{m}_vs_{ref}" in report["sign_tests"] else (f"{ref}_vs_{m}", True)
-            t = report["sign_tests"][key]
-            worse = (t["wins"] > t["losses"]) if flip else (t["losses"] > t["wins"])
-            mark = "*" if worse and t["p"] < alpha else ""
+        mark = "".join(sym for ref, sym in marks.items() if ref != m and _significantly_lower(report, m, ref, alpha))
         qnc = "—" if s["qnc"] is None else f"{100 * s['qnc']:.1f}%"
         lines.append(
             f"| {s['label']} | {s['area']:.4f}{mark} | {s['area50']:.4f} | {qnc} | "
             f"{100 * s['qnc_inf_frac']:.0f}% | {s['peak']:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def sign_test_table(report: dict[str, Any], alpha: float = 0.01) -> str:
+    """Markdown table of every paired sign test on per-trial Area (wins of A, losses of A, p)."""
+    lines = ["| A vs B | A wins | A loses | p | significant at 0.01 |", "|---|---:|---:|---:|---|"]
+    for pair, t in report["sign_tests"].items():
+        a, b = pair.split("_vs_")
+        verdict = ("A better" if t["wins"] > t["losses"] else "B better") if t["p"] < alpha else "no"
+        lines.append(
+            f"| {METHOD_LABELS[a]} vs {METHOD_LABELS[b]} | {t['wins']} | {t['losses']} | {t['p']:.2g} | {verdict} |"
         )
     return "\n".join(lines)
 
@@ -1143,7 +1176,7 @@ def write_outputs(
         study_png = out.with_name(out.stem + "_valsize.png")
         study.update(dataset=report.get("dataset"), embedder_id=report.get("embedder_id"), seed=report.get("seed"))
         study_json.write_text(json.dumps(study, indent=1, allow_nan=False) + "\n")
-        write_val_size_plot(study, study_png, f"{title}: Area vs validation size")
+        write_val_size_plot(study, study_png, f"{title}\nArea vs number of validation prompts")
         paths += [study_json, study_png]
     return paths
 
@@ -1163,4 +1196,8 @@ def val_size_table(study: dict[str, Any], alpha: float = 0.01) -> str:
         cells = [f"{t['wins']}/{t['losses']}{' *' if t['p'] < alpha else ''}" for t in tests]
         label = f"sign test {METHOD_LABELS[a]} vs {METHOD_LABELS[b]} (wins/losses)"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for pair, diff in study.get("paired_area_difference", {}).items():
+        a, b = pair.split("_vs_")
+        cells = [f"{mu:+.4f} ± {hw:.4f}" for mu, hw in zip(diff["mean"], diff["half_width"], strict=True)]
+        lines.append(f"| Area of {METHOD_LABELS[a]} − {METHOD_LABELS[b]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
