@@ -393,3 +393,25 @@ def test_summary_table_marks_significantly_lower_areas() -> None:
     table = sign_test_table(report)
     assert "| ZeroRouter vs K-NN | 0 | 20 | 1.9e-06 | B better |" in table
     assert "| K-NN vs UniRoute (K-means) | 8 | 12 | 0.5 | no |" in table
+
+
+def test_curve_points_are_those_of_the_products_router() -> None:
+    """The evaluation's routing along lambda is Router.route's rule (costs scaled by C, lambda by 1/C)."""
+    from uniroute.cluster import Centroids
+    from uniroute.route import Router
+
+    rng = np.random.default_rng(7)
+    centers = rng.standard_normal((5, 8)).astype(np.float32)
+    psi = rng.random((4, 5)).round(1)  # rounded: clusters tie between models
+    costs = np.array([2.0, 0.5, 8.0, 0.5])
+    router = Router(embedder_id="test", models=("a", "b", "c", "d"), costs=costs, psi=psi,
+                    assigner=Centroids(centers=centers))
+    X = rng.standard_normal((40, 8)).astype(np.float32)
+    scores = (rng.random((40, 4)) > 0.5).astype(float)
+    norm = costs.max()
+    gamma = router.gamma(X)
+    cost, score = routed_points(gamma, costs / norm, scores, np.tile(costs / norm, (40, 1)), n_lambdas=50)
+    for lam, c, s in zip(lambda_grid(switch_path(gamma, costs / norm), 50), cost, score, strict=True):
+        chosen = router.route(X, lam / norm)
+        assert s == pytest.approx(scores[np.arange(40), chosen].mean())
+        assert c == pytest.approx(costs[chosen].mean() / norm)

@@ -559,10 +559,6 @@ def _pool(data: RoutingData, prompts: np.ndarray, models: np.ndarray, c_models: 
     )
 
 
-def _fully_labelled(data: RoutingData, prompts: np.ndarray, models: np.ndarray) -> np.ndarray:
-    return prompts[~np.isnan(data.scores[np.ix_(prompts, models)]).any(axis=1)]
-
-
 class _TrialState:
     """Everything of one trial that several methods and validation sizes share (fits cached per K)."""
 
