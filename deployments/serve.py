@@ -61,19 +61,13 @@ def server_environment(settings: Settings) -> dict[str, str]:
 
 
 @contextmanager
-def prefect_server(settings: Settings, log_path: Path):
-    """A `prefect server start` on 127.0.0.1 (SQLite under PREFECT_HOME); yields its API URL."""
-    port = free_port()
-    env = server_environment(settings)
+def running(command: list[str], env: dict[str, str], log_path: Path, health_url: str):
+    """A server subprocess that answers on health_url for the duration of the block, then is stopped."""
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}/api"
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for(f"{url}/health", 90, proc)
-        yield url
+        wait_for(health_url, 90, proc)
+        yield proc
     finally:
         proc.terminate()
         try:
@@ -83,27 +77,26 @@ def prefect_server(settings: Settings, log_path: Path):
 
 
 @contextmanager
+def prefect_server(settings: Settings, log_path: Path):
+    """A `prefect server start` on 127.0.0.1 (SQLite under PREFECT_HOME); yields its API URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    command = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    with running(command, server_environment(settings), log_path, f"{url}/health"):
+        yield url
+
+
+@contextmanager
 def mlflow_ui(settings: Settings, log_path: Path):
     """The MLflow UI over the tracking store under UNIROUTE_HOME; yields its URL."""
     port = free_port()
     settings.mlflow_artifacts.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [str(BIN / "mlflow"), "ui", "--backend-store-uri", settings.mlflow_uri,
-             "--default-artifact-root", str(settings.mlflow_artifacts.resolve()),
-             "--host", "127.0.0.1", "--port", str(port)],
-            env=server_environment(settings), stdout=log, stderr=subprocess.STDOUT,
-        )
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(url, 90, proc)
+    command = [str(BIN / "mlflow"), "ui", "--backend-store-uri", settings.mlflow_uri,
+               "--default-artifact-root", str(settings.mlflow_artifacts.resolve()),
+               "--host", "127.0.0.1", "--port", str(port)]
+    with running(command, server_environment(settings), log_path, url):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def main(argv: list[str] | None = None) -> None:
