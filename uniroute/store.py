@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,7 +51,13 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
                 f"snapshot instead, or retry when it finishes ({exc})"
             ) from exc
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(db_path))
+    try:
+        con = duckdb.connect(str(db_path))
+    except duckdb.IOException as exc:
+        raise StoreError(
+            f"cannot open the store {db_path} for writing: another process holds it (DuckDB allows one "
+            f"writer; wait for the running pipeline step to finish) ({exc})"
+        ) from exc
     apply_schema(con)
     return con
 
@@ -149,5 +156,9 @@ def registered(
     con.register(name, frame)
     try:
         yield con
-    finally:
-        con.unregister(name)
+    except BaseException:
+        # Unregistering inside a failed transaction raises too; that must not hide the error that failed it.
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(name)
+        raise
+    con.unregister(name)
