@@ -11,7 +11,7 @@ from uniroute.settings import Settings, apply_offline_environment
 
 @task(name="embed-new-prompts")
 def embed_new_prompts(db_path: str, texts: list[str], embedder_name: str) -> int:
-    """Embed the prompts not cached yet, their batches spread over the Dask cluster's workers."""
+    """Embed the uncached prompts in batches on the Dask cluster's workers; returns the prompts looked up."""
     with get_dask_client() as client:
         embedder = embed.make_embedder(embedder_name, progress=False)
         return len(embed.embed_cached(db_path, texts, embedder, client=client))
@@ -40,9 +40,12 @@ def nightly_build() -> dict:
     for outcome in ingest.process_inbox(settings.db_path, settings.inbox_dir):
         logger.info("inbox %s: %s", outcome.name, outcome.status)
     # TF-IDF is fitted on this build's training prompts inside the build, so only MiniLM embeds ahead.
+    on_dask = 0
     if settings.embedder != "tfidf":
-        embed_on_dask.with_options(task_runner=dask_task_runner(settings))(str(settings.db_path), settings.embedder)
+        on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
+            str(settings.db_path), settings.embedder
+        )
     result = build.run_build(settings.db_path, settings.embedder, settings.seed, settings.mlflow_uri,
                              settings.mlflow_artifacts)
     logger.info(result.line())
-    return result.as_dict()
+    return {**result.as_dict(), "prompts_embedded_on_dask": on_dask}

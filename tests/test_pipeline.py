@@ -72,6 +72,7 @@ def test_build_versions_a_router_and_logs_its_lineage(pipeline):
 
     settings, build = pipeline.settings, pipeline.build
     assert (settings.inbox_dir / "done" / "logs.parquet").exists()
+    assert build["prompts_embedded_on_dask"] == N_PROMPTS  # the embedding ran on the Dask task runner
     champion = registry.load_champion(settings.db_path)
     assert champion.router_id == build["router_id"] and champion.parent_id is None
     assert pipeline.newcomer not in champion.router.models and len(champion.router.models) == 10

@@ -2,7 +2,7 @@
 -- with their text, text hash and (fixed) split.
 select p.prompt_id, p.text, p.text_hash, s.split
 from prompts as p
-join prompt_splits as s on s.prompt_id = p.prompt_id
+left join prompt_splits as s on s.prompt_id = p.prompt_id  -- splits are assigned before a build reads them
 where p.prompt_id in (
     select r.prompt_id from results as r join models as m on m.model = r.model and m.status = 'active'
     where m.default_cost is not null or exists (select 1 from results as c where c.model = m.model and c.cost is not null)
