@@ -100,7 +100,8 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pd.DataFr
 
 def query_arrow(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Table:
     """Run a named query and return an Arrow table (no pandas conversion)."""
-    return con.execute(query_text(name), params or None).to_arrow_table()
+    # con.sql streams the result into Arrow; execute() would first materialise it as DB-API rows.
+    return con.sql(query_text(name), params=params or None).to_arrow_table()
 
 
 def execute(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
