@@ -159,11 +159,19 @@ def main(argv: list[str] | None = None) -> None:
                count(*) as clusters
         from current_routing_table where grid = 'budget' group by budget order by budget"""))
     show("pool leaderboard", sql(settings, "select * from pool_leaderboard"))
-    show("held-out evaluation of the build (Area, Area50, QNC, Peak)", sql(settings, """
-        select method, metric, round(value, 4) as value from router_metrics
+    show("held-out evaluation of the nightly build (test prompts, whole pool)", sql(settings, """
+        select method,
+               round(max(value) filter (where metric = 'area'), 4) as area,
+               round(max(value) filter (where metric = 'area50'), 4) as area50,
+               round(max(value) filter (where metric = 'qnc'), 4) as qnc,
+               round(max(value) filter (where metric = 'peak'), 4) as peak
+        from router_metrics
         where router_id = (select router_id from routers where kind = 'kmeans' and parent_id is null
                            order by created_at desc limit 1)
-        order by metric, value desc"""))
+        group by method order by area desc"""))
+    plots = sorted(settings.mlflow_artifacts.rglob("deferral_curves.png"), key=lambda p: p.stat().st_mtime)
+    if plots:
+        print(f"\nDeferral curves of the build: {plots[-1].resolve()}")
     plot = settings.home / "published" / "current"
     print(f"\nState: {settings.home.resolve()}\nPublished tables: {plot.resolve()}")
     print(f"Query it: UNIROUTE_HOME={settings.home} .venv/bin/uniroute sql \"select * from current_routing_table\"")
