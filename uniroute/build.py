@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from uniroute import registry, store
 from uniroute.cluster import Centroids, fit_centroids_dask
-from uniroute.evaluate import EvalConfig, EvalData, RoutingData, TrialSplit, _TrialState, curve_metrics
+from uniroute.evaluate import EvalConfig, EvalData, RoutingData, TrialSplit, TrialState, curve_metrics
 from uniroute.features import psi_from_store
 from uniroute.publish import routing_tables, validation_proxy, validation_weights
 from uniroute.route import Router
@@ -155,17 +155,17 @@ def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndar
     return rows if len(rows) <= size else np.sort(rng.choice(rows, size, replace=False))
 
 
-def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig) -> _TrialState:
+def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig) -> TrialState:
     rng = np.random.default_rng(split.fit_seed)
     # Training prompts are drawn first: a build that only subsamples them draws what it always drew.
     train = _subsample(rng, split.train, TUNING_SAMPLE)
     val = _subsample(rng, split.val, TUNING_VAL_SAMPLE)
     test = _subsample(rng, split.test, EVAL_TEST_SAMPLE)
     if (len(train), len(val), len(test)) == (len(split.train), len(split.val), len(split.test)):
-        return _TrialState(X, data.eval_data.routing, split, config)
+        return TrialState(X, data.eval_data.routing, split, config)
     log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
              len(train), len(split.train), len(val), len(split.val), len(test), len(split.test))
-    return _TrialState(
+    return TrialState(
         X,
         data.eval_data.routing,
         TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed),
@@ -173,7 +173,7 @@ def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: Eva
     )
 
 
-def final_centroids(state: _TrialState, X: np.ndarray, split: TrialSplit, k: int, seed: int) -> Centroids:
+def final_centroids(state: TrialState, X: np.ndarray, split: TrialSplit, k: int, seed: int) -> Centroids:
     """K-means on all training prompts: the tuned fit when it used them all, else a Dask fit."""
     if len(split.train) < DASK_KMEANS_MIN_PROMPTS and len(state.split.train) == len(split.train):
         return state.centroids(k)
@@ -332,7 +332,7 @@ def router_psi_on(centroids: Centroids, X_val: np.ndarray, routing, split: Trial
 
 
 def held_out_metrics(
-    state: _TrialState, split: TrialSplit, n_val: int, k: int, k_lm: int
+    state: TrialState, split: TrialSplit, n_val: int, k: int, k_lm: int
 ) -> tuple[dict[str, dict[str, float]], pd.DataFrame]:
     """Area, Area50, QNC, Peak and curve vertices of kmeans, learnedmap, zero and knn on the test prompts."""
     pool = state.test_pool(n_val)

@@ -559,7 +559,7 @@ def _pool(data: RoutingData, prompts: np.ndarray, models: np.ndarray, c_models: 
     )
 
 
-class _TrialState:
+class TrialState:
     """Everything of one trial that several methods and validation sizes share (fits cached per K)."""
 
     def __init__(self, X: np.ndarray, data: RoutingData, split: TrialSplit, config: EvalConfig) -> None:
@@ -727,7 +727,7 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
     split = trial_split(data, config.seed, trial, config.train_frac, config.val_frac)
     if split.test.size == 0:
         raise ValueError(f"trial {trial}: no test prompt has a result from every test LLM")
-    state = _TrialState(X, data, split, config)
+    state = TrialState(X, data, split, config)
     n_val = len(split.val)
     pool = state.test_pool(n_val)
     test_cost = pool.prompt_costs.mean(axis=0)  # (M_te,) normalised test cost of each test LLM
