@@ -110,9 +110,10 @@ def now_utc() -> str:
 class RssWatchdog:
     """Ends the process (exit 3) with every thread's traceback on stderr when its RSS passes a limit."""
 
-    def __init__(self, limit_mb: float, on_trip: Callable[[float], None], interval: float = 0.5) -> None:
+    def __init__(self, limit_mb: float, on_trip: Callable[[float], None], interval: float = 0.2) -> None:
         self.limit_mb, self.on_trip, self.interval = limit_mb, on_trip, interval
         self.highest_mb = 0.0
+        self.window_mb = 0.0  # highest RSS since take_window() was last called
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-watchdog", daemon=True)
 
@@ -128,6 +129,7 @@ class RssWatchdog:
         while not self._stop.wait(self.interval):
             rss = current_rss_mb()
             self.highest_mb = max(self.highest_mb, rss)
+            self.window_mb = max(self.window_mb, rss)
             if rss > self.limit_mb:
                 # Where the memory went is the finding: every thread's stack, then out (no cleanup could
                 # be trusted to stay under the limit).
@@ -135,6 +137,27 @@ class RssWatchdog:
                 faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
                 self.on_trip(rss)
                 os._exit(3)
+
+    def take_window(self) -> float:
+        """The highest RSS (MB) seen since the previous call."""
+        peak, self.window_mb = max(self.window_mb, current_rss_mb()), 0.0
+        return peak
+
+
+class RssTimeline(logging.Handler):
+    """Every library log record with the RSS now and the highest RSS since the previous record: where memory peaks."""
+
+    def __init__(self, watchdog: RssWatchdog) -> None:
+        super().__init__(level=logging.INFO)
+        self.watchdog, self.started, self.rows = watchdog, time.perf_counter(), []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.rows.append({
+            "seconds": round(time.perf_counter() - self.started, 1),
+            "peak_rss_mb_before": round(self.watchdog.take_window(), 1),
+            "rss_mb": round(current_rss_mb(), 1),
+            "log": f"{record.name}: {record.getMessage()}"[:160],
+        })
 
 
 @dataclass
@@ -552,9 +575,11 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
                       "tuning_sample": build.TUNING_SAMPLE, "max_rss_gb": args.max_rss_gb}
     home = fresh_home(work / "home")
 
+    timelines: list[RssTimeline] = []
+
     def tripped(rss: float) -> None:
         data["watchdog"] = {"rss_mb": round(rss, 1), "limit_mb": args.max_rss_gb * 1024, "at": now_utc(),
-                            "step": data.get("step")}
+                            "step": data.get("step"), "rss_timeline": timelines[0].rows if timelines else None}
         out.save()
 
     with RssWatchdog(args.max_rss_gb * 1024, tripped) as watchdog:
@@ -580,6 +605,10 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
 
         data["step"] = "build"
         out.save()
+        timeline = RssTimeline(watchdog)
+        timelines.append(timeline)
+        watchdog.take_window()
+        logging.getLogger("uniroute").addHandler(timeline)
         profile = cProfile.Profile() if args.profile else None
         if profile is not None:
             profile.enable()
@@ -590,6 +619,9 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
                 profile.disable()
                 profile.dump_stats(str(work / "build.prof"))
                 data["build_profile_top"] = profile_top(profile)
+        logging.getLogger("uniroute").removeHandler(timeline)
+        timeline.emit(logging.LogRecord("benchmarks.pipeline", logging.INFO, __file__, 0, "build returned", None, None))
+        data["build"]["rss_timeline"] = timeline.rows
         data["build"]["peak_rss_mb_after"] = peak_rss_mb()["self"]
         data["build"]["store_mb"] = round(home.db_path.stat().st_size / 1024**2, 1)
         data["step"] = "done"
