@@ -15,7 +15,7 @@ from uniroute.cluster import Centroids
 from uniroute.route import Router
 
 runner = CliRunner()
-COMMANDS = ("ingest", "build", "onboard", "retire", "publish", "route", "sql", "evaluate", "synth", "models")
+COMMANDS = ("ingest", "build", "onboard", "retire", "publish", "route", "sql", "evaluate", "report", "synth", "models")
 
 
 @pytest.fixture

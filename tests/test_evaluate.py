@@ -353,6 +353,13 @@ def test_cli_evaluate_three_trials_with_tfidf(tmp_path, home, monkeypatch) -> No
     again = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "again.json")])
     assert again.exit_code == 0, again.output
     assert json.loads((tmp_path / "again.json").read_text())["per_trial_area"] == report["per_trial_area"]
+    # `uniroute report` prints the saved result (and the study beside it) as the same Markdown
+    printed = CliRunner().invoke(app, ["report", str(out)])
+    assert printed.exit_code == 0, printed.output
+    assert "| UniRoute (K-means) |" in printed.stdout and "sign test K-NN vs UniRoute (K-means)" in printed.stdout
+    assert "| 12 | 24 (all) |" in printed.stdout
+    not_a_result = CliRunner().invoke(app, ["report", str(data_path)])
+    assert not_a_result.exit_code == 1 and "not an evaluation result" in not_a_result.stderr
 
 
 def test_cli_evaluate_fails_in_one_line_on_bad_input(tmp_path, home, monkeypatch) -> None:

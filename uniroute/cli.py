@@ -232,8 +232,25 @@ def evaluate(
     if as_json:
         typer.echo(json.dumps(report))
     else:
-        typer.echo(ev.summary_table(report))
+        typer.echo(ev.markdown_report(report, study))
         typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+@app.command()
+def report(
+    result: Annotated[Path, typer.Argument(help="A JSON result written by `uniroute evaluate --out`; its "
+                                           "<name>_valsize.json beside it is included when present.")],
+):
+    """Print a saved evaluation as Markdown: the method table, the sign tests and the validation-size study."""
+    from uniroute import evaluate as ev
+
+    try:
+        saved = json.loads(result.read_text())
+        study_path = result.with_name(result.stem + "_valsize.json")
+        study = json.loads(study_path.read_text()) if study_path.exists() else None
+        typer.echo(ev.markdown_report(saved, study))
+    except (OSError, ValueError, KeyError) as exc:
+        _fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
 
 
 @app.command("build")

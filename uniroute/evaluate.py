@@ -1151,6 +1151,20 @@ def sign_test_table(report: dict[str, Any], alpha: float = 0.01) -> str:
     return "\n".join(lines)
 
 
+def markdown_report(report: dict[str, Any], study: dict[str, Any] | None = None, alpha: float = 0.01) -> str:
+    """The result as Markdown a README can quote: summary table with its legend, sign tests, validation-size study."""
+    parts = [
+        summary_table(report, alpha=alpha),
+        f"`*`: Area significantly below UniRoute (LearnedMap), `†`: below UniRoute (K-means) (paired sign test "
+        f"over {report['trials']} trials, alpha = {alpha}). MLP and MatFac are clairvoyant upper bounds.",
+        sign_test_table(report, alpha=alpha),
+    ]
+    if study is not None:
+        parts.append(f"Validation-size study (Area, mean ± 96% half-width over {study['trials']} trials):")
+        parts.append(val_size_table(study, alpha=alpha))
+    return "\n\n".join(parts)
+
+
 def write_outputs(
     report: dict[str, Any],
     study: dict[str, Any] | None,
