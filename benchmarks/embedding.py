@@ -127,7 +127,9 @@ def main() -> None:
     direct_med, cold_med, warm_med = (statistics.median(s) for s in (direct_s, cold_s, warm_s))
     result = {
         "what": "MiniLM prompts/s: embed_cached (cold, warm) vs SentenceTransformer.encode on the same prompts",
-        "command": "OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.embedding",
+        "command": f".venv/bin/python -m benchmarks.embedding --prompts {args.prompts} --repeats {args.repeats} "
+                   f"--threads {args.threads} --bf16-prompts {args.bf16_prompts}",
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],  # the cores may be shared
         "data": f"{n} distinct prompts of mmlu_pro_cot29/long.parquet (seeded sample)",
         "embedder_id": ours.embedder_id,
         "torch_threads": args.threads,
