@@ -81,7 +81,8 @@ def main() -> None:
         "python": platform.python_version(),
         "areas": {m: round(s["area"], 4) for m, s in report["methods"].items()},
         "command": f"UNIROUTE_HOME={settings.home} OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.evaluate "
-                   f"--trials {args.trials} --workers {args.workers}" + (" --no-val-sizes" if args.no_val_sizes else ""),
+                   f"--trials {args.trials} --workers {args.workers}"
+                   + (" --no-val-sizes" if args.no_val_sizes else ""),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
