@@ -1116,6 +1116,10 @@ def _significantly_lower(report: dict[str, Any], a: str, b: str, alpha: float) -
     return losses_a > wins_a and t["p"] < alpha
 
 
+# Marks after an Area in the summary table: significantly below that reference method's Area.
+AREA_MARKS = {"learnedmap": "*", "kmeans": "†"}
+
+
 def summary_table(
     report: dict[str, Any], marks: dict[str, str] | None = None, alpha: float = 0.01
 ) -> str:
@@ -1123,7 +1127,7 @@ def summary_table(
 
     Default marks: `*` below UniRoute (LearnedMap) (as in the paper's table), `†` below UniRoute (K-means).
     """
-    marks = {"learnedmap": "*", "kmeans": "†"} if marks is None else marks
+    marks = AREA_MARKS if marks is None else marks
     marks = {ref: sym for ref, sym in marks.items() if ref in report["methods"]}
     lines = [
         "| method | Area | Area50 | QNC | QNC = inf | Peak |",
@@ -1155,8 +1159,9 @@ def markdown_report(report: dict[str, Any], study: dict[str, Any] | None = None,
     """The result as Markdown a README can quote: summary table with its legend, sign tests, validation-size study."""
     parts = [
         summary_table(report, alpha=alpha),
-        f"`*`: Area significantly below UniRoute (LearnedMap), `†`: below UniRoute (K-means) (paired sign test "
-        f"over {report['trials']} trials, alpha = {alpha}). MLP and MatFac are clairvoyant upper bounds.",
+        ", ".join(f"`{sym}`: Area significantly below {METHOD_LABELS[ref]}" for ref, sym in AREA_MARKS.items())
+        + f" (paired sign test over {report['trials']} trials, alpha = {alpha}). MLP and MatFac are clairvoyant "
+        "upper bounds.",
         sign_test_table(report, alpha=alpha),
     ]
     if study is not None:
