@@ -9,7 +9,7 @@ models have no cost and the build leaves them out):
      store). Per-stage seconds are BuildResult.seconds. MiniLM's weights are loaded (and timed) before the
      cold build, so neither build includes that one-off per-process load.
   2. onboarding latency: a second store gets the logs without one model (default: the costed model with the
-     best mean score, as `make run` holds back the strongest LLM), its embedding cache is seeded with the
+     best mean score, `make run`'s rule among costed models), its embedding cache is seeded with the
      first store's vectors (same texts, same embedder id: no re-embedding) and it is built. 1,000 of the
      held-back model's results on prompts whose stored split is 'val' are written to a Parquet file. Each
      repeat copies the built home folder, drops the file into the copy's inbox and times from
@@ -267,7 +267,8 @@ def stage_summary(builds: Sequence[dict[str, Any]]) -> dict[str, float]:
 
 
 def held_back_model(logs) -> str:
-    """The costed model with the best mean score: the one `make run` holds back too."""
+    """The model with the best mean score among those with a cost: `make run`'s rule (deployments/demo.py), limited
+    to costed models because a model without a cost is left out of the build and could not be onboarded."""
     import pyarrow.compute as pc
 
     costed = logs.filter(pc.is_valid(logs["cost"]))
