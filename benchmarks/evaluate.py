@@ -1,6 +1,6 @@
-"""Evaluation wall time: 100 trials of `uniroute.evaluate` on mmlu_pro_cot29 with cached MiniLM embeddings.
+"""Evaluation wall time: 100 trials of `uniroute.evaluation` on mmlu_pro_cot29 with cached MiniLM embeddings.
 
-What is timed: `uniroute.evaluate.evaluate` as `uniroute evaluate` runs it — a Dask LocalCluster of 2 worker
+What is timed: `uniroute.evaluation.evaluate` as `uniroute.evaluation` runs it — a Dask LocalCluster of 2 worker
 processes (one thread each) started, the embedding matrix scattered, one task per trial (all six methods with
 their per-trial hyper-parameter search, and the validation-size study 25..400), the report assembled. Not
 timed: reading and pivoting the long file, and embedding (the vectors come from the store's cache; this script
@@ -24,7 +24,7 @@ import platform
 import time
 from pathlib import Path
 
-from uniroute import evaluate as ev
+from uniroute import evaluation as ev
 from uniroute.settings import Settings, apply_offline_environment
 
 RESULTS = Path(__file__).resolve().parent / "results" / "evaluate.json"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
-from uniroute import build, embed, ingest
+from uniroute import embed, ingest
+from uniroute.pipeline import build, build_data
 from uniroute.settings import Settings, apply_offline_environment
 
 
@@ -28,7 +29,7 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 @flow(name="uniroute-embed")
 def embed_on_dask(db_path: str, embedder_name: str) -> int:
     """Runs with the Dask task runner chosen at run time (see nightly_build)."""
-    return embed_new_prompts.submit(db_path, build.prompt_texts(db_path), embedder_name).result()
+    return embed_new_prompts.submit(db_path, build_data.prompt_texts(db_path), embedder_name).result()
 
 
 @flow(name="uniroute-nightly-build")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
-from uniroute import onboard, registry
+from uniroute.pipeline import onboard, registry
 from uniroute.settings import Settings, apply_offline_environment
 
 RESULTS_LANDED = "uniroute.results.landed"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
-from uniroute import publish
+from uniroute.pipeline import publish
 from uniroute.settings import Settings, apply_offline_environment
 
 

@@ -1,0 +1,111 @@
+"""The command line against a real store: help, ingest, read-only SQL, route with --log, publish, retire."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from uniroute import store
+from uniroute.cli import app
+from uniroute.pipeline import registry
+from uniroute.routers.kmeans import Centroids
+from uniroute.routers.router import Router
+
+runner = CliRunner()
+COMMANDS = ("ingest", "build", "onboard", "retire", "publish", "route", "sql", "evaluate", "report", "synth", "models")
+
+
+@pytest.fixture
+def cli_home(home, monkeypatch):
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    return home
+
+
+def _invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def test_help_lists_every_command():
+    result = _invoke("--help")
+    assert result.exit_code == 0
+    for command in COMMANDS:
+        assert command in result.output
+    for command in COMMANDS:
+        assert _invoke(command, "--help").exit_code == 0
+
+
+def test_sql_without_a_store_is_a_one_line_error(cli_home):
+    result = _invoke("sql", "select 1")
+    assert result.exit_code == 1 and "no store" in result.output
+
+
+def test_ingest_then_read_only_sql(cli_home, tmp_path):
+    path = tmp_path / "logs.csv"
+    pd.DataFrame({"prompt_id": ["p1", "p2"], "prompt": ["one", "two"], "model": "m", "score": [1, 0],
+                  "cost": 0.5}).to_csv(path, index=False)
+    result = _invoke("ingest", str(path))
+    assert result.exit_code == 0 and "2 results accepted" in result.output
+    rows = json.loads(_invoke("sql", "select prompt_id, score from results order by 1", "--json").stdout)
+    assert rows == [{"prompt_id": "p1", "score": 1.0}, {"prompt_id": "p2", "score": 0.0}]
+    assert _invoke("sql", "select count(*) as n from prompts", "--csv").output == "n\n2\n"
+    refused = _invoke("sql", "delete from results")
+    assert refused.exit_code == 1 and "read-only" in refused.output
+    assert _invoke("sql", "select count(*) from results").exit_code == 0  # nothing was deleted
+    assert json.loads(_invoke("sql", "select count(*) as n from results", "--json").stdout) == [{"n": 2}]
+
+
+@pytest.fixture
+def routed_home(cli_home, tmp_path):
+    """A store with two models and a champion over MiniLM embeddings of two topics."""
+    from uniroute.embed import make_embedder
+
+    embedder = make_embedder("minilm", progress=False)
+    topics = ["How do I sort a list in Python?", "What is the capital of France?"]
+    centers = embedder.encode(topics)
+    path = tmp_path / "logs.csv"
+    pd.DataFrame({"prompt_id": ["a", "b"], "prompt": topics, "model": ["coder", "coder"], "score": [1, 0],
+                  "cost": 1.0}).to_csv(path, index=False)
+    assert _invoke("ingest", str(path), "--split", "val").exit_code == 0
+    pd.DataFrame({"prompt_id": ["a", "b"], "prompt": topics, "model": ["atlas", "atlas"], "score": [0, 1],
+                  "cost": 4.0}).to_csv(path, index=False)
+    assert _invoke("ingest", str(path), "--split", "val").exit_code == 0
+    centroids = Centroids(centers)
+    router = Router(embedder.embedder_id, ("coder", "atlas"), np.array([1.0, 4.0]),
+                    np.array([[0.0, 1.0], [1.0, 0.0]]), centroids, np.ones((2, 2), dtype=np.int64))
+    registry.save_router_version(cli_home / "uniroute.duckdb", router, "kmeans-cli", "c1", centroids, "kmeans",
+                                 "fp", val_area=0.5, promoted=True, reason="test")
+    return cli_home
+
+
+def test_route_picks_per_topic_and_logs_decisions(routed_home):
+    result = _invoke("route", "Write a Python function that sorts numbers", "Which city is France's capital?",
+                     "--json", "--log")
+    assert result.exit_code == 0, result.output
+    decisions = json.loads(result.stdout)
+    assert [d["model"] for d in decisions] == ["coder", "atlas"]
+    # A large lambda makes cost dominate: everything goes to the cheaper model.
+    cheap = json.loads(_invoke("route", "Which city is France's capital?", "--lambda", "10", "--json").stdout)
+    assert cheap[0]["model"] == "coder"
+    only = json.loads(_invoke("route", "Which city is France's capital?", "--pool", "coder", "--json").stdout)
+    assert only[0]["model"] == "coder"
+    logged = json.loads(_invoke("sql", "select model from routing_log order by prompt_index", "--json").stdout)
+    assert [r["model"] for r in logged] == ["coder", "atlas"]
+    both = _invoke("route", "x", "--lambda", "1", "--budget", "0.5")
+    assert both.exit_code == 1 and "not both" in both.output
+
+
+def test_publish_and_retire_through_the_cli(routed_home):
+    first = json.loads(_invoke("publish", "--json").stdout)
+    assert first["published"] and set(first["pool"]) == {"coder", "atlas"}
+    assert "nothing changed" in _invoke("publish").output
+    assert _invoke("retire", "atlas").exit_code == 0
+    second = json.loads(_invoke("publish", "--json").stdout)
+    assert second["published"] and second["pool"] == ["coder"]
+    with store.opened(routed_home / "uniroute.duckdb", read_only=True) as con:
+        models = {r[0] for r in con.execute("select distinct model from current_routing_table").fetchall()}
+    assert models == {"coder"}
+    assert _invoke("retire", "nobody").exit_code == 1

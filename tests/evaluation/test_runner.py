@@ -1,0 +1,153 @@
+"""Evaluation protocol and metrics: hand-checked curve fixtures, the sign test, the trial pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from uniroute.evaluation import (
+    eval_data_from_frame,
+)
+
+# ---- the whole pipeline on tiny synthetic data ---------------------------------------------------------------
+TOPIC_WORDS = [
+    ["integral", "derivative", "matrix", "prime", "equation", "theorem"],
+    ["python", "function", "loop", "compile", "array", "recursion"],
+    ["enzyme", "protein", "cell", "membrane", "gene", "mitosis"],
+    ["treaty", "empire", "revolution", "dynasty", "parliament", "war"],
+]
+
+
+def synthetic_long(n_prompts: int = 300, n_models: int = 8, seed: int = 0) -> pd.DataFrame:
+    """Prompts from 4 topics (text made of topic words); each model is strong on some topics; one has no cost."""
+    rng = np.random.default_rng(seed)
+    topic = rng.integers(0, len(TOPIC_WORDS), n_prompts)
+    skill = rng.uniform(0.1, 0.95, (n_models, len(TOPIC_WORDS)))
+    base_cost = np.linspace(1.0, 8.0, n_models)
+    rows = []
+    for i in range(n_prompts):
+        words = rng.choice(TOPIC_WORDS[topic[i]], 5).tolist() + [f"w{rng.integers(50)}"]
+        text = f"question {i}: " + " ".join(words)
+        for m in range(n_models):
+            cost = None if m == n_models - 1 else float(base_cost[m] * rng.uniform(0.9, 1.1))
+            rows.append((f"p{i:04d}", text, f"model-{m}", float(rng.random() < skill[m, topic[i]]), cost))
+    return pd.DataFrame(rows, columns=["prompt_id", "prompt", "model", "score", "cost"])
+
+
+def synthetic_embeddings(data, seed: int = 0):
+    """Embeddings that carry the topic: a bag of topic words projected to 16 dimensions, L2-normalised."""
+    rng = np.random.default_rng(seed)
+    vocab = {w: j for j, w in enumerate(w for ws in TOPIC_WORDS for w in ws)}
+    proj = rng.standard_normal((len(vocab), 16))
+    X = np.zeros((len(data.prompts), 16))
+    for i, text in enumerate(data.prompts):
+        for w in text.split():
+            if w in vocab:
+                X[i] += proj[vocab[w]]
+    X += 0.3 * rng.standard_normal(X.shape)
+    return (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    data = eval_data_from_frame(synthetic_long())
+    return data, synthetic_embeddings(data)
+
+
+def test_three_trials_in_process_report(synthetic) -> None:
+    from uniroute.evaluation import METHODS, EvalConfig, evaluate
+
+    data, X = synthetic
+    assert data.excluded_models == ("model-7",)
+    config = EvalConfig(seed=0, val_sizes=(10,), oracle_epochs=3)
+    report, study, results = evaluate(data, X, 3, config, workers=0)
+    assert report["trials"] == 3 and len(results) == 3
+    assert set(report["methods"]) == set(METHODS)
+    for s in report["methods"].values():
+        assert 0 < s["area50"] < s["area"] <= s["peak"] <= 1
+        assert 0 <= s["qnc_inf_frac"] <= 1
+    assert len(report["sign_tests"]) == 15
+    for t in report["sign_tests"].values():
+        assert t["wins"] + t["losses"] <= 3 and 0 < t["p"] <= 1
+    for m in ("knn", "kmeans", "learnedmap"):
+        assert sum(report["k"][m]["chosen_counts"].values()) == 3
+    assert report["k"]["kmeans"]["candidates"] == [3]  # 30 val prompts: n_val / 50 < 3
+    assert report["k"]["knn"]["candidates"] == [5, 10]
+    # Prompts routed by topic beat the input-blind ZeroRouter on data whose skills differ by topic.
+    for m in ("knn", "kmeans", "learnedmap", "mlp"):
+        assert report["methods"][m]["area"] > report["methods"]["zero"]["area"], m
+    assert study is not None and study["sizes"] == [10, 30]
+    assert len(study["methods"]["knn"]["mean"]) == 2 and all(h >= 0 for h in study["methods"]["knn"]["half_width"])
+
+
+def test_dask_workers_give_the_in_process_results(synthetic) -> None:
+    from uniroute.evaluation import EvalConfig, trial_results
+
+    data, X = synthetic
+    # zero/knn/kmeans: the workers then need no torch import, which alone takes tens of seconds here.
+    config = EvalConfig(seed=5, methods=("zero", "knn", "kmeans"), val_sizes=(12,))
+    local = trial_results(X, data.routing, 2, config, workers=0)
+    dask = trial_results(X, data.routing, 2, config, workers=2)
+    for a, b in zip(local, dask, strict=True):
+        assert a["trial"] == b["trial"] and a["test_models"] == b["test_models"]
+        assert a["chosen"] == b["chosen"] and a["valsize"] == b["valsize"]
+        for m in config.methods:
+            assert a["metrics"][m] == pytest.approx(b["metrics"][m], rel=1e-12, abs=1e-12)
+
+
+def test_cli_evaluate_three_trials_with_tfidf(tmp_path, home, monkeypatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from uniroute.cli import app
+
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    data_path = tmp_path / "logs.jsonl"
+    synthetic_long(n_prompts=240).to_json(data_path, orient="records", lines=True)
+    out = tmp_path / "results" / "synthetic.json"
+    args = ["evaluate", "--data", str(data_path), "--trials", "3", "--seed", "0", "--embedder", "tfidf",
+            "--methods", "zero,knn,kmeans,learnedmap", "--workers", "0", "--val-sizes", "12,all", "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "excluded" in result.stderr and "model-7" in result.stderr
+    report = json.loads(out.read_text())
+    assert report["trials"] == 3 and report["excluded_models"] == ["model-7"]
+    assert set(report["methods"]) == {"zero", "knn", "kmeans", "learnedmap"}
+    assert set(report["methods"]["kmeans"]) >= {"area", "area50", "qnc", "qnc_inf_frac", "peak"}
+    assert set(report["sign_tests"]) == {f"{a}_vs_{b}" for i, a in enumerate(["zero", "knn", "kmeans", "learnedmap"])
+                                         for b in ["zero", "knn", "kmeans", "learnedmap"][i + 1 :]}
+    assert report["embedder_id"].startswith("tfidf") and report["seconds"] > 0
+    assert out.with_suffix(".png").stat().st_size > 0
+    study = json.loads((tmp_path / "results" / "synthetic_valsize.json").read_text())
+    assert study["sizes"] == [12, 24] and set(study["methods"]) == {"knn", "kmeans", "learnedmap"}
+    assert (tmp_path / "results" / "synthetic_valsize.png").stat().st_size > 0
+    # the same command again reads the embeddings from the store's cache and gives the same numbers
+    again = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "again.json")])
+    assert again.exit_code == 0, again.output
+    assert json.loads((tmp_path / "again.json").read_text())["per_trial_area"] == report["per_trial_area"]
+    # `uniroute report` prints the saved result (and the study beside it) as the same Markdown
+    printed = CliRunner().invoke(app, ["report", str(out)])
+    assert printed.exit_code == 0, printed.output
+    assert "| UniRoute (K-means) |" in printed.stdout and "sign test K-NN vs UniRoute (K-means)" in printed.stdout
+    assert "| 12 | 24 (all) |" in printed.stdout
+    not_a_result = CliRunner().invoke(app, ["report", str(data_path)])
+    assert not_a_result.exit_code == 1 and "not an evaluation result" in not_a_result.stderr
+
+
+def test_cli_evaluate_fails_in_one_line_on_bad_input(tmp_path, home, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from uniroute.cli import app
+
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    runner = CliRunner()
+    out = str(tmp_path / "o.json")
+    missing = runner.invoke(app, ["evaluate", "--data", str(tmp_path / "nope.parquet"), "--out", out])
+    assert missing.exit_code == 1 and "no such file" in missing.stderr
+    data_path = tmp_path / "logs.csv"
+    synthetic_long(n_prompts=40).to_csv(data_path, index=False)
+    bad = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(tmp_path / "o.json"),
+                              "--methods", "zero,oracle9"])
+    assert bad.exit_code == 1 and "unknown methods ['oracle9']" in bad.stderr

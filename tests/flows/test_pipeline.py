@@ -1,0 +1,172 @@
+"""End to end under a real Prefect API: nightly build (Dask), event-triggered onboarding, publishing, lineage.
+
+Real RouterBench results (a deterministic 400-prompt slice), real MiniLM embeddings, a real DuckDB file, a
+real MLflow SQLite store and a 2-worker Dask LocalCluster. The strongest LLM is held back and arrives later
+with its validation results, as a new model would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from uniroute.pipeline import registry
+from uniroute.settings import Settings
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+N_PROMPTS = 400
+
+
+def _env(**values: str) -> dict[str, str | None]:
+    """Set environment variables; return the previous values for restoring."""
+    previous = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    return previous
+
+
+def _restore(previous: dict[str, str | None]) -> None:
+    for key, value in previous.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _slice(shared_datasets: Path) -> pd.DataFrame:
+    logs = pd.read_parquet(shared_datasets / "routerbench_subset" / "long.parquet")
+    keep = np.sort(logs["prompt_id"].unique())[:N_PROMPTS]
+    return logs[logs["prompt_id"].isin(set(keep))].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory, prefect_harness, shared_datasets):
+    """A home where the nightly build flow has run on the logs without the held-back model."""
+    home = tmp_path_factory.mktemp("pipeline") / "home"
+    previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="minilm", UNIROUTE_DASK_WORKERS="2")
+    try:
+        settings = Settings()
+        logs = _slice(shared_datasets)
+        newcomer = str(logs.groupby("model")["score"].mean().idxmax())
+        settings.inbox_dir.mkdir(parents=True)
+        logs[logs.model != newcomer].to_parquet(settings.inbox_dir / "logs.parquet", index=False)
+        from flows.build import nightly_build
+
+        build = nightly_build()
+        yield SimpleNamespace(settings=settings, logs=logs, newcomer=newcomer, build=build, api_url=prefect_harness)
+    finally:
+        _restore(previous)
+
+
+def test_build_versions_a_router_and_logs_its_lineage(pipeline):
+    import mlflow
+
+    settings, build = pipeline.settings, pipeline.build
+    assert (settings.inbox_dir / "done" / "logs.parquet").exists()
+    assert build["prompts_embedded_on_dask"] == N_PROMPTS  # the embedding ran on the Dask task runner
+    champion = registry.load_champion(settings.db_path)
+    assert champion.router_id == build["router_id"] and champion.parent_id is None
+    assert pipeline.newcomer not in champion.router.models and len(champion.router.models) == 10
+    assert set(build["metrics"]) == {"kmeans", "learnedmap", "zero", "knn"}
+    client = mlflow.MlflowClient(tracking_uri=settings.mlflow_uri)
+    run = client.get_run(build["mlflow_run_id"])
+    assert run.data.params["k"] == str(build["k"]) and "data_fingerprint" in run.data.params
+    assert {"kmeans_area", "zero_area", "knn_area", "val_area"} <= set(run.data.metrics)
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"centroids.npy", "psi.csv", "routing_table.csv", "deferral_curves.png"} <= artifacts
+    version = client.get_model_version_by_alias("uniroute-router", "champion")
+    assert version.tags["router_id"] == build["router_id"]
+
+
+def test_served_pyfunc_routes_like_uniroute_route(pipeline):
+    from uniroute.pipeline.serving import route_texts
+    from uniroute.pipeline.tracking import load_router_model
+
+    settings = pipeline.settings
+    prompts = pipeline.logs.drop_duplicates("prompt_id")["prompt"].head(12).tolist()
+    model = load_router_model("models:/uniroute-router@champion", tracking_uri=settings.mlflow_uri)
+    for params in ({"lambda": 0.0}, {"lambda": 50.0}, {"budget": 0.3}):
+        served = model.predict(pd.DataFrame({"prompt": prompts}), params=params)
+        ours = route_texts(settings.db_path, prompts, lam=params.get("lambda"), budget=params.get("budget"))
+        assert served["model"].tolist() == ours["model"].tolist(), params
+
+
+def test_dask_build_equals_single_process_build(pipeline, tmp_path):
+    """The same data built in-process (no Dask) gives the same embeddings, K, centroids and Psi."""
+    from uniroute.ingest import ingest_file
+    from uniroute.pipeline.build import run_build
+
+    other = Settings(home=tmp_path / "single")
+    ingest_file(other.db_path, pipeline.settings.inbox_dir / "done" / "logs.parquet", progress=False)
+    single = run_build(other.db_path, "minilm", pipeline.settings.seed)
+    a = registry.load_router_version(pipeline.settings.db_path, pipeline.build["router_id"]).router
+    b = registry.load_router_version(other.db_path, single.router_id).router
+    assert single.k == pipeline.build["k"] and a.models == b.models
+    np.testing.assert_array_equal(a.assigner.centers, b.assigner.centers)
+    np.testing.assert_array_equal(a.psi, b.psi)
+
+
+def _wait_for_onboarding_run(since: float, timeout: float) -> str:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    async def runs():
+        async with get_client() as client:
+            return await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["uniroute-onboard"])))
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for run in asyncio.run(runs()):
+            if run.created.timestamp() >= since - 5 and run.state is not None and run.state.is_final():
+                return run.state.name
+        time.sleep(1)
+    raise AssertionError(f"no onboarding flow run finished within {timeout} s")
+
+
+def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
+    from deployments.deployments import ONBOARDING, wait_until_served
+    from flows.ingest import ingest_inbox
+    from flows.publish import publish_routing_tables
+    from uniroute.pipeline.snapshot import read_current
+    from uniroute.store import read_only_query
+
+    settings, newcomer = pipeline.settings, pipeline.newcomer
+    first = publish_routing_tables()
+    assert first["published"] and newcomer not in first["pool"]
+    env = {**os.environ, "PREFECT_API_URL": pipeline.api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
+    runner = subprocess.Popen([sys.executable, "-m", "deployments.serve_onboarding"], cwd=REPO, env=env)
+    try:
+        wait_until_served(ONBOARDING)
+        time.sleep(3)  # the trigger's automation is created with the deployment; give the service a moment
+        val = read_only_query(settings.db_path, "select prompt_id from prompt_splits where split = 'val'")
+        landed = pipeline.logs[(pipeline.logs.model == newcomer) & pipeline.logs.prompt_id.isin(set(val.prompt_id))]
+        landed.to_parquet(settings.inbox_dir / "newcomer.parquet", index=False)
+        since = time.time()
+        outcome = ingest_inbox()
+        assert any(newcomer in o["landed_models"] for o in outcome)
+        assert _wait_for_onboarding_run(since, timeout=240) == "Completed"
+    finally:
+        runner.terminate()
+        runner.wait(timeout=30)
+    champion = registry.load_champion(settings.db_path)
+    assert champion.parent_id == pipeline.build["router_id"] and newcomer in champion.router.models
+    np.testing.assert_array_equal(
+        champion.router.assigner.centers,
+        registry.load_router_version(settings.db_path, pipeline.build["router_id"]).router.assigner.centers,
+    )
+    second = publish_routing_tables()
+    assert second["published"] and newcomer in second["pool"]
+    assert publish_routing_tables()["published"] is False  # nothing changed, nothing published
+    current = read_current(settings.published_dir)
+    assert current.manifest["router_id"] == champion.router_id
+    routes = read_only_query(settings.db_path, "select model from current_routing_table where grid = 'lambda'")
+    assert newcomer in set(routes.model)  # the strongest LLM takes traffic at small lambda

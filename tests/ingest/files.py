@@ -1,0 +1,55 @@
+"""Test files for ingestion: writing inputs, reading back what the store holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from uniroute import store
+
+LONG_HEADER = "prompt_id,prompt,model,score,cost\n"
+WIDE_HEADER = (",sample_id,prompt,eval_name,m1,m2,m3,m1|model_response,m1|total_cost,m2|total_cost,m3|total_cost,"
+               "oracle\n")
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    """Write a test file (text as UTF-8) and return its path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        path.write_text(content, encoding="utf-8")
+    else:
+        path.write_bytes(content)
+    return path
+
+
+def snapshot(db_path: Path) -> dict[str, list[tuple]]:
+    """Every row of the tables ingestion writes, sorted, for before/after comparisons."""
+    out = {}
+    with store.opened(db_path) as con:
+        for table in ("prompts", "models", "results", "prompt_keys", "ingested_files", "quarantine"):
+            out[table] = sorted(con.execute(f"select * from {table}").fetchall(), key=repr)
+    return out
+
+
+def rows(db_path: Path, sql: str) -> list[tuple]:
+    with store.opened(db_path) as con:
+        return con.execute(sql).fetchall()
+
+
+def long_csv(*lines: str) -> str:
+    return LONG_HEADER + "".join(line + "\n" for line in lines)
+
+
+# ---------------------------------------------------------------------------------------------- long format
+
+
+def wide_row(index: int, sample: str, prompt: list[str], scores: dict[str, str], costs: dict[str, str]) -> str:
+    cells = [str(index), sample, json.dumps(repr(prompt)), "arc"]
+    cells += [scores.get(m, "") for m in ("m1", "m2", "m3")]
+    cells += ['"[\'an answer, with a comma\']"']
+    cells += [costs.get(m, "") for m in ("m1", "m2", "m3")]
+    cells += ["m1"]
+    return ",".join(cells) + "\n"
+
+
+BASE = long_csv("p1,Base one,m1,1,0.5", "p2,Base two,m1,0,0.5")

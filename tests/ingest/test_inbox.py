@@ -1,0 +1,28 @@
+"""Ingestion: formats by content, one transaction per file, quarantine with reasons, merges, the inbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.ingest.files import long_csv, write
+from uniroute.ingest import process_inbox
+
+
+def test_process_inbox_moves_files_to_done_and_failed(db_path, tmp_path):
+    inbox = tmp_path / "inbox"
+    write(inbox / "a.csv", "prompt_id,prompt,model,score,cost,split\np1,Q,m1,1,,val\np2,R,m2,1,,train\n")
+    write(inbox / "b.csv", "prompt_id,prompt,model\np1,Q,m1\n")
+    write(inbox / "c.csv.part", long_csv("p3,Q,m1,1,"))  # still being written
+    write(inbox / "done" / "a.csv", "an older file of the same name")
+    outcomes = process_inbox(db_path, inbox)
+    assert [(o.name, o.status) for o in outcomes] == [("a.csv", "ingested"), ("b.csv", "failed")]
+    assert outcomes[0].landed_models == ("m1",)
+    assert Path(outcomes[0].moved_to) == inbox / "done" / "a.1.csv"
+    assert (inbox / "done" / "a.csv").read_text() == "an older file of the same name"
+    assert "missing required columns ['score', 'cost']" in (inbox / "failed" / "b.csv.reason.txt").read_text()
+    assert sorted(p.name for p in inbox.iterdir()) == ["c.csv.part", "done", "failed"]
+    assert outcomes[1].as_dict()["error"].endswith("(needs ['prompt_id', 'prompt', 'model', 'score', 'cost'])")
+    assert process_inbox(db_path, inbox) == []
+
+
+# ---------------------------------------------------------------------------------------------- bad input

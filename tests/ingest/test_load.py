@@ -1,0 +1,176 @@
+"""Ingestion: formats by content, one transaction per file, quarantine with reasons, merges, the inbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from tests.ingest.files import BASE, long_csv, rows, snapshot, write
+from uniroute import store
+from uniroute.ingest import IngestError, ingest_file, load, set_default_cost
+
+
+def test_reingesting_a_file_changes_nothing(db_path, tmp_path):
+    path = write(tmp_path / "a.csv", long_csv("p1,Q one,m1,1,0.5", "p2,Q two,m1,0,0.5"))
+    ingest_file(db_path, path, progress=False)
+    before = snapshot(db_path)
+    again = ingest_file(db_path, path, progress=False)
+    assert again.status == "skipped" and again.rows_accepted == 0
+    assert snapshot(db_path) == before
+
+
+def test_identical_rows_in_another_file_are_skipped_not_duplicated(db_path, tmp_path):
+    ingest_file(db_path, write(tmp_path / "a.csv", long_csv("p1,Q one,m1,1,0.5")), progress=False)
+    summary = ingest_file(
+        db_path, write(tmp_path / "b.csv", long_csv("p1,Q one,m1,1.0,0.50", "p1,Q one,m2,0,0.1")), progress=False)
+    assert (summary.rows_accepted, summary.rows_duplicate, summary.new_prompts) == (1, 1, 0)
+    assert rows(db_path, "select count(*) from results") == [(2,)]
+
+
+def test_split_option_marks_prompts_and_a_contradicting_column_is_quarantined(db_path, tmp_path):
+    path = write(tmp_path / "a.csv", "prompt_id,prompt,model,score,cost,split\np1,Q,m1,1,,\np2,R,m1,1,,test\n")
+    summary = ingest_file(db_path, path, split="val", progress=False)
+    assert rows(db_path, "select prompt_id, split from prompts") == [("p1", "val")]
+    assert summary.rows_quarantined == 1
+    assert rows(db_path, "select row_number, reason from quarantine") == [
+        (2, 'split "test" in the file but --split val was given')]
+    with pytest.raises(IngestError, match="split must be one of"):
+        ingest_file(db_path, path, split="validation", progress=False)
+
+
+def test_landed_models_are_those_with_new_results_on_val_or_unknown_split(db_path, tmp_path):
+    path = write(tmp_path / "a.csv", "prompt_id,prompt,model,score,cost,split\n"
+                 "p1,Q,m_train,1,,train\np2,R,m_val,1,,val\np3,S,m_unknown,1,,\np4,T,m_val,0,,test\n")
+    summary = ingest_file(db_path, path, progress=False)
+    assert summary.landed_models == ("m_unknown", "m_val")
+    # the same results again land nothing new
+    again = ingest_file(db_path, write(tmp_path / "b.csv", path.read_text() + "\n"), progress=False)
+    assert again.landed_models == () and again.rows_duplicate == 4
+
+
+def test_set_default_cost(db_path, tmp_path):
+    ingest_file(db_path, write(tmp_path / "a.csv", long_csv("p1,Q,gpt-x,1,")), progress=False)
+    set_default_cost(db_path, "gpt-x", 0.002)
+    assert rows(db_path, "select default_cost from models") == [(0.002,)]
+    with pytest.raises(IngestError, match=r"unknown model 'gpt-y'.*did you mean \['gpt-x'\]"):
+        set_default_cost(db_path, "gpt-y", 1.0)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(IngestError, match="finite number >= 0"):
+            set_default_cost(db_path, "gpt-x", bad)
+    assert rows(db_path, "select default_cost from models") == [(0.002,)]
+
+
+# ---------------------------------------------------------------------------------------------- command line
+
+
+def test_cli_ingest_and_set_cost(home, tmp_path, monkeypatch):
+    from uniroute.cli import app
+
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    good = write(tmp_path / "a.csv", long_csv("p1,Q,m1,1,0.5"))
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", str(good), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)[0]["rows_accepted"] == 1
+    result = runner.invoke(app, ["ingest", str(write(tmp_path / "e.csv", ""))])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [f"error: {tmp_path / 'e.csv'}: the file is empty"]
+    assert runner.invoke(app, ["models", "set-cost", "m1", "0.25"]).exit_code == 0
+    result = runner.invoke(app, ["models", "set-cost", "nope", "0.25"])
+    assert result.exit_code == 1 and "unknown model 'nope'" in result.stderr
+
+
+def test_progress_bar_only_on_large_files(db_path, tmp_path, capsys, monkeypatch):
+    path = write(tmp_path / "a.csv", long_csv("p1,Q,m1,1,0.5"))
+    ingest_file(db_path, path, progress=True)
+    assert "stage" not in capsys.readouterr().err
+    monkeypatch.setattr(load, "LARGE_FILE_BYTES", 1)
+    ingest_file(db_path, write(tmp_path / "b.csv", long_csv("p2,Q,m1,1,0.5")), progress=True)
+    assert "b.csv" in capsys.readouterr().err
+    ingest_file(db_path, write(tmp_path / "c.csv", long_csv("p3,Q,m1,1,0.5")), progress=False)
+    assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------------------------------------- inbox
+
+
+# ---------------------------------------------------------------------------------------------- crash safety
+
+
+def test_a_failure_while_writing_rolls_the_whole_file_back(db_path, tmp_path, monkeypatch):
+    ingest_file(db_path, write(tmp_path / "base.csv", BASE), progress=False)
+    before = snapshot(db_path)
+    real_execute = store.execute
+
+    def failing(con, name, **params):
+        real_execute(con, name, **params)
+        if name == "ingest_insert_results":  # models and prompts are written by now
+            raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "execute", failing)
+    path = write(tmp_path / "new.csv", long_csv("q1,Q,m9,1,0.1"))
+    with pytest.raises(RuntimeError, match="disk full"):
+        ingest_file(db_path, path, progress=False)
+    monkeypatch.setattr(store, "execute", real_execute)
+    assert snapshot(db_path) == before
+    assert ingest_file(db_path, path, progress=False).rows_accepted == 1
+
+
+KILL_SCRIPT = """
+import logging, sys
+from pathlib import Path
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+from uniroute.ingest import ingest_file
+ingest_file(Path(sys.argv[1]), Path(sys.argv[2]), progress=False)
+"""
+
+
+def _big_long_parquet(path: Path, n_prompts: int, n_models: int) -> Path:
+    import numpy as np
+
+    p = np.repeat(np.arange(n_prompts), n_models)
+    m = np.tile(np.arange(n_models), n_prompts)
+    ids = pa.array([f"big-{i}" for i in range(n_prompts)])
+    texts = pa.array([f"synthetic prompt number {i} with some words" for i in range(n_prompts)])
+    pq.write_table(pa.table({
+        "prompt_id": ids.take(pa.array(p)),
+        "prompt": texts.take(pa.array(p)),
+        "model": pa.array([f"big-m{j}" for j in range(n_models)]).take(pa.array(m)),
+        "score": (p + m) % 2 * 1.0,
+        "cost": np.full(len(p), 0.5),
+    }), path)
+    return path
+
+
+@pytest.mark.slow
+def test_killed_mid_ingest_leaves_the_store_as_before_and_a_rerun_works(db_path, tmp_path):
+    ingest_file(db_path, write(tmp_path / "base.csv", BASE), progress=False)
+    before = snapshot(db_path)
+    big = _big_long_parquet(tmp_path / "big.parquet", 200_000, 10)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(db_path), str(big)],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    deadline = time.monotonic() + 300
+    for line in proc.stderr:  # kill it while it writes, inside its transaction
+        seen.append(line)
+        if ": writing" in line or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "".join(seen)
+    assert any(": writing" in line for line in seen), "".join(seen)
+    assert snapshot(db_path) == before
+    summary = ingest_file(db_path, big, progress=False)
+    assert (summary.rows_accepted, summary.new_prompts, summary.new_models) == (2_000_000, 200_000, 10)
+    assert rows(db_path, "select count(*) from results") == [(2_000_002,)]

@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+
+from uniroute.routers import knn
+from uniroute.routers.knn import knn_gamma, knn_gammas, nearest_order
+
+NAN = np.nan
+
+
+def test_knn_gamma_by_hand_with_missing_labels():
+    X_ref = np.array([[0, 0], [1, 0], [2, 0], [10, 0]], dtype=np.float32)
+    losses = np.array([[0.0, 1.0, NAN], [1.0, NAN, NAN], [1.0, 0.0, 1.0], [0.0, 0.0, 0.5]])
+    q = np.array([[0.4, 0.0], [9.0, 0.0]], dtype=np.float32)
+    g = knn_gamma(q, X_ref, losses, k=2)
+    # Query 0: neighbours refs 0, 1. Model 0 -> 0.5; model 1 -> only ref 0 labelled -> 1.0;
+    # model 2 -> no labelled neighbour -> its overall mean over refs (1 + 0.5) / 2.
+    # Query 1: neighbours refs 3, 2 -> 0.5, 0.0, 0.75.
+    np.testing.assert_allclose(g, [[0.5, 1.0, 0.75], [0.5, 0.0, 0.75]])
+    np.testing.assert_allclose(knn_gamma(q, X_ref, losses, k=4)[0], [0.5, 1 / 3, 0.75])
+    with pytest.raises(ValueError, match=r"k must lie in \[1, 4\]"):
+        knn_gamma(q, X_ref, losses, k=5)
+
+
+def test_knn_gamma_matches_brute_force_across_blocks(monkeypatch):
+    rng = np.random.default_rng(0)
+    X_ref = rng.normal(size=(40, 3)).astype(np.float32)
+    X_q = rng.normal(size=(25, 3)).astype(np.float32)
+    losses = rng.uniform(size=(40, 4))
+    monkeypatch.setattr(knn, "KNN_BLOCK", 7)
+    d2 = ((X_q[:, None].astype(np.float64) - X_ref[None]) ** 2).sum(-1)
+    nn = np.argsort(d2, axis=1)[:, :5]
+    np.testing.assert_allclose(knn_gamma(X_q, X_ref, losses, 5), losses[nn].mean(axis=1))
+
+
+# ---- K-NN gamma -------------------------------------------------------------------------------------------
+def test_knn_gammas_skip_missing_labels_and_fall_back() -> None:
+    X_ref = np.eye(4, dtype=np.float32)
+    X_query = np.array([[1.0, 0.1, 0.0, 0.0]], dtype=np.float32)
+    X_query /= np.linalg.norm(X_query)
+    order = nearest_order(X_query, X_ref, 3)
+    assert order[0, :2].tolist() == [0, 1]
+    losses = np.array([[1.0, np.nan], [0.0, np.nan], [1.0, 1.0], [0.0, 0.0]])
+    g = knn_gammas(order, losses, [1, 2, 3])
+    # model 1 has no label on refs 0 and 1: its mean loss over the refs (0.5) until ref 2 enters at k = 3
+    assert g[1][0].tolist() == [1.0, 0.5]
+    assert g[2][0].tolist() == [0.5, 0.5]
+    assert g[3][0].tolist() == [pytest.approx(2 / 3), 1.0]

@@ -1,0 +1,130 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from uniroute import store
+from uniroute.routers.psi import Psi, psi_frame_from_store, psi_from_frame, psi_from_losses, psi_from_store
+
+NAN = np.nan
+
+# Six validation prompts in K = 4 clusters; cluster 3 holds no prompt at all (an empty cluster).
+CLUSTER_OF = np.array([0, 0, 1, 1, 1, 2])
+# Losses (1 - score) of models a, b, c. b has no result on prompts 2, 3, 4 (all of cluster 1);
+# c has a fractional score and misses prompt 0.
+LOSSES = np.array(
+    [
+        [0.0, 1.0, NAN],
+        [1.0, 1.0, 0.5],
+        [1.0, NAN, 0.0],
+        [0.0, NAN, 0.0],
+        [1.0, NAN, 1.0],
+        [0.0, 0.0, 0.25],
+    ]
+)
+MODELS = ("a", "b", "c")
+
+
+def test_psi_by_hand_with_fallbacks():
+    psi = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
+    # a: clusters 0,1,2 -> 1/2, 2/3, 0; overall 3/6 fills the empty cluster 3.
+    # b: cluster 0 -> 1, cluster 1 unanswered -> overall 2/3, cluster 2 -> 0, empty cluster 3 -> 2/3.
+    # c: cluster 0 -> 0.5 (one answer), cluster 1 -> 1/3, cluster 2 -> 0.25, cluster 3 -> overall 1.75/5.
+    expected = [
+        [0.5, 2 / 3, 0.0, 0.5],
+        [1.0, 2 / 3, 0.0, 2 / 3],
+        [0.5, 1 / 3, 0.25, 0.35],
+    ]
+    np.testing.assert_allclose(psi.values, expected)
+    np.testing.assert_array_equal(psi.counts, [[2, 3, 1, 0], [2, 0, 1, 0], [1, 3, 1, 0]])
+    assert psi.models == MODELS and psi.k == 4
+    np.testing.assert_allclose(psi.row("b"), expected[1])
+
+
+def test_psi_model_without_any_label_is_named():
+    losses = LOSSES.copy()
+    losses[:, 1] = NAN
+    with pytest.raises(ValueError, match=r"\['b'\]"):
+        psi_from_losses(CLUSTER_OF, losses, 4, MODELS)
+
+
+def test_psi_rejects_bad_inputs():
+    with pytest.raises(ValueError, match="cluster ids must lie in"):
+        psi_from_losses(CLUSTER_OF, LOSSES, 2, MODELS)
+    with pytest.raises(ValueError, match="3 columns but 2 model names"):
+        psi_from_losses(CLUSTER_OF, LOSSES, 4, ("a", "b"))
+
+
+def test_psi_is_frozen():
+    psi = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
+    assert not psi.values.flags.writeable
+    with pytest.raises(AttributeError):
+        psi.models = ("x",)
+    with pytest.raises(KeyError, match="'z'"):
+        psi.row("z")
+    with pytest.raises(ValueError, match="non-finite"):
+        Psi(models=("a",), values=np.array([[NAN]]), counts=np.array([[0]]))
+
+
+def _frame_from_arrays(cluster_of: np.ndarray, losses: np.ndarray, models: tuple[str, ...]) -> pd.DataFrame:
+    rows = []
+    for j, m in enumerate(models):
+        for k in np.unique(cluster_of):
+            col = losses[cluster_of == k, j]
+            col = col[~np.isnan(col)]
+            if col.size:
+                rows.append({"model": m, "cluster": int(k), "loss_sum": col.sum(), "n": col.size})
+    return pd.DataFrame(rows)
+
+
+def test_psi_from_frame_matches_psi_from_losses():
+    frame = _frame_from_arrays(CLUSTER_OF, LOSSES, MODELS)
+    a = psi_from_frame(frame, 4)
+    b = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
+    assert a.models == b.models
+    np.testing.assert_allclose(a.values, b.values)
+    np.testing.assert_array_equal(a.counts, b.counts)
+
+
+def test_psi_from_frame_rejects_bad_frames():
+    with pytest.raises(ValueError, match="lacks columns"):
+        psi_from_frame(pd.DataFrame({"model": ["a"], "cluster": [0]}), 2)
+    with pytest.raises(ValueError, match="cluster ids must lie in"):
+        psi_from_frame(pd.DataFrame({"model": ["a"], "cluster": [3], "loss_sum": [1.0], "n": [1]}), 2)
+    dup = pd.DataFrame({"model": ["a", "a"], "cluster": [0, 0], "loss_sum": [1.0, 1.0], "n": [1, 2]})
+    with pytest.raises(ValueError, match="more than one row"):
+        psi_from_frame(dup, 2)
+
+
+def _load_results(con, cluster_of, losses, models, retired=()):
+    """Write the fixture into the real tables: prompt p<i>, score = 1 - loss, NaN = no row."""
+    now = pd.Timestamp("2026-01-01")
+    store.write_frame(con, "models", pd.DataFrame({
+        "model": list(models), "status": ["retired" if m in retired else "active" for m in models],
+        "first_seen": [now] * len(models)}))
+    rows = [
+        {"prompt_id": f"p{i}", "model": m, "score": 1.0 - losses[i, j], "cost": 0.1,
+         "source_file": "fixture", "file_hash": "h", "ingested_at": now}
+        for i in range(losses.shape[0]) for j, m in enumerate(models) if not np.isnan(losses[i, j])
+    ]
+    store.write_frame(con, "results", pd.DataFrame(rows))
+
+
+def test_psi_sql_group_by_on_a_real_store(db_path):
+    # Extra prompts outside the clustered relation and a retired model must not count.
+    extra = np.array([[1.0, 1.0, 1.0, 0.0]] * 2)
+    all_losses = np.vstack([np.column_stack([LOSSES, [0.0] * 6]), extra])
+    with store.opened(db_path) as con:
+        _load_results(con, np.zeros(8), all_losses, (*MODELS, "old"), retired=("old",))
+    with store.opened(db_path, read_only=True) as con:
+        prompt_clusters = pd.DataFrame({"prompt_id": [f"p{i}" for i in range(6)], "cluster": CLUSTER_OF})
+        frame = psi_frame_from_store(con, prompt_clusters)
+        psi = psi_from_store(con, prompt_clusters, 4)
+        # The temporary relation is gone afterwards.
+        names = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
+        assert "prompt_clusters" not in names
+    assert list(frame.columns) == ["model", "cluster", "loss_sum", "n"]
+    assert set(frame.model) == set(MODELS)
+    expected = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
+    assert psi.models == MODELS
+    np.testing.assert_allclose(psi.values, expected.values)
+    np.testing.assert_array_equal(psi.counts, expected.counts)

@@ -1,0 +1,42 @@
+
+import numpy as np
+import pytest
+
+from uniroute.routers.kmeans import Centroids
+from uniroute.routers.router import Router
+from uniroute.routers.tables import BUDGETS, NORMALISED_LAMBDAS, routing_tables
+
+# Two clusters, three models: cheap model 0 is good on cluster 0, expensive model 2 is good everywhere.
+PSI = np.array([[0.1, 0.9], [0.5, 0.5], [0.05, 0.1]])  # (M, K) losses
+COSTS = np.array([1.0, 2.0, 10.0])
+MODELS = ("cheap", "mid", "big")
+
+
+def _router(psi=PSI, costs=COSTS):
+    return Router("emb", MODELS[: len(costs)], costs, psi, Centroids(np.eye(psi.shape[1], 3, dtype=np.float32)))
+
+
+def test_budget_rows_use_the_smallest_lambda_that_meets_the_budget():
+    tables = routing_tables(_router(), MODELS, np.array([1, 1]))
+    routes = tables.routes[tables.routes.grid == "budget"]
+    # Budget 1.0 allows the best-quality choice; 0.55 moves cluster 0 to cheap: (0.5*1 + 0.5*10)/10 = 0.55.
+    assert routes[routes.budget == 1.0].model.tolist() == ["big", "big"]
+    assert routes[routes.budget == 0.6].model.tolist() == ["cheap", "big"]
+    assert routes[routes.budget == 0.1].model.tolist() == ["cheap", "cheap"]
+
+
+def test_unreachable_budget_publishes_the_cheapest_routing():
+    psi = np.array([[0.5, 0.5], [0.1, 0.1]])
+    tables = routing_tables(_router(psi, np.array([5.0, 10.0])), MODELS[:2], np.array([1, 3]))
+    low = tables.budgets[(tables.budgets.grid == "budget") & (tables.budgets.budget == 0.1)].iloc[0]
+    assert low.expected_cost == pytest.approx(0.5)  # the cheapest model costs half of the priciest
+
+
+def test_routing_tables_cover_the_grids_and_cost_falls_with_budget():
+    tables = routing_tables(_router(), MODELS, np.array([1, 1]))
+    assert len(tables.routes) == 2 * (len(BUDGETS) + len(NORMALISED_LAMBDAS))
+    budgets = tables.budgets[tables.budgets.grid == "budget"]
+    assert (budgets.expected_cost <= budgets.budget + 1e-9).all()
+    assert budgets.expected_score.is_monotonic_increasing
+    top = tables.routes[(tables.routes.grid == "budget") & (tables.routes.budget == 1.0)]
+    assert top.model.tolist() == ["big", "big"]

@@ -1,0 +1,122 @@
+"""The house rules, checked on the source: stages import downward only, no cycles, Prefect stays in flows/,
+MLflow in one room, and no module much over 400 lines (docs/architecture.md draws the same picture)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LIBRARY = REPO / "uniroute"
+# Rank of each stage: a module may import its own stage or a lower one, never a higher one. Stages of equal
+# rank are peers that must not import each other (ingest and embed both sit right above the store).
+STAGE_RANK = {
+    "settings": 0,
+    "store": 1,
+    "ingest": 2,
+    "embed": 2,
+    "synth": 2,
+    "routers": 3,
+    "evaluation": 4,
+    "pipeline": 5,
+    "cli": 6,
+    "__main__": 7,
+}
+MLFLOW_ROOM = "uniroute.pipeline.tracking"
+MAX_LINES = 450  # "no module much over 400 lines"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module name a file imports, at any depth (lazy imports inside functions count too)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _stage(module: str) -> str:
+    return module.split(".")[1] if module.count(".") >= 1 else "uniroute"
+
+
+LIBRARY_FILES = sorted(LIBRARY.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", LIBRARY_FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_stages_import_downward_only(path: Path) -> None:
+    module = _module_name(path)
+    if module == "uniroute":
+        return
+    own = _stage(module)
+    assert own in STAGE_RANK, f"{module}: stage {own!r} is not in the architecture (docs/architecture.md)"
+    for name in _imports(path):
+        if not name.startswith("uniroute.") or name == "uniroute":
+            continue
+        other = _stage(name)
+        if other not in STAGE_RANK or other == own:
+            continue
+        assert STAGE_RANK[other] < STAGE_RANK[own], (
+            f"{module} (stage {own}, rank {STAGE_RANK[own]}) imports {name} (stage {other}, rank {STAGE_RANK[other]})"
+        )
+
+
+@pytest.mark.parametrize("path", LIBRARY_FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_library_never_imports_prefect_and_mlflow_stays_in_one_room(path: Path) -> None:
+    module = _module_name(path)
+    imported = _imports(path)
+    assert not any(n == "prefect" or n.startswith("prefect.") for n in imported), f"{module} imports prefect"
+    if not module.startswith(MLFLOW_ROOM):
+        assert not any(n == "mlflow" or n.startswith("mlflow.") for n in imported), f"{module} imports mlflow"
+
+
+def test_no_import_cycles_between_library_modules() -> None:
+    modules = {_module_name(p): p for p in LIBRARY_FILES}
+    graph = {m: {n for n in _imports(p) if n in modules and n != m} for m, p in modules.items()}
+    # Package __init__ files re-export their children; an edge into a package's own children is not a cycle.
+    for m in graph:
+        graph[m] = {n for n in graph[m] if not n.startswith(m + ".") and not m.startswith(n + ".")}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt]
+                raise AssertionError(f"import cycle: {' -> '.join(cycle)}")
+            if nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+
+
+def test_every_package_says_what_it_owns_and_docs_name_it() -> None:
+    architecture = (REPO / "docs" / "architecture.md").read_text()
+    for init in sorted(LIBRARY.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        package = init.parent.name
+        assert doc and len(doc.split()) >= 20, f"uniroute/{package}/__init__.py needs a docstring saying what it owns"
+        assert f"uniroute/{package}/" in architecture, f"docs/architecture.md does not describe uniroute/{package}/"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for folder in ("uniroute", "flows", "deployments", "benchmarks") for p in (REPO / folder).rglob("*.py")),
+    ids=lambda p: str(p.relative_to(REPO)),
+)
+def test_rooms_stay_small(path: Path) -> None:
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(REPO)} has {lines} lines: split it by responsibility"

@@ -1,0 +1,5 @@
+"""`python -m uniroute`: the command line."""
+
+from uniroute.cli import app
+
+app()

@@ -1,0 +1,33 @@
+"""Prompt embeddings: one module per embedder, and the cache that makes each text cost one encode, ever.
+
+Owns the embedders (`minilm`, `tfidf`; each returns (n, dim) float32 unit rows and an `embedder_id` naming
+everything that changes the vectors), batching on Dask workers (`batches`) and the `embeddings` cache table
+(`cache`, keyed by (sha256(text), embedder_id)). It knows nothing of clusters, routers or LLM results.
+"""
+
+from uniroute.embed.base import MINILM_DIM, Embedder, text_hash
+from uniroute.embed.batches import TASK_TEXTS, embed_batches, text_batches
+from uniroute.embed.cache import CHUNK_TEXTS, embed_cached
+from uniroute.embed.factory import EMBEDDERS, make_embedder
+from uniroute.embed.minilm import MINILM_MAX_TOKENS, MiniLMEmbedder, load_minilm, minilm_path, minilm_version
+from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf
+
+__all__ = [
+    "CHUNK_TEXTS",
+    "EMBEDDERS",
+    "MINILM_DIM",
+    "MINILM_MAX_TOKENS",
+    "TASK_TEXTS",
+    "Embedder",
+    "MiniLMEmbedder",
+    "TfidfEmbedder",
+    "embed_batches",
+    "embed_cached",
+    "fit_tfidf",
+    "load_minilm",
+    "make_embedder",
+    "minilm_path",
+    "minilm_version",
+    "text_batches",
+    "text_hash",
+]

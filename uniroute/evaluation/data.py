@@ -1,0 +1,130 @@
+"""Benchmark logs as the evaluation reads them: long rows pivoted to (N, M) score and cost matrices.
+
+Shapes: N prompts, M models; scores and costs (N, M) float64 with NaN where a model has no result."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+LONG_COLUMNS = ("prompt_id", "prompt", "model", "score", "cost")
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingData:
+    """Score and cost matrices of the evaluated models (the part of the data that trials need)."""
+
+    models: tuple[str, ...]
+    scores: np.ndarray  # (N, M) float64 in [0, 1], NaN = no result
+    costs: np.ndarray  # (N, M) float64 >= 0, NaN exactly where scores is NaN
+
+    def __post_init__(self) -> None:
+        if self.scores.shape != self.costs.shape or self.scores.shape[1] != len(self.models):
+            raise ValueError(
+                f"scores {self.scores.shape} and costs {self.costs.shape} must be (N, {len(self.models)})"
+            )
+        if not np.array_equal(np.isnan(self.scores), np.isnan(self.costs)):
+            raise ValueError("costs must be NaN exactly where scores are NaN")
+
+    @property
+    def n_prompts(self) -> int:
+        """Number of prompts N."""
+        return int(self.scores.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class EvalData:
+    """A long-format log pivoted to matrices, plus the prompt texts to embed."""
+
+    prompt_ids: tuple[str, ...]  # (N,)
+    prompts: tuple[str, ...]  # (N,) prompt text
+    routing: RoutingData
+    excluded_models: tuple[str, ...]  # models left out because none of their results has a cost
+    filled_costs: int  # result rows whose null cost was filled with the model's mean cost
+
+
+def long_frame(path: Path) -> pd.DataFrame:
+    """The long-format rows of a Parquet/CSV/JSONL file, or of `long.parquet` inside a dataset folder."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / "long.parquet").exists():
+            raise FileNotFoundError(f"{path} is a folder without long.parquet")
+        path = path / "long.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        frame = pd.read_parquet(path)
+    elif suffix == ".csv":
+        frame = pd.read_csv(path)
+    elif suffix in (".jsonl", ".ndjson", ".json"):
+        frame = pd.read_json(path, lines=suffix != ".json")
+    else:
+        raise ValueError(f"{path}: unknown long-format extension {suffix!r} (use .parquet, .csv or .jsonl)")
+    missing = [c for c in LONG_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: long format needs columns {list(LONG_COLUMNS)}; missing {missing}")
+    return frame
+
+
+def eval_data_from_frame(frame: pd.DataFrame) -> EvalData:
+    """Pivot long rows (prompt_id, prompt, model, score, cost) to (N, M) matrices; drop cost-less models."""
+    frame = frame[list(LONG_COLUMNS)].copy()
+    frame["prompt_id"] = frame["prompt_id"].astype(str)
+    frame["model"] = frame["model"].astype(str)
+    frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(np.float64)
+    frame["cost"] = pd.to_numeric(frame["cost"], errors="raise").astype(np.float64)
+    frame = frame[frame["score"].notna()]
+    if frame.empty:
+        raise ValueError("no scored rows in the long-format data")
+    bad = frame[(frame["score"] < 0) | (frame["score"] > 1)]
+    if len(bad):
+        example = bad.head(3)[["prompt_id", "model", "score"]].to_dict("records")
+        raise ValueError(f"scores outside [0, 1], e.g. {example}")
+    if (frame["cost"] < 0).any():
+        neg = frame[frame["cost"] < 0].head(3)[["prompt_id", "model", "cost"]].to_dict("records")
+        raise ValueError(f"negative costs, e.g. {neg}")
+    dupes = frame.duplicated(["prompt_id", "model"], keep=False)
+    if dupes.any():
+        example = frame[dupes].head(4)[["prompt_id", "model", "score"]].to_dict("records")
+        raise ValueError(f"{int(dupes.sum())} rows repeat a (prompt_id, model) pair, e.g. {example}")
+    # A model with no cost at all cannot be placed on a cost axis; it is left out of cost-based evaluation.
+    has_cost = frame.groupby("model")["cost"].apply(lambda s: s.notna().any())
+    excluded = tuple(sorted(has_cost.index[~has_cost.to_numpy()]))
+    if excluded:
+        log.warning("models without any cost are excluded from cost-based evaluation: %s", list(excluded))
+    frame = frame[~frame["model"].isin(excluded)]
+    if frame["model"].nunique() < 2:
+        raise ValueError(f"need at least 2 models with costs, have {sorted(frame['model'].unique())}")
+    # Partially missing costs: fill with the model's mean known cost (its best per-query estimate).
+    missing_cost = frame["cost"].isna()
+    filled = int(missing_cost.sum())
+    if filled:
+        mean_cost = frame.groupby("model")["cost"].transform("mean")
+        frame.loc[missing_cost, "cost"] = mean_cost[missing_cost]
+        log.warning("%d result rows have no cost; filled with their model's mean cost", filled)
+    # Sorted ids and names: the matrices do not depend on the row order of the input file.
+    prompt_ids = np.sort(frame["prompt_id"].unique())
+    models = tuple(sorted(frame["model"].unique()))
+    row = pd.Index(prompt_ids).get_indexer(frame["prompt_id"])
+    col = pd.Index(models).get_indexer(frame["model"])
+    scores = np.full((len(prompt_ids), len(models)), np.nan)
+    costs = np.full_like(scores, np.nan)
+    scores[row, col] = frame["score"].to_numpy()
+    costs[row, col] = frame["cost"].to_numpy()
+    texts = frame.drop_duplicates("prompt_id").set_index("prompt_id")["prompt"].reindex(prompt_ids)
+    if texts.isna().any():
+        raise ValueError(f"prompts without text: {list(texts.index[texts.isna()][:5])}")
+    return EvalData(
+        prompt_ids=tuple(prompt_ids.tolist()),
+        prompts=tuple(texts.astype(str).tolist()),
+        routing=RoutingData(models=models, scores=scores, costs=costs),
+        excluded_models=excluded,
+        filled_costs=filled,
+    )

@@ -1,0 +1,128 @@
+"""The JSON report of an evaluation: means over trials, sign tests, chosen hyper-parameters, validation-size study."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from uniroute.evaluation.curves import CURVE_GRID
+from uniroute.evaluation.methods import METHOD_LABELS, METHODS, ORACLES, VAL_SIZE_METHODS
+from uniroute.evaluation.protocol import EvalConfig
+from uniroute.evaluation.statistics import finite_mean, sign_test
+
+log = logging.getLogger(__name__)
+
+def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[str, Any]:
+    """The JSON result (DESIGN.md section 5): means over trials, sign tests, chosen hyper-parameters."""
+    methods = [m for m in METHODS if m in config.methods]
+    n = len(results)
+    summary: dict[str, Any] = {}
+    for m in methods:
+        rows = [r["metrics"][m] for r in results]
+        area = np.array([r["area"] for r in rows])
+        area50 = np.array([r["area50"] for r in rows])
+        qnc = np.array([r["qnc"] for r in rows])
+        peak = np.array([r["peak"] for r in rows])
+        summary[m] = {
+            "area": float(area.mean()),
+            "area50": float(area50.mean()),
+            "qnc": finite_mean(qnc),  # mean over trials where the best LLM's score is reached
+            "qnc_inf_frac": float(np.mean(~np.isfinite(qnc))),
+            "peak": float(peak.mean()),
+            "area_std": float(area.std(ddof=1)) if n > 1 else 0.0,
+            "area50_std": float(area50.std(ddof=1)) if n > 1 else 0.0,
+            "label": METHOD_LABELS[m],
+            "oracle": m in ORACLES,
+        }
+    sign_tests = {}
+    for i, a in enumerate(methods):
+        for b in methods[i + 1 :]:
+            sign_tests[f"{a}_vs_{b}"] = sign_test(
+                [r["metrics"][a]["area"] for r in results], [r["metrics"][b]["area"] for r in results]
+            )
+    chosen: dict[str, Any] = {}
+    for m in (m for m in ("knn", "kmeans", "learnedmap") if m in methods):
+        values = [int(r["chosen"][m]) for r in results]
+        counts = Counter(values)
+        cand = sorted({int(k) for r in results for k in r["tuning"][m]})
+        val_area = {str(k): finite_mean([r["tuning"][m][k] for r in results if k in r["tuning"][m]]) for k in cand}
+        chosen[m] = {
+            "candidates": cand,
+            "chosen_counts": {str(k): counts[k] for k in sorted(counts)},
+            "median": float(np.median(values)),
+            "mean_val_area_by_candidate": val_area,  # tuning Area (train LLMs on val), mean over trials
+        }
+    curves = {m: np.mean([r["curve"][m] for r in results], axis=0).tolist() for m in methods}
+    return {
+        "trials": n,
+        "methods": summary,
+        "sign_tests": sign_tests,
+        "k": chosen,
+        "per_trial_area": {m: [r["metrics"][m]["area"] for r in results] for m in methods},
+        "mean_curve": {"cost": CURVE_GRID.tolist(), **curves},
+        # Every trial's test LLMs as (name, normalised test cost, test score): the plot's grey points.
+        "test_llm_points": [
+            [[name, c, sc] for name, c, sc in zip(r["test_models"], r["llm_points"]["cost"], r["llm_points"]["score"],
+                                                 strict=True)]
+            for r in results
+        ],
+        "n_test_prompts_mean": float(np.mean([r["n_test_prompts"] for r in results])),
+        "n_val_prompts": int(results[0]["n_val_prompts"]),
+        "trial_seconds_mean": float(np.mean([r["seconds"]["total"] for r in results])),
+        "method_seconds_mean": {
+            k: float(np.mean([r["seconds"][k] for r in results])) for k in results[0]["seconds"] if k != "total"
+        },
+    }
+
+
+def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[str, Any]:
+    """Area versus number of validation prompts: mean and 96% interval (2 standard errors) per method."""
+    methods = [m for m in VAL_SIZE_METHODS if m in config.methods]
+    n_val = int(results[0]["n_val_prompts"])
+    sizes = sorted({s for s in config.val_sizes if s < n_val})
+    skipped = sorted({s for s in config.val_sizes if s >= n_val})
+    out_methods: dict[str, Any] = {m: {"mean": [], "half_width": [], "std": []} for m in methods}
+    chosen: dict[str, list[dict[str, int]]] = {m: [] for m in methods}
+    sign: dict[str, list[dict[str, Any]]] = {}
+    paired: dict[str, dict[str, list[float]]] = {}
+    labels = [*sizes, n_val]
+    for size in labels:
+        areas = {}
+        for m in methods:
+            if size == n_val:
+                vals = np.array([r["metrics"][m]["area"] for r in results])
+                ks = [r["chosen"][m] for r in results]
+            else:
+                vals = np.array([r["valsize"][str(size)]["area"][m] for r in results])
+                ks = [r["valsize"][str(size)]["chosen"][m] for r in results]
+            areas[m] = vals
+            sd = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+            out_methods[m]["mean"].append(float(vals.mean()))
+            out_methods[m]["std"].append(sd)
+            out_methods[m]["half_width"].append(2 * sd / math.sqrt(len(vals)))
+            chosen[m].append({str(k): c for k, c in sorted(Counter(int(k) for k in ks).items())})
+        for i, a in enumerate(methods):
+            for b in methods[i + 1 :]:
+                sign.setdefault(f"{a}_vs_{b}", []).append(sign_test(areas[a], areas[b]))
+                # The trials' LLM splits move every method's Area together; the paired difference is what
+                # separates two methods, so its 96% interval is reported beside the per-method intervals.
+                diff = areas[a] - areas[b]
+                sd = float(diff.std(ddof=1)) if len(diff) > 1 else 0.0
+                entry = paired.setdefault(f"{a}_vs_{b}", {"mean": [], "half_width": []})
+                entry["mean"].append(float(diff.mean()))
+                entry["half_width"].append(2 * sd / math.sqrt(len(diff)))
+    return {
+        "trials": len(results),
+        "sizes": labels,
+        "skipped_sizes": skipped,
+        "n_val_all": n_val,
+        "methods": out_methods,
+        "chosen": chosen,
+        "sign_tests": sign,
+        "paired_area_difference": paired,
+        "interval": "mean +/- 2 standard errors over trials (96%)",
+    }

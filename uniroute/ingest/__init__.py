@@ -1,0 +1,45 @@
+"""Data in: validate benchmark logs and load them into the store.
+
+Owns the input formats (one module each: `long`, `routerbench`, `routerdc`, behind `formats.staged_file`, which
+detects the format by content and returns `staging.Staged` rows), the checks (`checks`: each row on its own and
+within its file; SQL in `sql/queries/ingest_*.sql`: against the store), the load (`load`: one file, one
+transaction) and the inbox (`inbox`). It writes the raw tables (prompts, models, results, quarantine,
+ingested_files, prompt_keys) and nothing else; it never embeds, clusters or routes.
+
+One file, one transaction:
+1. read: the format is detected by content and parsed into staged Arrow rows (`STAGE_SCHEMA`), one per
+   (input row, model); what cannot be parsed at all is an IngestError naming the file, row and value;
+2. check rows: strings are dictionary-coded and each row is checked on its own and within its file with
+   vectorised numpy/pyarrow (`checked_rows`); a rejected row gets a reason;
+3. check against the store: SQL finds rows that repeat a stored result (skipped) or contradict a stored
+   prompt or result (quarantined);
+4. write: new models, prompts and results, the quarantine and the file's content hash, then commit.
+A killed process leaves nothing (DuckDB commits atomically); a file whose hash is stored is skipped.
+"""
+
+from uniroute.ingest.checks import Checked, checked_rows
+from uniroute.ingest.formats import detect_format, staged_file
+from uniroute.ingest.inbox import PARTIAL_SUFFIXES, REASON_SUFFIX, InboxOutcome, inbox_files, process_inbox
+from uniroute.ingest.load import IngestSummary, ingest_file, set_default_cost
+from uniroute.ingest.staging import LONG_OPTIONAL, LONG_REQUIRED, SPLITS, IngestError, Staged, file_sha256
+
+__all__ = [
+    "LONG_OPTIONAL",
+    "LONG_REQUIRED",
+    "PARTIAL_SUFFIXES",
+    "REASON_SUFFIX",
+    "SPLITS",
+    "Checked",
+    "InboxOutcome",
+    "IngestError",
+    "IngestSummary",
+    "Staged",
+    "checked_rows",
+    "detect_format",
+    "file_sha256",
+    "inbox_files",
+    "ingest_file",
+    "process_inbox",
+    "set_default_cost",
+    "staged_file",
+]

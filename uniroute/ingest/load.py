@@ -1,0 +1,188 @@
+"""Loading one file into the store in one transaction: read, check rows, check against the store, write."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import logging
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from uniroute import store
+from uniroute.ingest.checks import checked_rows
+from uniroute.ingest.formats import staged_file
+from uniroute.ingest.merge import cross_file_merges, merged_into_staged, rows_pointed_at_stored
+from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH, ROUTERBENCH_KEY_KIND
+from uniroute.ingest.staging import (
+    SPLITS,
+    IngestError,
+    file_sha256,
+)
+
+log = logging.getLogger(__name__)
+
+LARGE_FILE_BYTES = 8 * 1024 * 1024
+STAGES = ("read", "check rows", "check against the store", "write")
+# The SQL that checks a file's coded rows against the store, in order (each builds one temp table or view).
+CHECK_STATEMENTS = (
+    "ingest_prompt_state",
+    "ingest_model_state",
+    "ingest_check_store",
+    "ingest_accepted",
+    "ingest_accepted_prompts",
+    "ingest_accepted_models",
+    "ingest_quarantined",
+)
+
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What ingesting one file did."""
+
+    path: str
+    file_hash: str
+    format: str
+    status: str  # 'ingested' or 'skipped' (this content was ingested before)
+    rows_read: int = 0  # input rows (CSV/JSONL/Parquet rows, JSON list entries)
+    rows_accepted: int = 0  # new results written (one per prompt x model)
+    rows_duplicate: int = 0  # results repeating an earlier row or a stored result, skipped
+    rows_quarantined: int = 0  # input rows with at least one quarantined result
+    new_prompts: int = 0
+    new_models: int = 0
+    merged_prompts: int = 0  # prompts split over rows of several files, merged (RouterBench)
+    landed_models: tuple[str, ...] = ()  # models with new results on 'val' or unknown-split prompts
+    seconds: float = 0.0
+    ignored_columns: tuple[str, ...] = field(default=())
+
+    def line(self) -> str:
+        """One line for a terminal."""
+        name = Path(self.path).name
+        if self.status == "skipped":
+            return f"{name}: skipped, this content ({self.file_hash[:12]}) was ingested before"
+        return (
+            f"{name} [{self.format}]: {self.rows_read:,} rows read, {self.rows_accepted:,} results accepted, "
+            f"{self.rows_duplicate:,} duplicates skipped, {self.rows_quarantined:,} rows quarantined, "
+            f"{self.new_prompts:,} new prompts, {self.new_models:,} new models ({self.seconds:.1f} s)"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        out = asdict(self)
+        out["landed_models"] = list(self.landed_models)
+        out["ignored_columns"] = list(self.ignored_columns)
+        return out
+
+
+def _progress(path: Path, size: int, enabled: bool) -> tqdm:
+    """A progress bar over the ingestion stages, shown for large files only."""
+    return tqdm(
+        total=len(STAGES), desc=path.name, unit="stage", disable=not enabled or size < LARGE_FILE_BYTES,
+        file=sys.stderr, leave=False,
+    )
+
+
+def ingest_file(db_path: Path, path: Path, split: str | None = None, progress: bool = True) -> IngestSummary:
+    """Ingest one file in one transaction: all its good rows and its quarantine, or nothing."""
+    path = Path(path)
+    if split is not None and split not in SPLITS:
+        raise IngestError(f"split must be one of {list(SPLITS)}, not {split!r}")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    started = time.perf_counter()
+    try:
+        size = path.stat().st_size
+        file_hash = file_sha256(path)
+    except IsADirectoryError as exc:
+        raise IngestError(f"{path}: a directory, not a file") from exc
+    except PermissionError as exc:
+        raise IngestError(f"{path}: cannot read the file: {exc.strerror}") from exc
+    source = str(path.resolve())
+    with store.opened(db_path) as con:
+        seen = store.query(con, "ingest_file_seen", file_hash=file_hash)
+        if len(seen):
+            log.info("%s: skipped, the same content was ingested from %s", path, seen.path.iloc[0])
+            return IngestSummary(source, file_hash, str(seen.format.iloc[0]), "skipped",
+                                 seconds=round(time.perf_counter() - started, 3))
+        with _progress(path, size, progress) as bar:
+            bar.set_postfix_str(STAGES[0])
+            staged = staged_file(path, split)
+            log.info("%s: read %d rows as %s, %d staged results", path, staged.rows_read, staged.format,
+                     staged.rows.num_rows)
+            bar.update()
+            # Read-only work before the transaction: this process holds DuckDB's only write lock, so the
+            # store cannot change meanwhile, and the transaction stays short.
+            merges = cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
+            bar.set_postfix_str(STAGES[1])
+            checked = checked_rows(rows_pointed_at_stored(staged.rows, merges), staged.per_model)
+            bar.update()
+            bar.set_postfix_str(STAGES[2])
+            # Relations are registered outside the transaction, so that a failure inside it rolls back and
+            # surfaces as itself (unregistering in an aborted transaction would raise over it).
+            with contextlib.ExitStack() as relations, store.transaction(con):
+                for name, table in (("ingest_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
+                                    ("ingest_models", checked.models), ("ingest_rejects", checked.rejects)):
+                    relations.enter_context(store.registered(con, name, table))
+                log.info("%s: transaction started, checking %d rows against the store", path,
+                         checked.candidates.num_rows)
+                for statement in CHECK_STATEMENTS:
+                    store.execute(con, statement)
+                counts = store.query(con, "ingest_counts").iloc[0]
+                landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
+                bar.update()
+                bar.set_postfix_str(STAGES[3])
+                log.info("%s: writing", path)
+                moved = sum(merged_into_staged(con, merge, path) for merge in merges if merge.staged_is_main)
+                now = datetime.now()
+                write = {"source_file": source, "now": now}
+                store.execute(con, "ingest_insert_models", now=now)
+                store.execute(con, "ingest_insert_prompts", **write)
+                store.execute(con, "ingest_insert_results", file_hash=file_hash, **write)
+                store.execute(con, "ingest_insert_quarantine", file_hash=file_hash, **write)
+                store.execute(con, "ingest_insert_keys", key_kind=ROUTERBENCH_KEY_KIND, file_hash=file_hash, now=now)
+                summary = IngestSummary(
+                    path=source,
+                    file_hash=file_hash,
+                    format=staged.format,
+                    status="ingested",
+                    rows_read=staged.rows_read,
+                    rows_accepted=int(counts.rows_accepted),
+                    rows_duplicate=checked.duplicates + int(counts.rows_stored),
+                    rows_quarantined=int(counts.rows_quarantined),
+                    new_prompts=int(counts.new_prompts) - moved,
+                    new_models=int(counts.new_models),
+                    merged_prompts=sum(not merge.staged_is_main for merge in merges) + moved,
+                    landed_models=landed,
+                    ignored_columns=staged.ignored_columns,
+                )
+                store.execute(
+                    con, "ingest_insert_file", file_hash=file_hash, path=source, format=staged.format,
+                    rows_accepted=summary.rows_accepted, rows_quarantined=summary.rows_quarantined,
+                    new_prompts=summary.new_prompts, new_models=summary.new_models, now=now,
+                )
+                log.info("%s: committing", path)
+            bar.update()
+    summary = replace(summary, seconds=round(time.perf_counter() - started, 3))
+    log.info("%s", summary.line())
+    return summary
+
+
+def set_default_cost(db_path: Path, model: str, cost: float) -> None:
+    """Set a model's default cost (used where its results carry none); the model must be in the store."""
+    if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0:
+        raise IngestError(f"the cost of {model!r} must be a finite number >= 0, not {cost!r}")
+    with store.opened(db_path) as con:
+        known = store.query(con, "ingest_model_names").model.tolist()
+        if model not in known:
+            close = difflib.get_close_matches(model, known, n=3)
+            hint = f"; did you mean {close}?" if close else f" ({len(known)} models known)"
+            raise IngestError(f"unknown model {model!r}: ingest its results first{hint}")
+        with store.transaction(con):
+            store.execute(con, "ingest_set_default_cost", model=model, cost=float(cost))

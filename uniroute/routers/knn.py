@@ -1,0 +1,95 @@
+"""K-NN routing (paper eq. 3): a model's estimated loss on a prompt is its mean loss on the k nearest
+labelled reference prompts (the validation prompts, where every pool model, new ones included, has labels).
+
+Shapes: X (n, d) float32 L2-normalised; losses_ref (n_ref, M) float64, NaN = no label."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from uniroute.routers.kmeans import as_float32_matrix
+
+log = logging.getLogger(__name__)
+
+KNN_BLOCK = 1024  # query rows per block: a (block, n_ref) float32 score matrix
+
+
+def knn_gamma(X_query: np.ndarray, X_ref: np.ndarray, losses_ref: np.ndarray, k: int) -> np.ndarray:
+    """(n_query, M) mean loss of each model over the k nearest reference prompts (Euclidean).
+
+    A model with no result on any of the k neighbours falls back to its mean loss over all references.
+    """
+    X_ref = as_float32_matrix(X_ref, what="X_ref")
+    X_query = as_float32_matrix(X_query, X_ref.shape[1], what="X_query")
+    losses_ref = np.asarray(losses_ref, dtype=np.float64)
+    n_ref = X_ref.shape[0]
+    if losses_ref.ndim != 2 or losses_ref.shape[0] != n_ref:
+        raise ValueError(f"losses_ref {losses_ref.shape} must be (n_ref={n_ref}, M)")
+    if not 1 <= k <= n_ref:
+        raise ValueError(f"k must lie in [1, {n_ref}] (the number of reference prompts), got {k}")
+    labelled = ~np.isnan(losses_ref)
+    if not labelled.any(axis=0).all():
+        raise ValueError(f"models (columns) {np.nonzero(~labelled.any(axis=0))[0].tolist()} have no reference label")
+    filled = np.where(labelled, losses_ref, 0.0)
+    overall = filled.sum(axis=0) / labelled.sum(axis=0)  # (M,)
+    neg_half_sq = -0.5 * np.einsum("nd,nd->n", X_ref, X_ref)  # argmin |q - r|^2 == argmax q.r - |r|^2/2
+    ref_t = np.ascontiguousarray(X_ref.T)
+    out = np.empty((X_query.shape[0], losses_ref.shape[1]), dtype=np.float64)
+    for start in range(0, X_query.shape[0], KNN_BLOCK):
+        s = X_query[start : start + KNN_BLOCK] @ ref_t + neg_half_sq  # (b, n_ref)
+        nn = np.argpartition(-s, k - 1, axis=1)[:, :k] if k < n_ref else np.broadcast_to(np.arange(n_ref), s.shape)
+        sums = filled[nn].sum(axis=1)  # (b, M)
+        counts = labelled[nn].sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start : start + s.shape[0]] = np.where(counts > 0, sums / np.maximum(counts, 1), overall)
+    return out
+
+
+def top_k_order(sims: np.ndarray, k: int) -> np.ndarray:
+    """(n, k) column indices of the k largest entries of each row of sims (n, n_ref), largest first.
+
+    Equal similarities are ordered by column index, so the neighbour order is fully determined.
+    """
+    n_ref = sims.shape[1]
+    k = min(k, n_ref)
+    every = np.broadcast_to(np.arange(n_ref), sims.shape)
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < n_ref else every
+    top_sims = np.take_along_axis(sims, top, axis=1)
+    return np.take_along_axis(top, np.lexsort((top, -top_sims), axis=1), axis=1)
+
+
+def nearest_order(X_query: np.ndarray, X_ref: np.ndarray, k: int, block: int = 1024) -> np.ndarray:
+    """(n_query, k) indices of the k most cosine-similar refs per query, most similar first (X L2-normalised)."""
+    k = min(k, X_ref.shape[0])
+    out = np.empty((X_query.shape[0], k), dtype=np.int64)
+    for s in range(0, X_query.shape[0], block):
+        out[s : s + block] = top_k_order(X_query[s : s + block] @ X_ref.T, k)
+    return out
+
+
+def knn_gammas(order: np.ndarray, losses_ref: np.ndarray, ks: Sequence[int], block: int = 512) -> dict[int, np.ndarray]:
+    """{k: (n_query, M) mean loss of the k nearest refs} from a neighbour order (n_query, >= max ks).
+
+    NaN labels are skipped; a model none of the k neighbours has a label for takes its mean loss on the refs
+    (the K = 1 estimate). This is the paper's K-NN gamma (eq. 6), for several k from one neighbour search.
+    """
+    ks = sorted(set(int(k) for k in ks))
+    if not ks or ks[-1] > order.shape[1]:
+        raise ValueError(f"ks {ks} need a neighbour order with >= {ks[-1] if ks else 1} columns, got {order.shape}")
+    fallback = np.nanmean(losses_ref, axis=0)
+    known_ref = ~np.isnan(losses_ref)
+    filled_ref = np.where(known_ref, losses_ref, 0.0)
+    starts = np.array([0, *ks[:-1]])  # neighbour ranks [0, k1), [k1, k2), ...: one segment sum per k
+    out = {k: np.empty((order.shape[0], losses_ref.shape[1])) for k in ks}
+    for s in range(0, order.shape[0], block):
+        nn = order[s : s + block, : ks[-1]]  # (b, kmax)
+        sums = np.add.reduceat(filled_ref[nn], starts, axis=1).cumsum(axis=1)  # (b, len(ks), M)
+        counts = np.add.reduceat(known_ref[nn].astype(np.int32), starts, axis=1).cumsum(axis=1)
+        for j, k in enumerate(ks):
+            cnt = counts[:, j]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[k][s : s + block] = np.where(cnt > 0, sums[:, j] / np.maximum(cnt, 1), fallback[None, :])
+    return out

@@ -1,0 +1,71 @@
+"""Named statements (sql/queries/<name>.sql) with `$name` parameters bound, never formatted in; bulk writes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from uniroute.store.connection import StoreError
+from uniroute.store.schema import SQL_DIR
+
+
+def query_text(name: str) -> str:
+    """The text of sql/queries/<name>.sql."""
+    path = SQL_DIR / "queries" / f"{name}.sql"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in (SQL_DIR / "queries").glob("*.sql")))
+        raise StoreError(f"no named query {name!r} in {path.parent} (known: {known})")
+    return path.read_text()
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pd.DataFrame:
+    """Run a named query with `$name` parameters bound (never formatted in) and return a frame."""
+    return con.execute(query_text(name), params or None).df()
+
+
+def query_arrow(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Table:
+    """Run a named query and return an Arrow table (no pandas conversion)."""
+    # con.sql streams the result into Arrow; execute() would first materialise it as DB-API rows.
+    return con.sql(query_text(name), params=params or None).to_arrow_table()
+
+
+def execute(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
+    """Run a named statement that returns nothing of interest (DML)."""
+    con.execute(query_text(name), params or None)
+
+
+def write_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame | pa.Table) -> int:
+    """Append a frame to a table, matching columns by name; returns the row count."""
+    if not table.replace("_", "").isalnum():
+        raise StoreError(f"not a table name: {table!r}")
+    view = f"_frame_{table}"
+    con.register(view, frame)
+    try:
+        con.execute(f"insert into {table} by name select * from {view}")
+    finally:
+        con.unregister(view)
+    return len(frame)
+
+
+@contextmanager
+def registered(
+    con: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame | pa.Table
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Expose a frame to named queries as the relation `name` for the duration of the block."""
+    if not name.replace("_", "").isalnum():
+        raise StoreError(f"not a relation name: {name!r}")
+    con.register(name, frame)
+    try:
+        yield con
+    except BaseException:
+        # Unregistering inside a failed transaction raises too; that must not hide the error that failed it.
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(name)
+        raise
+    con.unregister(name)
