@@ -198,3 +198,10 @@ def test_embed_batches_on_dask_workers(tfidf: embed.TfidfEmbedder, minilm: embed
             Client(cluster) as client:
         X = embed.embed_batches(texts, tfidf, batch_size=3, client=client)
     np.testing.assert_allclose(X, tfidf.encode(texts), atol=1e-6)
+
+
+def test_tfidf_round_trips_without_pickle(tfidf: embed.TfidfEmbedder) -> None:
+    back = embed.tfidf_from_bytes(embed.tfidf_to_bytes(tfidf))
+    texts = ["a new prompt about cooking", "unseen words only zzz", ALGEBRA[0]]
+    assert back.embedder_id == tfidf.embedder_id
+    np.testing.assert_array_equal(back.encode(texts), tfidf.encode(texts))

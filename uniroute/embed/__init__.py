@@ -10,7 +10,7 @@ from uniroute.embed.batches import TASK_TEXTS, embed_batches, text_batches
 from uniroute.embed.cache import CHUNK_TEXTS, embed_cached
 from uniroute.embed.factory import EMBEDDERS, make_embedder
 from uniroute.embed.minilm import MINILM_MAX_TOKENS, MiniLMEmbedder, load_minilm, minilm_path, minilm_version
-from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf
+from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf, tfidf_from_bytes, tfidf_to_bytes
 
 __all__ = [
     "CHUNK_TEXTS",
@@ -30,4 +30,6 @@ __all__ = [
     "minilm_version",
     "text_batches",
     "text_hash",
+    "tfidf_from_bytes",
+    "tfidf_to_bytes",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +18,11 @@ if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
 log = logging.getLogger(__name__)
+
+# The vectorizer settings fit_tfidf uses; a saved embedder records them so it is rebuilt exactly.
+VECTORIZER_SETTINGS = {"lowercase": True, "ngram_range": [1, 2], "sublinear_tf": True}
+STATE_FORMAT = "uniroute-tfidf-embedder"
+
 
 @dataclass(frozen=True, eq=False)
 class TfidfEmbedder:
@@ -52,13 +59,13 @@ def fit_tfidf(
     if len(texts) < 2:
         raise ValueError(f"fit_tfidf needs at least 2 texts, got {len(texts)}")
     vectorizer = TfidfVectorizer(
-        lowercase=True,
-        ngram_range=(1, 2),
+        lowercase=VECTORIZER_SETTINGS["lowercase"],
+        ngram_range=tuple(VECTORIZER_SETTINGS["ngram_range"]),
         min_df=2 if len(texts) >= 1000 else 1,  # a word seen once cannot relate two prompts
-        # A fitted TF-IDF embedder travels (pickled) with every router built on it, and its SVD components
+        # A fitted TF-IDF embedder travels with every router built on it (tfidf_to_bytes), and its SVD components
         # are (dim, vocabulary) float32: 20k terms keep that at about 31 MB (50k would be 77 MB).
         max_features=max_features,
-        sublinear_tf=True,
+        sublinear_tf=VECTORIZER_SETTINGS["sublinear_tf"],
         dtype=np.float32,
     )
     sparse = vectorizer.fit_transform(texts)  # (n, vocabulary)
@@ -77,3 +84,31 @@ def fit_tfidf(
     digest.update(np.ascontiguousarray(vectorizer.idf_, dtype=np.float32).tobytes())
     digest.update(components.tobytes())
     return TfidfEmbedder(vectorizer, components, digest.hexdigest()[:12], progress=progress)
+
+
+def tfidf_to_bytes(embedder: TfidfEmbedder) -> bytes:
+    """A fitted TF-IDF embedder as npz bytes of plain arrays (vocabulary, idf, SVD components), no pickle."""
+    terms = embedder.vectorizer.get_feature_names_out()  # in column order
+    header = {"format": STATE_FORMAT, "version": 1, "fingerprint": embedder.fingerprint, **VECTORIZER_SETTINGS}
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.array(json.dumps(header)), terms=np.asarray(terms, dtype=str),
+             idf=np.asarray(embedder.vectorizer.idf_, dtype=np.float64), components=embedder.components)
+    return buffer.getvalue()
+
+
+def tfidf_from_bytes(data: bytes, progress: bool = False) -> TfidfEmbedder:
+    """The embedder saved by tfidf_to_bytes; it encodes exactly as the fitted one did."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as saved:
+        header = json.loads(str(saved["header"]))
+        terms, idf, components = saved["terms"].tolist(), saved["idf"], saved["components"]
+    if header.get("format") != STATE_FORMAT:
+        raise ValueError(f"not a saved TF-IDF embedder (format {header.get('format')!r})")
+    vectorizer = TfidfVectorizer(
+        lowercase=header["lowercase"], ngram_range=tuple(header["ngram_range"]), sublinear_tf=header["sublinear_tf"],
+        vocabulary={term: i for i, term in enumerate(terms)}, dtype=np.float32,
+    )
+    vectorizer.idf_ = idf  # sklearn's setter: the fitted idf, with the vocabulary above
+    return TfidfEmbedder(vectorizer, np.ascontiguousarray(components, dtype=np.float32), header["fingerprint"],
+                         progress=progress)

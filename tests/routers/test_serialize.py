@@ -1,0 +1,56 @@
+"""Routers as bytes without pickle: exact round trips for every cluster map, and refusals of anything else."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from uniroute.routers.kmeans import Centroids
+from uniroute.routers.learned_map import LearnedMap
+from uniroute.routers.router import Router
+from uniroute.routers.serialize import RouterFormatError, router_from_bytes, router_to_bytes
+
+RNG = np.random.default_rng(0)
+PSI = np.array([[0.1, 0.9, 0.5], [0.5, 0.5, 0.2]])
+COSTS = np.array([1.0, 2.5])
+
+
+def _kmeans_router(counts: bool = True) -> Router:
+    centers = RNG.normal(size=(3, 4)).astype(np.float32)
+    return Router("emb:x", ("m-a", "m/b"), COSTS, PSI, Centroids(centers),
+                  np.array([[3, 0, 1], [2, 2, 2]]) if counts else None)
+
+
+def _learned_map_router() -> Router:
+    shapes = {"w1": (4, 5), "b1": (5,), "w2": (5, 5), "b2": (5,), "w3": (5, 3), "b3": (3,)}
+    lmap = LearnedMap(**{name: RNG.normal(size=shape) for name, shape in shapes.items()})
+    return Router("emb:x", ("m-a", "m/b"), COSTS, PSI, lmap)
+
+
+@pytest.mark.parametrize("make", [_kmeans_router, lambda: _kmeans_router(counts=False), _learned_map_router])
+def test_round_trip_routes_identically(make) -> None:
+    router = make()
+    back = router_from_bytes(router_to_bytes(router))
+    X = RNG.normal(size=(50, 4)).astype(np.float32)
+    assert back.models == router.models and back.embedder_id == router.embedder_id
+    np.testing.assert_array_equal(back.psi, router.psi)
+    np.testing.assert_array_equal(back.costs, router.costs)
+    assert (back.psi_counts is None) == (router.psi_counts is None)
+    for lam in (0.0, 0.1, 10.0):
+        np.testing.assert_array_equal(back.route(X, lam), router.route(X, lam))
+
+
+def test_a_pickle_is_refused_not_loaded() -> None:
+    with pytest.raises(RouterFormatError, match="not a router file"):
+        router_from_bytes(pickle.dumps(_kmeans_router()))
+
+
+def test_another_format_version_is_refused() -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.array(json.dumps({"format": "uniroute-router", "version": 99})))
+    with pytest.raises(RouterFormatError, match="version 99"):
+        router_from_bytes(buffer.getvalue())
