@@ -5,18 +5,19 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
 
+from flows.common import flow_settings, reconcile_store
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
 from uniroute import ingest
-from uniroute.settings import Settings, apply_offline_environment
 
 
 @flow(name="uniroute-ingest-inbox")
 def ingest_inbox() -> list[dict]:
     """Ingest the inbox (files move to done/ or failed/); emit `uniroute.results.landed` per file with new models."""
-    settings = Settings()
-    apply_offline_environment(settings)
+    settings = flow_settings()
     logger = get_run_logger()
-    outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir)
+    reconcile_store(settings)
+    outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir,
+                                    settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info)
     for outcome in outcomes:
         logger.info("%s: %s%s", outcome.name, outcome.status, f" ({outcome.error})" if outcome.error else "")
         if outcome.landed_models:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
+from flows.common import flow_settings, reconcile_store
+from uniroute import store
 from uniroute.pipeline import onboard, registry
-from uniroute.settings import Settings, apply_offline_environment
 
 RESULTS_LANDED = "uniroute.results.landed"
 MODELS_LABEL = "uniroute.models"  # event resource label: comma-separated model names
@@ -14,15 +15,18 @@ MODELS_LABEL = "uniroute.models"  # event resource label: comma-separated model 
 @flow(name="uniroute-onboard")
 def onboard_models(models: str) -> dict:
     """Compute Psi rows for the comma-separated `models` on the champion's frozen clusters."""
-    settings = Settings()
-    apply_offline_environment(settings)
+    settings = flow_settings()
+    logger = get_run_logger()
     names = [m for m in (x.strip() for x in models.split(",")) if m]
-    if not registry.has_champion(settings.db_path):
-        # Results that land before the first build are picked up by that build; nothing to onboard onto.
-        get_run_logger().info("no champion router yet: %s will join at the next build", ", ".join(names))
-        return {"skipped": True, "models": names}
-    result = onboard.onboard_models(
-        settings.db_path, names, settings.mlflow_uri, settings.mlflow_artifacts
-    )
-    get_run_logger().info(result.line())
+    reconcile_store(settings)
+    with store.session(settings.db_path, "onboard", inputs=models, wait_seconds=settings.store_wait_seconds,
+                       on_wait=logger.info) as s:
+        if registry.champion_id(s.con) is None:
+            # Results that land before the first build are picked up by that build; nothing to onboard onto.
+            logger.info("no champion router yet: %s will join at the next build", ", ".join(names))
+            return {"skipped": True, "models": names}
+        result = onboard.onboard_models(s.con, names)
+        s.detail = result.line()
+    logger.info(result.line())
+    reconcile_store(settings)
     return result.as_dict()
