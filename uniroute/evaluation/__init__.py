@@ -22,7 +22,7 @@ from uniroute.evaluation.curves import (
 from uniroute.evaluation.data import EvalData, RoutingData, eval_data_from_frame, long_frame
 from uniroute.evaluation.grids import candidate_grid, kmeans_candidates, knn_candidates, learned_map_candidates
 from uniroute.evaluation.markdown import markdown_report, sign_test_table, summary_table, val_size_table
-from uniroute.evaluation.methods import METHOD_LABELS, METHODS, ORACLES, VAL_SIZE_METHODS
+from uniroute.evaluation.methods import DEFAULT_METHODS, METHOD_LABELS, METHODS, ORACLES, VAL_SIZE_METHODS
 from uniroute.evaluation.prompts import PROMPT_PARTS, prompt_embeddings, prompt_texts
 from uniroute.evaluation.protocol import EvalConfig, TrialSplit, trial_split
 from uniroute.evaluation.runner import evaluate, trial_results, write_outputs
@@ -32,6 +32,7 @@ from uniroute.evaluation.trial import trial_result
 
 __all__ = [
     "CURVE_GRID",
+    "DEFAULT_METHODS",
     "METHODS",
     "METHOD_LABELS",
     "ORACLES",

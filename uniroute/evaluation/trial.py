@@ -13,6 +13,7 @@ import numpy as np
 from uniroute.evaluation.curves import CURVE_GRID, curve_area, curve_metrics
 from uniroute.evaluation.data import RoutingData
 from uniroute.evaluation.methods import VAL_SIZE_METHODS
+from uniroute.evaluation.pairwise import pairwise_method
 from uniroute.evaluation.protocol import EvalConfig, trial_split
 from uniroute.evaluation.state import TrialState
 
@@ -74,6 +75,9 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
                 k, areas = state.tune_clusters(method, n_val)
                 out["chosen"][method], out["tuning"][method] = k, areas
                 curve = state.cluster_curve(method, k, n_val, pool)
+            elif method == "pairwise":
+                k, out["tuning"][method], curve = pairwise_method(state, n_val, pool)
+                out["chosen"][method] = k
             else:
                 curve = state.oracle_curve(method, pool)
             out["metrics"][method] = curve_metrics(curve, float(test_score[best]), float(test_cost[best]))
