@@ -44,9 +44,18 @@ def evaluate(
     workers: Annotated[int, typer.Option(help="Dask worker processes (0: run the trials in this process).")] = 2,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address (default: UNIROUTE_DASK_ADDRESS; "
                                                   "none starts a local cluster).")] = None,
+    test_data: Annotated[Path | None, typer.Option(
+        "--test-data", help="Transfer: train on --data (pointwise or pairwise) and test on this log's prompts "
+        "(pointwise) over the LLMs both share.")] = None,
+    train_benchmarks: Annotated[str | None, typer.Option(help="Transfer: only these benchmarks of --data.")] = None,
+    test_benchmarks: Annotated[str | None, typer.Option(help="Transfer: only these benchmarks of --test-data.")] = None,
+    test_fraction: Annotated[float, typer.Option(help="Transfer: share of the test log's prompts per trial.")] = 0.5,
     as_json: JsonFlag = False,
 ):
-    """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5)."""
+    """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5).
+
+    Without costs in the data, the comparison is quality-only: mean test score at lambda = 0 next to the best
+    single LLM and the oracle. With --test-data, the transfer protocol (train on one log, test on another)."""
     from uniroute import evaluation as ev
 
     settings = settings_from_env()
@@ -56,9 +65,18 @@ def evaluate(
         fail(f"--trials must be >= 1, got {trials}")
     if workers < 0:
         fail(f"--workers must be >= 0, got {workers}")
+    if test_data is not None:
+        _transfer(settings, data, test_data, out, trials, seed, embedder, method_list, prompt_part, workers,
+                  scheduler, train_benchmarks, test_benchmarks, test_fraction, as_json)
+        return
+    if train_benchmarks or test_benchmarks:
+        fail("--train-benchmarks and --test-benchmarks select the logs of a transfer: give --test-data too")
+    quality_only = False
     try:
         config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes))
-        eval_data = ev.eval_data_from_frame(ev.long_frame(data))
+        frame = ev.long_frame(data)
+        quality_only = not ev.has_costs(frame)
+        eval_data = ev.unit_cost_data(frame) if quality_only else ev.eval_data_from_frame(frame)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
     if eval_data.excluded_models:
@@ -82,12 +100,57 @@ def evaluate(
     )
     dataset = data.name if data.is_dir() else data.stem
     report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data))
-    paths = ev.write_outputs(report, study, results, out, title=f"{dataset}: {trials} trials, {embedder_id}")
+    title = f"{dataset}: {trials} trials, {embedder_id}"
+    if quality_only:
+        report = ev.quality_report(report, results, ev.protocol_oracles(eval_data.routing, config, results))
+        paths = ev.write_transfer_outputs(report, out, title)
+    else:
+        paths = ev.write_outputs(report, study, results, out, title=title)
+    _print_report(report, study, paths, as_json)
+
+
+def _print_report(report: dict, study: dict | None, paths: list[Path], as_json: bool) -> None:
+    from uniroute import evaluation as ev
+
     if as_json:
         typer.echo(json.dumps(report))
-    else:
-        typer.echo(ev.markdown_report(report, study))
-        typer.echo("wrote " + ", ".join(str(p) for p in paths))
+        return
+    typer.echo(ev.quality_markdown(report) if report.get("quality_only") else ev.markdown_report(report, study))
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, seed: int, embedder: str | None,
+              methods: tuple[str, ...], prompt_part: str, workers: int, scheduler: str | None,
+              train_benchmarks: str | None, test_benchmarks: str | None, test_fraction: float,
+              as_json: bool) -> None:
+    """`uniroute evaluate --test-data`: the transfer protocol (evaluation.transfer)."""
+    from uniroute import evaluation as ev
+    from uniroute.ingest import IngestError
+
+    def names(text: str | None) -> list[str]:
+        return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+    try:
+        train_log, train_costs = ev.read_log(data, names(train_benchmarks))
+        test_log, test_costs = ev.read_log(test_data, names(test_benchmarks), allow_pairwise=False)
+        transfer = ev.transfer_data(train_log, test_log, train_costs, test_costs)
+        if transfer.pairwise:
+            methods = tuple(m for m in methods if m in ev.PAIRWISE_TRANSFER_METHODS)
+        config = ev.TransferConfig(seed=seed, methods=tuple(m for m in methods if m in ev.TRANSFER_METHODS),
+                                   test_fraction=test_fraction)
+        texts = ev.prompt_texts(transfer.prompts, prompt_part)
+    except (ValueError, FileNotFoundError, IngestError) as exc:
+        fail(str(exc))
+    X, embedder_id = ev.prompt_embeddings(texts, embedder or settings.embedder, settings.db_path, seed)
+    typer.echo(f"transfer {data} -> {test_data}: {len(transfer.routing.models)} shared LLMs, "
+               f"{transfer.n_train_prompts} training and {transfer.n_prompts - transfer.n_train_prompts} test "
+               f"prompts, {transfer.train_evidence_kind} evidence; c(m) from the {transfer.costs_from}", err=True)
+    report, _ = ev.evaluate_transfer(transfer, X, trials, config, workers, scheduler or settings.dask_address)
+    report.update(data=str(data), test_data=str(test_data), train_benchmarks=names(train_benchmarks),
+                  test_benchmarks=names(test_benchmarks), embedder_id=embedder_id, prompt_part=prompt_part,
+                  dataset=f"{Path(data).stem} -> {Path(test_data).stem}")
+    title = f"transfer {report['dataset']}: {trials} trials, {embedder_id}"
+    _print_report(report, None, ev.write_transfer_outputs(report, out, title), as_json)
 
 
 @app.command()
@@ -102,6 +165,6 @@ def report(
         saved = json.loads(result.read_text())
         study_path = result.with_name(result.stem + "_valsize.json")
         study = json.loads(study_path.read_text()) if study_path.exists() else None
-        typer.echo(ev.markdown_report(saved, study))
+        typer.echo(ev.quality_markdown(saved) if saved.get("quality_only") else ev.markdown_report(saved, study))
     except (OSError, ValueError, KeyError) as exc:
         fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")

@@ -25,12 +25,40 @@ from uniroute.evaluation.markdown import markdown_report, sign_test_table, summa
 from uniroute.evaluation.methods import DEFAULT_METHODS, METHOD_LABELS, METHODS, ORACLES, VAL_SIZE_METHODS
 from uniroute.evaluation.prompts import PROMPT_PARTS, prompt_embeddings, prompt_texts
 from uniroute.evaluation.protocol import EvalConfig, TrialSplit, trial_split
+from uniroute.evaluation.quality import (
+    has_costs,
+    protocol_oracles,
+    quality_markdown,
+    quality_report,
+    unit_cost_data,
+)
 from uniroute.evaluation.runner import evaluate, trial_results, write_outputs
 from uniroute.evaluation.state import TrialState
 from uniroute.evaluation.statistics import sign_test
+from uniroute.evaluation.transfer import (
+    PAIRWISE_TRANSFER_METHODS,
+    TRANSFER_METHODS,
+    TransferConfig,
+    TransferData,
+    transfer_data,
+)
+from uniroute.evaluation.transfer_run import evaluate_transfer, read_log, write_transfer_outputs
 from uniroute.evaluation.trial import trial_result
 
 __all__ = [
+    "PAIRWISE_TRANSFER_METHODS",
+    "TRANSFER_METHODS",
+    "TransferConfig",
+    "TransferData",
+    "evaluate_transfer",
+    "has_costs",
+    "protocol_oracles",
+    "quality_markdown",
+    "quality_report",
+    "read_log",
+    "transfer_data",
+    "unit_cost_data",
+    "write_transfer_outputs",
     "CURVE_GRID",
     "DEFAULT_METHODS",
     "METHODS",

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from uniroute.evaluation.curves import Curve
 from uniroute.evaluation.data import RoutingData
@@ -126,3 +127,25 @@ def pairwise_method(state, n_val: int, pool) -> tuple[int, dict[int, float], Cur
     trial = PairwiseTrial(state)
     k, scores = trial.tune(n_val)
     return k, scores, trial.curve(k, pool)
+
+
+def arena_battles_frame(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Arena-style battles from a long pointwise frame: per prompt, two random models with a score there; the
+    better score wins; equal scores tie ("tie (bothbad)" when both are 0). Columns of the pairwise format."""
+    frame = frame.assign(prompt_id=frame["prompt_id"].astype(str), model=frame["model"].astype(str))
+    prompt_ids = np.sort(frame["prompt_id"].unique())
+    models = np.sort(frame["model"].unique())
+    scores = np.full((len(prompt_ids), len(models)), np.nan)
+    scores[np.searchsorted(prompt_ids, frame["prompt_id"]), np.searchsorted(models, frame["model"])] = frame["score"]
+    battles = sparse_battles(scores, np.arange(len(prompt_ids)), np.arange(len(models)),
+                             np.random.default_rng([seed, 21]))
+    both = scores[battles.prompt, battles.a]
+    winner = np.where(battles.y == 1.0, "model_a", np.where(battles.y == 0.0, "model_b",
+                                                              np.where(both == 0.0, "tie (bothbad)", "tie")))
+    firsts = frame.drop_duplicates("prompt_id").set_index("prompt_id")
+    ids = prompt_ids[battles.prompt]
+    out = pd.DataFrame({"prompt_id": ids, "prompt": firsts.loc[ids, "prompt"].to_numpy(),
+                        "model_a": models[battles.a], "model_b": models[battles.b], "winner": winner})
+    if "benchmark" in firsts.columns:
+        out["benchmark"] = firsts.loc[ids, "benchmark"].to_numpy()
+    return out

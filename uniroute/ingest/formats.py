@@ -18,6 +18,7 @@ from uniroute.ingest.pairwise import (
     FORMAT_PAIRWISE_CSV,
     FORMAT_PAIRWISE_JSON,
     FORMAT_PAIRWISE_JSONL,
+    PAIRWISE_FORMATS,
     StagedPairs,
     looks_pairwise,
     pairwise_csv,
@@ -111,3 +112,18 @@ def _pairwise_parquet(path: Path) -> bool:
         return looks_pairwise(pq.ParquetFile(path).schema_arrow.names)
     except (pa.ArrowException, OSError):
         return False  # long_parquet reports the unreadable file
+
+
+def is_pairwise_file(path: Path) -> bool:
+    """Whether a file holds pairwise preferences, by content (False for anything unreadable: its reader says why)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        if head.startswith(b"PAR1"):
+            return _pairwise_parquet(path)
+        if head.startswith((b"\x1f\x8b", b"PK\x03\x04")) or not head:
+            return False
+        return detect_format(path, head, decoded_text(path, path.read_bytes())) in PAIRWISE_FORMATS
+    except (OSError, IngestError):
+        return False

@@ -6,10 +6,15 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
 
 from uniroute import store
+from uniroute.ingest.formats import staged_file
 from uniroute.ingest.pairwise import StagedPairs
 from uniroute.ingest.pairwise_checks import checked_pairs
+from uniroute.ingest.staging import IngestError
 
 log = logging.getLogger(__name__)
 
@@ -69,3 +74,28 @@ def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_has
         landed_models=landed,
         models=given,
     )
+
+
+def pairs_frame(path: Path) -> pd.DataFrame:
+    """A pairwise file's battles as a frame (prompt_id, prompt, model_a, model_b, preference, benchmark), read and
+    checked as ingestion does; for offline evaluation, which cannot quarantine, a bad row is an IngestError."""
+    staged = staged_file(path)
+    if not isinstance(staged, StagedPairs):
+        raise IngestError(f"{path}: not a pairwise file (it reads as {staged.format})")
+    checked = checked_pairs(staged.rows)
+    if checked.rejects.num_rows:
+        first = checked.rejects.slice(0, 1).to_pylist()[0]
+        raise IngestError(f"{path}: row {first['row_number']}: {first['reason']} ({checked.rejects.num_rows} bad "
+                          "rows in all; `uniroute ingest` quarantines them and keeps the rest)")
+    c, prompts, models = checked.candidates, checked.prompts.to_pandas(), checked.models.to_pandas()
+    prompt_of = prompts.set_index("pid")
+    name = models.set_index("mid")["model"]
+    pid = c["pid"].to_numpy()
+    return pd.DataFrame({
+        "prompt_id": prompt_of.loc[pid, "prompt_id"].to_numpy(),
+        "prompt": prompt_of.loc[pid, "text"].to_numpy(),
+        "model_a": name.loc[c["aid"].to_numpy()].to_numpy(),
+        "model_b": name.loc[c["bid"].to_numpy()].to_numpy(),
+        "preference": c["preference"].to_numpy(),
+        "benchmark": prompt_of.loc[pid, "benchmark"].to_numpy(),
+    })

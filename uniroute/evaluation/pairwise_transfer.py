@@ -1,0 +1,125 @@
+"""The routers of a transfer trial whose training log is pairwise: Bradley-Terry instead of mean losses.
+
+`kmeans`: per-cluster Bradley-Terry strengths on the train prompts' battles (paper: the Chatbot Arena
+experiment), Psi = 1 - quality; `zero`: ZeroRouter on the overall strengths (one cluster); `knn`: strengths
+fitted on the battles of each prompt's k nearest train prompts (each neighbourhood a "cluster", with the same
+ridge toward the overall strength). K and k maximise the mean log-likelihood of the validation battles.
+
+Shapes: M shared LLMs; neighbourhood counts are (Q, M, M) for Q query prompts, built in blocks of queries.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from uniroute.evaluation.curves import Curve
+from uniroute.evaluation.grids import kmeans_candidates, knn_candidates
+from uniroute.evaluation.pairwise import Battles
+from uniroute.evaluation.protocol import TrialSplit
+from uniroute.evaluation.transfer import TransferConfig, TransferData
+from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
+
+log = logging.getLogger(__name__)
+
+QUERY_BLOCK = 1024  # query prompts per neighbourhood fit: (block, M, M) arrays stay tens of MB
+
+
+class PairwiseTransfer:
+    """One trial's pairwise routers (K-means fits cached per K)."""
+
+    def __init__(self, X: np.ndarray, data: TransferData, split: TrialSplit, config: TransferConfig) -> None:
+        self.X, self.data, self.split, self.config = X, data, split, config
+        self.names = list(data.routing.models)
+        role = np.full(data.n_prompts, -1)
+        role[split.train], role[split.val] = 0, 1
+        battles = data.battles
+        self.train = battles.subset(role[battles.prompt] == 0)
+        self.val = battles.subset(role[battles.prompt] == 1)
+        self._centroids: dict[int, Any] = {}
+
+    def _counts(self, battles: Battles, cluster: np.ndarray, k: int) -> BattleCounts:
+        return battle_counts(battles.a, battles.b, battles.y, cluster, k, self.names)
+
+    def centroids(self, k: int) -> Any:
+        from uniroute.routers.kmeans import fit_centroids
+
+        if k not in self._centroids:
+            self._centroids[k] = fit_centroids(self.X[self.split.train], k, seed=self.split.fit_seed)
+        return self._centroids[k]
+
+    def method(self, name: str, pool) -> tuple[Any, Any, Curve]:
+        """(chosen k or K, validation log-likelihood per candidate, test curve) of one method."""
+        n_lambdas = self.config.n_lambdas
+        if name == "zero":
+            fit = fit_strengths(self._counts(self.train, np.zeros(len(self.train.a), dtype=np.int64), 1))
+            return None, None, pool.zero_curve(1.0 - fit.quality()[:, 0])
+        if name == "kmeans":
+            k, scores = self._tune(kmeans_candidates(len(self.split.val)), self._kmeans_val_likelihood)
+            cents = self.centroids(k)
+            fit = fit_strengths(self._counts(self.train, cents.assign(self.X[self.train.prompt]), k))
+            gamma = cents.membership(self.X[self.split.test]).astype(np.float64) @ (1.0 - fit.quality()).T
+            return k, scores, pool.curve(gamma, n_lambdas)
+        if name == "knn":
+            from uniroute.routers.knn import nearest_order
+
+            candidates = [c for c in knn_candidates(len(self.split.val)) if c <= len(self.split.train)]
+            order = nearest_order(self.X[self.split.val], self.X[self.split.train], max(candidates))
+            k, scores = self._tune(candidates, lambda c: self._knn_val_likelihood(order[:, :c]))
+            test_order = nearest_order(self.X[self.split.test], self.X[self.split.train], k)
+            return k, scores, pool.curve(1.0 - self._neighbourhood_quality(test_order), n_lambdas)
+        raise ValueError(f"method {name!r} has no pairwise variant")
+
+    @staticmethod
+    def _tune(candidates: list[int], score) -> tuple[int, dict[int, float]]:
+        scores = {c: float(score(c)) for c in candidates}
+        return max(scores, key=lambda c: (scores[c], -c)), scores  # ties: the smaller
+
+    def _kmeans_val_likelihood(self, k: int) -> float:
+        cents = self.centroids(k)
+        fit = fit_strengths(self._counts(self.train, cents.assign(self.X[self.train.prompt]), k))
+        return log_likelihood(fit.theta, self._counts(self.val, cents.assign(self.X[self.val.prompt]), k))
+
+    def _neighbourhood_counts(self, order: np.ndarray) -> BattleCounts:
+        """Counts of each query's neighbourhood: the battles on its nearest train prompts (order indexes
+        split.train), as one (Q, M, M) stack."""
+        from scipy import sparse
+
+        m = len(self.names)
+        n_train = len(self.split.train)
+        position = np.full(self.data.n_prompts, -1)
+        position[self.split.train] = np.arange(n_train)
+        per_prompt = self._counts(self.train, position[self.train.prompt], n_train)  # (n_train, M, M)
+        q, k = order.shape
+        near = sparse.csr_matrix((np.ones(q * k), (np.repeat(np.arange(q), k), order.ravel())), shape=(q, n_train))
+        n = (near @ per_prompt.n.reshape(n_train, m * m)).reshape(q, m, m)
+        w = (near @ per_prompt.w.reshape(n_train, m * m)).reshape(q, m, m)
+        return BattleCounts(tuple(self.names), n, w)
+
+    def _neighbourhood_quality(self, order: np.ndarray) -> np.ndarray:
+        """(Q, M) quality of every LLM in each query's neighbourhood."""
+        out = np.empty((order.shape[0], len(self.names)))
+        for start in range(0, order.shape[0], QUERY_BLOCK):
+            fit = fit_strengths(self._neighbourhood_counts(order[start : start + QUERY_BLOCK]))
+            out[start : start + QUERY_BLOCK] = fit.quality().T
+        return out
+
+    def _knn_val_likelihood(self, order: np.ndarray) -> float:
+        """Mean log-likelihood of the validation battles, each under its own prompt's neighbourhood strengths."""
+        val_position = np.full(self.data.n_prompts, -1)
+        val_position[self.split.val] = np.arange(len(self.split.val))
+        total, battles = 0.0, 0
+        for start in range(0, order.shape[0], QUERY_BLOCK):
+            block = order[start : start + QUERY_BLOCK]
+            fit = fit_strengths(self._neighbourhood_counts(block))
+            rows = val_position[self.val.prompt] - start
+            here = (rows >= 0) & (rows < len(block))
+            held_out = self.val.subset(here)
+            if not len(held_out.a):
+                continue
+            counts = self._counts(held_out, rows[here], len(block))
+            total += log_likelihood(fit.theta, counts) * len(held_out.a)
+            battles += len(held_out.a)
+        return total / battles if battles else float("nan")
