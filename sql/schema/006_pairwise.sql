@@ -28,23 +28,27 @@ create table if not exists prompt_attributes (
 );
 
 -- Grain: one row per ordered pair of distinct models of the champion router: how alike their Psi rows are.
--- `cosine` is the cosine similarity of the two rows of per-cluster losses, `mean_abs_difference` their mean
--- absolute difference per cluster; a pair is a near duplicate (a pool smell: the router can tell the two
--- apart by cost only) when the rows are within 0.02 of each other on average and their cosine is at least
--- 0.995 (uniroute.routers.similarity uses the same two thresholds).
+-- `cosine`: cosine similarity of the two rows of per-cluster losses; `mean_abs_difference`: their mean absolute
+-- difference per cluster; `sampling_difference`: what that mean would be for two draws of one model, from
+-- the prompts (or battles) behind each cell (sqrt(2/pi) * sqrt(q (1 - q) (1/n_a + 1/n_b)), q the pair's mean
+-- accuracy there). A near duplicate (a pool smell: the router tells the two apart by cost only) differs by no
+-- more than sampling would. uniroute.routers.similarity computes the same numbers.
 create or replace view model_similarity as
 with cells as (
-    select p.model, p.cluster, p.loss
+    select p.model, p.cluster, p.loss, greatest(p.n, 1) as n
     from psi as p join champion_router as c on c.router_id = p.router_id
+),
+pairs as (
+    select
+        a.model as model_a,
+        b.model as model_b,
+        sum(a.loss * b.loss) / nullif(sqrt(sum(a.loss * a.loss) * sum(b.loss * b.loss)), 0) as cosine,
+        avg(abs(a.loss - b.loss)) as mean_abs_difference,
+        sqrt(2 / pi()) * avg(sqrt((1 - (a.loss + b.loss) / 2) * ((a.loss + b.loss) / 2) * (1.0 / a.n + 1.0 / b.n)))
+            as sampling_difference
+    from cells as a
+    join cells as b on a.cluster = b.cluster and a.model <> b.model
+    group by a.model, b.model
 )
-select
-    a.model as model_a,
-    b.model as model_b,
-    sum(a.loss * b.loss) / nullif(sqrt(sum(a.loss * a.loss) * sum(b.loss * b.loss)), 0) as cosine,
-    avg(abs(a.loss - b.loss)) as mean_abs_difference,
-    coalesce(avg(abs(a.loss - b.loss)) <= 0.02
-             and sum(a.loss * b.loss) / nullif(sqrt(sum(a.loss * a.loss) * sum(b.loss * b.loss)), 0) >= 0.995,
-             false) as near_duplicate
-from cells as a
-join cells as b on a.cluster = b.cluster and a.model <> b.model
-group by a.model, b.model;
+select *, mean_abs_difference <= sampling_difference as near_duplicate
+from pairs;

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from uniroute.cli.app import JsonFlag, app, fail, settings_from_env
+from uniroute.cli.app import JsonFlag, app, fail, one_line_errors, settings_from_env
 
 
 def _int_list(text: str | None, what: str, allow_all: bool = False) -> list[int]:
@@ -155,16 +155,76 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
 
 @app.command()
 def report(
-    result: Annotated[Path, typer.Argument(help="A JSON result written by `uniroute evaluate --out`; its "
-                                           "<name>_valsize.json beside it is included when present.")],
+    result: Annotated[Path | None, typer.Argument(help="A JSON result written by `uniroute evaluate --out`; its "
+                                                  "<name>_valsize.json beside it is included when present.")] = None,
+    similarity: Annotated[Path | None, typer.Option(
+        help="Write the LLM-similarity map (cosine of Psi rows, hierarchically ordered) to this PNG (+ JSON): of "
+        "the champion router in the store, or of --data.")] = None,
+    data: Annotated[Path | None, typer.Option(help="Similarity map of this log's LLMs instead of the champion's: "
+                                              "Psi on K-means clusters of all its prompts.")] = None,
+    k: Annotated[int, typer.Option(help="Clusters K for the similarity map of --data.")] = 20,
+    embedder: Annotated[str | None, typer.Option(help="Embedder for --data (default: UNIROUTE_EMBEDDER).")] = None,
+    prompt_part: Annotated[str, typer.Option(help="full or last-block (for --data).")] = "full",
+    seed: Annotated[int, typer.Option(help="K-means seed (for --data).")] = 0,
 ):
-    """Print a saved evaluation as Markdown: the method table, the sign tests and the validation-size study."""
+    """Print a saved evaluation as Markdown (method table, sign tests, validation-size study), and/or write the
+    LLM-similarity map, flagging near-duplicate LLMs."""
     from uniroute import evaluation as ev
 
+    if result is None and similarity is None:
+        fail("give a saved evaluation to print, or --similarity PNG to draw the LLM-similarity map")
+    if result is not None:
+        try:
+            saved = json.loads(result.read_text())
+            study_path = result.with_name(result.stem + "_valsize.json")
+            study = json.loads(study_path.read_text()) if study_path.exists() else None
+            typer.echo(ev.quality_markdown(saved) if saved.get("quality_only") else ev.markdown_report(saved, study))
+        except (OSError, ValueError, KeyError) as exc:
+            fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
+    if similarity is not None:
+        _similarity_map(similarity, data, k, embedder, prompt_part, seed)
+
+
+def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int) -> None:
+    """`uniroute report --similarity`: the map of a log's LLMs, or of the champion router's."""
+    from uniroute.evaluation.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
+    from uniroute.routers.similarity import model_similarity
+
+    settings = settings_from_env()
     try:
-        saved = json.loads(result.read_text())
-        study_path = result.with_name(result.stem + "_valsize.json")
-        study = json.loads(study_path.read_text()) if study_path.exists() else None
-        typer.echo(ev.quality_markdown(saved) if saved.get("quality_only") else ev.markdown_report(saved, study))
-    except (OSError, ValueError, KeyError) as exc:
-        fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
+        if data is not None:
+            from uniroute import evaluation as ev
+
+            log = ev.unit_cost_data(ev.long_frame(data))  # costs play no part in Psi: every LLM is kept
+            X, embedder_id = ev.prompt_embeddings(ev.prompt_texts(log.prompts, prompt_part),
+                                                  embedder or settings.embedder, settings.db_path, seed)
+            psi, source = log_psi(log, X, k, seed), f"{data.name if data.is_dir() else data.stem}, K = {k}"
+            about = {"data": str(data), "k": k, "embedder_id": embedder_id, "seed": seed}
+        else:
+            with one_line_errors():
+                psi, router_id = _champion_psi(settings)
+            source, about = f"champion router {router_id}", {"router_id": router_id}
+        sim = model_similarity(psi)
+    except (ValueError, FileNotFoundError) as exc:
+        fail(str(exc))
+    paths = write_similarity_outputs(sim, png, f"LLM similarity ({len(sim.models)} LLMs; {source})", **about)
+    for line in near_duplicate_lines(sim) or ["no near-duplicate LLMs"]:
+        typer.echo(line)
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+def _champion_psi(settings):
+    """The champion router's Psi, read from the store (read-only)."""
+    from uniroute import store
+    from uniroute.pipeline import registry
+    from uniroute.routers.psi import Psi
+
+    if not settings.db_path.exists():
+        raise ValueError(f"no store at {settings.db_path}: build a router first, or give --data")
+    with store.opened(settings.db_path, read_only=True) as con:
+        if registry.champion_id(con) is None:
+            raise ValueError("the store has no router yet: run `uniroute build`, or give --data")
+        champion = registry.load_champion(con)
+    router = champion.router
+    counts = router.psi_counts if router.psi_counts is not None else 0 * router.psi.astype(int)
+    return Psi(router.models, router.psi, counts), champion.router_id
