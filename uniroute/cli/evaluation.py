@@ -32,7 +32,8 @@ def evaluate(
     out: Annotated[Path, typer.Option(help="JSON result file; the deferral-curve PNG is written beside it.")],
     trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed; trial t uses numpy default_rng((seed, t)).")] = 0,
-    embedder: Annotated[str | None, typer.Option(help="minilm or tfidf (default: UNIROUTE_EMBEDDER).")] = None,
+    embedder: Annotated[str | None, typer.Option(help="minilm, tfidf or attributes (default: UNIROUTE_EMBEDDER).")] = (
+        None),
     methods: Annotated[str, typer.Option(help="Comma-separated methods to compare.")] = (
         "zero,knn,kmeans,learnedmap,mlp,matfac"
     ),
@@ -50,6 +51,10 @@ def evaluate(
     train_benchmarks: Annotated[str | None, typer.Option(help="Transfer: only these benchmarks of --data.")] = None,
     test_benchmarks: Annotated[str | None, typer.Option(help="Transfer: only these benchmarks of --test-data.")] = None,
     test_fraction: Annotated[float, typer.Option(help="Transfer: share of the test log's prompts per trial.")] = 0.5,
+    attribute_labels: Annotated[Path | None, typer.Option(
+        help="--embedder attributes: prompt_id and one 0/1 column per attribute (see `uniroute annotate`).")] = None,
+    attribute_base: Annotated[str, typer.Option(help="--embedder attributes: the frozen embedder the heads read.")] = (
+        "minilm"),
     as_json: JsonFlag = False,
 ):
     """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5).
@@ -65,8 +70,12 @@ def evaluate(
         fail(f"--trials must be >= 1, got {trials}")
     if workers < 0:
         fail(f"--workers must be >= 0, got {workers}")
+    name = embedder or settings.embedder
+    attributes = _AttributeOptions(attribute_labels, attribute_base) if name == "attributes" else None
+    if attributes is not None and attribute_labels is None:
+        fail("--embedder attributes needs --attribute-labels FILE (prompt_id and one 0/1 column per attribute)")
     if test_data is not None:
-        _transfer(settings, data, test_data, out, trials, seed, embedder, method_list, prompt_part, workers,
+        _transfer(settings, data, test_data, out, trials, seed, name, attributes, method_list, prompt_part, workers,
                   scheduler, train_benchmarks, test_benchmarks, test_fraction, as_json)
         return
     if train_benchmarks or test_benchmarks:
@@ -81,12 +90,11 @@ def evaluate(
         fail(str(exc))
     if eval_data.excluded_models:
         typer.echo(f"excluded (no cost, so no place on a cost axis): {', '.join(eval_data.excluded_models)}", err=True)
-    name = embedder or settings.embedder
     try:
         texts = ev.prompt_texts(eval_data.prompts, prompt_part)
+        X, embedder_id, about = _embeddings(settings, texts, eval_data.prompt_ids, name, attributes, seed)
     except ValueError as exc:
         fail(str(exc))
-    X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed)
     typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
                f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
 
@@ -99,7 +107,7 @@ def evaluate(
         progress=progress,
     )
     dataset = data.name if data.is_dir() else data.stem
-    report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data))
+    report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data), **about)
     title = f"{dataset}: {trials} trials, {embedder_id}"
     if quality_only:
         report = ev.quality_report(report, results, ev.protocol_oracles(eval_data.routing, config, results))
@@ -119,8 +127,33 @@ def _print_report(report: dict, study: dict | None, paths: list[Path], as_json: 
     typer.echo("wrote " + ", ".join(str(p) for p in paths))
 
 
-def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, seed: int, embedder: str | None,
-              methods: tuple[str, ...], prompt_part: str, workers: int, scheduler: str | None,
+class _AttributeOptions:
+    """Where the attribute labels are and which frozen embedder the heads read."""
+
+    def __init__(self, labels: Path | None, base: str) -> None:
+        self.labels, self.base = labels, base
+
+
+def _embeddings(settings, texts: list[str], prompt_ids, name: str, attributes: _AttributeOptions | None, seed: int,
+                fit_ids=None) -> tuple:
+    """(X, embedder id, report fields): the named embedder through the cache, or attribute heads on its base."""
+    from uniroute import evaluation as ev
+
+    if attributes is None:
+        X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed)
+        return X, embedder_id, {}
+    from uniroute.embed.attributes import read_attribute_labels
+    from uniroute.evaluation.attribute_embeddings import attribute_embeddings
+
+    labels = read_attribute_labels(attributes.labels)
+    X, embedder_id, info = attribute_embeddings(texts, list(prompt_ids), labels, attributes.base, settings.db_path,
+                                                seed, fit_ids)
+    return X, embedder_id, {"attribute_heads": {**info, "labels": str(attributes.labels)}}
+
+
+def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, seed: int, embedder: str,
+              attributes: _AttributeOptions | None, methods: tuple[str, ...], prompt_part: str, workers: int,
+              scheduler: str | None,
               train_benchmarks: str | None, test_benchmarks: str | None, test_fraction: float,
               as_json: bool) -> None:
     """`uniroute evaluate --test-data`: the transfer protocol (evaluation.transfer)."""
@@ -139,16 +172,17 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
         config = ev.TransferConfig(seed=seed, methods=tuple(m for m in methods if m in ev.TRANSFER_METHODS),
                                    test_fraction=test_fraction)
         texts = ev.prompt_texts(transfer.prompts, prompt_part)
+        X, embedder_id, about = _embeddings(settings, texts, transfer.prompt_ids, embedder, attributes, seed,
+                                            fit_ids=transfer.prompt_ids[: transfer.n_train_prompts])
     except (ValueError, FileNotFoundError, IngestError) as exc:
         fail(str(exc))
-    X, embedder_id = ev.prompt_embeddings(texts, embedder or settings.embedder, settings.db_path, seed)
     typer.echo(f"transfer {data} -> {test_data}: {len(transfer.routing.models)} shared LLMs, "
                f"{transfer.n_train_prompts} training and {transfer.n_prompts - transfer.n_train_prompts} test "
                f"prompts, {transfer.train_evidence_kind} evidence; c(m) from the {transfer.costs_from}", err=True)
     report, _ = ev.evaluate_transfer(transfer, X, trials, config, workers, scheduler or settings.dask_address)
     report.update(data=str(data), test_data=str(test_data), train_benchmarks=names(train_benchmarks),
                   test_benchmarks=names(test_benchmarks), embedder_id=embedder_id, prompt_part=prompt_part,
-                  dataset=f"{Path(data).stem} -> {Path(test_data).stem}")
+                  dataset=f"{Path(data).stem} -> {Path(test_data).stem}", **about)
     title = f"transfer {report['dataset']}: {trials} trials, {embedder_id}"
     _print_report(report, None, ev.write_transfer_outputs(report, out, title), as_json)
 

@@ -54,6 +54,7 @@ class TransferData:
     n_train_prompts: int  # N1
     battles: Battles | None  # pairwise training evidence (prompts < N1), None for a pointwise log
     prompts: tuple[str, ...]  # (N1 + N2,) texts to embed
+    prompt_ids: tuple[str, ...]  # (N1 + N2,)
     excluded_models: tuple[str, ...]  # shared LLMs left out (no cost in a costed test log)
     costs_from: str  # what c(m) is: 'training log', 'test log' or 'unit (quality-only)'
     dropped_test_prompts: int  # test-log prompts not labelled by every shared LLM
@@ -137,9 +138,10 @@ def transfer_data(train: EvalData | PairwiseLog, test: EvalData, train_costs: bo
     routing = RoutingData(tuple(shared), np.vstack([train_scores, test_scores]),
                           np.vstack([train_cost_matrix, test_costs_m]))
     test_texts = tuple(t for t, keep in zip(test.prompts, complete, strict=True) if keep)
+    test_ids = tuple(p for p, keep in zip(test.prompt_ids, complete, strict=True) if keep)
     excluded = tuple(sorted(set(train_models) & set(test.excluded_models)))
-    return TransferData(routing, n1, battles, tuple(train.prompts) + test_texts, excluded, costs_from,
-                        int((~complete).sum()), price)
+    return TransferData(routing, n1, battles, tuple(train.prompts) + test_texts, tuple(train.prompt_ids) + test_ids,
+                        excluded, costs_from, int((~complete).sum()), price)
 
 
 @dataclass(frozen=True)
