@@ -45,7 +45,7 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
                 [r["metrics"][a]["area"] for r in results], [r["metrics"][b]["area"] for r in results]
             )
     chosen: dict[str, Any] = {}
-    for m in (m for m in ("knn", "kmeans", "learnedmap") if m in methods):
+    for m in (m for m in ("knn", "kmeans", "learnedmap", "pairwise") if m in methods):
         values = [int(r["chosen"][m]) for r in results]
         counts = Counter(values)
         cand = sorted({int(k) for r in results for k in r["tuning"][m]})
