@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import ingest
 from tests.ingest.files import BASE, rows, snapshot, write
+from tests.ingest.test_bad_input import quarantined, refused
 from uniroute import store
 from uniroute.ingest import IngestError, staged_file
 
@@ -103,14 +104,6 @@ def test_a_failure_while_writing_battles_rolls_the_whole_file_back(db_path, tmp_
     monkeypatch.setattr(store, "execute", real_execute)
     assert snapshot(db_path) == before
     assert ingest(db_path, path, progress=False).rows_accepted == 3
-
-
-def refused(pattern: str) -> tuple:
-    return ("error", pattern)
-
-
-def quarantined(pattern: str, accepted: int = 0, rows_: int = 1) -> tuple:
-    return ("quarantine", pattern, accepted, rows_)
 
 
 # name -> (file name, content, expected). The base store holds BASE (pointwise p1, p2 on m1) and the battle

@@ -80,6 +80,11 @@ def evaluate(
         return
     if train_benchmarks or test_benchmarks:
         fail("--train-benchmarks and --test-benchmarks select the logs of a transfer: give --test-data too")
+    from uniroute.ingest import is_pairwise_file
+
+    if not data.is_dir() and is_pairwise_file(data):
+        fail(f"{data}: pairwise preferences; routers are scored on pointwise labels: give them with --test-data "
+             "(transfer), or evaluate `--methods ...,pairwise` on a pointwise log")
     quality_only = False
     try:
         config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes))

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from uniroute.ingest.long import _first_problems, _identifiers
+from uniroute.ingest.long import first_problems, identifiers, json_lines
 from uniroute.ingest.staging import (
     LONG_OPTIONAL,
     IngestError,
@@ -127,7 +127,7 @@ def _staged(path: Path, fmt: str, columns: dict[str, Any], n: int, split: str | 
     numbers, texts = columns.get("preference", (pa.nulls(n, pa.float64()), pa.nulls(n, pa.string())))
     outcome, outcome_problems = _outcomes(winner_values, numbers, texts)
     split_values, split_problems = split_and_problems(columns.get("split"), split, n)
-    reasons = _first_problems(problems or [None] * n, outcome_problems, split_problems.to_pylist())
+    reasons = first_problems(problems or [None] * n, outcome_problems, split_problems.to_pylist())
     if ignored:
         log.info("%s: ignoring columns %s", path, list(ignored))
     table = pa.table(
@@ -187,7 +187,7 @@ def _records_staged(path: Path, fmt: str, records: list[dict[str, Any]], problem
     problem_lists = [problems]
     names = {"prompt_id": id_column, **{name: name for name in (*PAIR_MODELS, *LONG_OPTIONAL) if name in found}}
     for staged_name, name in names.items():
-        columns[staged_name], issues = _identifiers([record.get(name) for record in records], name)
+        columns[staged_name], issues = identifiers([record.get(name) for record in records], name)
         problem_lists.append(issues)
     for name in ("prompt", "winner"):
         values = [record.get(name) for record in records]
@@ -197,27 +197,12 @@ def _records_staged(path: Path, fmt: str, records: list[dict[str, Any]], problem
     if "preference" in found:
         columns["preference"] = numbers_from_objects([record.get("preference") for record in records])
     columns["raw"] = pa.array(raws, type=pa.string())
-    return _staged(path, fmt, columns, len(records), split, _ignored(found, id_column), _first_problems(*problem_lists))
+    return _staged(path, fmt, columns, len(records), split, _ignored(found, id_column), first_problems(*problem_lists))
 
 
 def pairwise_jsonl(path: Path, text: str, split: str | None) -> StagedPairs:
     """Staged battles of a JSON-lines file; a later line that is not a JSON object is a quarantined row."""
-    records: list[dict[str, Any]] = []
-    problems: list[str | None] = []
-    raws: list[str | None] = []
-    for number, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == 1:
-                raise IngestError(f"{path}: line 1 is not a JSON object, so this is not JSON lines: {exc}") from exc
-            record, problem = {}, f"line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
-        else:
-            problem = None if isinstance(record, dict) else f"line {number} is a JSON {type(record).__name__}"
-            record = record if isinstance(record, dict) else {}
-        records.append(record)
-        problems.append(problem)
-        raws.append(line[:1000] if problem else None)
+    records, problems, raws = json_lines(path, text)
     return _records_staged(path, FORMAT_PAIRWISE_JSONL, records, problems, raws, split)
 
 
