@@ -3,8 +3,11 @@
 Owns the protocol and its trials (`protocol`: the seeded LLM and prompt split; `state`: the fits one trial's
 methods share; `trial`: one trial; `runner`: many trials on Dask and the whole evaluation), the deferral
 curves and their metrics (`curves`), paired statistics (`statistics`), hyper-parameter grids (`grids`), and
-what an evaluation leaves behind (`report`: JSON; `markdown`: tables; `plots`: PNGs). It reads logs and
-embeddings, never the store's router versions, and writes nothing but its output files.
+what an evaluation leaves behind (`report`: JSON; `markdown`: tables; `plots`: PNGs). Beyond the paper's table:
+`pairwise` (routers from arena-style battles), the transfer protocol (`transfer`, `transfer_trial`,
+`pairwise_transfer`, `transfer_run`), `quality` (logs without costs), `attribute_embeddings` and
+`similarity_map`. It reads logs and embeddings, never the store's router versions, and writes nothing but its
+output files.
 """
 
 from uniroute.evaluation.curves import (
@@ -46,37 +49,30 @@ from uniroute.evaluation.transfer_run import evaluate_transfer, read_log, write_
 from uniroute.evaluation.trial import trial_result
 
 __all__ = [
-    "PAIRWISE_TRANSFER_METHODS",
-    "TRANSFER_METHODS",
-    "TransferConfig",
-    "TransferData",
-    "evaluate_transfer",
-    "has_costs",
-    "protocol_oracles",
-    "quality_markdown",
-    "quality_report",
-    "read_log",
-    "transfer_data",
-    "unit_cost_data",
-    "write_transfer_outputs",
     "CURVE_GRID",
+    "Curve",
     "DEFAULT_METHODS",
+    "EvalConfig",
+    "EvalData",
     "METHODS",
     "METHOD_LABELS",
     "ORACLES",
+    "PAIRWISE_TRANSFER_METHODS",
     "PROMPT_PARTS",
-    "VAL_SIZE_METHODS",
-    "Curve",
-    "EvalConfig",
-    "EvalData",
     "RoutingData",
+    "TRANSFER_METHODS",
+    "TransferConfig",
+    "TransferData",
     "TrialSplit",
     "TrialState",
+    "VAL_SIZE_METHODS",
     "candidate_grid",
     "curve_area",
     "curve_metrics",
     "eval_data_from_frame",
     "evaluate",
+    "evaluate_transfer",
+    "has_costs",
     "kmeans_candidates",
     "knn_candidates",
     "lambda_grid",
@@ -85,17 +81,24 @@ __all__ = [
     "markdown_report",
     "prompt_embeddings",
     "prompt_texts",
+    "protocol_oracles",
+    "quality_markdown",
+    "quality_report",
     "reach_cost",
+    "read_log",
     "routed_points",
     "routing_curve",
     "sign_test",
     "sign_test_table",
     "summary_table",
     "switch_path",
+    "transfer_data",
     "trial_result",
     "trial_results",
     "trial_split",
+    "unit_cost_data",
     "upper_envelope",
     "val_size_table",
     "write_outputs",
+    "write_transfer_outputs",
 ]
