@@ -42,7 +42,8 @@ def _pairwise(repo: Path, experiments: dict[str, list[str]]) -> list[str]:
            "(DESIGN.md section 4) turns the labels it may see into Chatbot Arena-style sparse battles, **one battle "
            "per prompt between two random LLMs** (training prompts: two training LLMs; validation prompts: any two "
            "LLMs; the better score wins, equal scores tie), and `pairwise` routes with Psi from per-cluster "
-           "Bradley-Terry strengths on those battles (K chosen by the validation battles' log-likelihood). "
+           "Bradley-Terry strengths on those battles (K, and the ridge tying a cluster to the overall strength, "
+           "chosen by the validation battles' log-likelihood). "
            "It never sees a pointwise label; it is scored like every method, on the test prompts among the unseen "
            "test LLMs. Columns: Area (mean over 20 trials); sign tests are paired over the same trials.", "",
            "| dataset | LLMs (train/test per trial) | ZeroRouter | UniRoute (K-means), every label | UniRoute from "

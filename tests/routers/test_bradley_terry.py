@@ -143,3 +143,13 @@ def test_log_likelihood_per_battle() -> None:
 def test_bad_battles_are_refused(args: tuple, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         battle_counts(*args, 1, ["a", "b"])
+
+
+def test_given_overall_strengths_are_the_ridge_centre() -> None:
+    # Two overlapping "neighbourhoods" of the same battle: pooled counts would double it; the given overall
+    # strengths are used instead, and a neighbourhood without battles keeps them exactly.
+    counts = battle_counts([0, 0], [1, 1], [1.0, 1.0], [0, 1], 3, ["a", "b"])
+    fit = fit_strengths(counts, prior=1.0, overall=np.array([0.3, -0.3]))
+    assert fit.overall.tolist() == [0.3, -0.3]
+    assert fit.theta[2].tolist() == pytest.approx([0.3, -0.3])
+    assert fit.theta[0, 0] > 0.3 and fit.theta[0, 0] == pytest.approx(fit.theta[1, 0])

@@ -8,9 +8,11 @@ strengths (routers.bradley_terry) fitted on every battle the trial may see, and 
 the test prompts with their pointwise labels, exactly as every other method.
 
 Choosing K (deviation, documented): the paper picks K by the Area of routing the validation prompts, which
-needs pointwise labels a pairwise log does not have. Here K maximises the mean log-likelihood of the
-validation battles between training LLMs under strengths fitted on the training battles: the same split of
-roles (training LLMs, validation prompts), scored on what a pairwise log holds.
+needs pointwise labels a pairwise log does not have. Here K, and with it the ridge that ties a cluster's
+strength to the overall one (PRIORS), maximise the mean log-likelihood of the validation battles between
+training LLMs under strengths fitted on the training battles: the same split of roles (training LLMs,
+validation prompts), scored on what a pairwise log holds. The ridge is tuned because sparse battles (one per
+prompt) leave each LLM tens of battles per cluster: with a fixed weak ridge the per-cluster winners are noise.
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ from uniroute.evaluation.curves import Curve
 from uniroute.evaluation.data import RoutingData
 from uniroute.evaluation.grids import kmeans_candidates
 from uniroute.evaluation.protocol import TrialSplit
-from uniroute.routers.bradley_terry import DEFAULT_PRIOR, battle_counts, fit_strengths, log_likelihood
+from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
 
 log = logging.getLogger(__name__)
+
+# Ridge weights tried when tuning (Fisher-information units: 1 is about four evenly matched battles); the last
+# one all but ties every cluster to the overall strength.
+PRIORS = (1.0, 4.0, 16.0, 64.0, 256.0)
 
 
 @dataclass(frozen=True)
@@ -81,9 +87,9 @@ def _counts(battles: Battles, cluster_of_prompt: np.ndarray, k: int, models: np.
 class PairwiseTrial:
     """One trial's battles and the pairwise router's tuning and test curve (shares the trial's K-means fits)."""
 
-    def __init__(self, state, prior: float = DEFAULT_PRIOR) -> None:
+    def __init__(self, state) -> None:
         self.state = state
-        self.prior = prior
+        self.prior = PRIORS[0]  # set by tune()
         self.train_battles, self.val_battles = trial_battles(state.data, state.split)
         self.names = tuple(state.data.models)
 
@@ -97,18 +103,21 @@ class PairwiseTrial:
         return out
 
     def tune(self, n_val: int) -> tuple[int, dict[int, float]]:
-        """K maximising the validation battles' log-likelihood (training LLMs), and every candidate's value."""
+        """K (and the ridge) maximising the validation battles' log-likelihood among training LLMs; every K's best
+        value over the ridges."""
         split = self.state.split
         train_models = split.train_models
         val_prompts = np.zeros(self.state.data.n_prompts, dtype=bool)
         val_prompts[split.val[:n_val]] = True
         held_out = self.val_battles.subset(val_prompts[self.val_battles.prompt])
-        scores = {}
+        scores, priors = {}, {}
         for k in kmeans_candidates(n_val):
             clusters = self._cluster_of_prompt(k)
-            fit = fit_strengths(_counts(self.train_battles, clusters, k, train_models, self.names), prior=self.prior)
-            scores[k] = log_likelihood(fit.theta, _counts(held_out, clusters, k, train_models, self.names))
-        return max(scores, key=lambda k: (scores[k], -k)), scores
+            train = _counts(self.train_battles, clusters, k, train_models, self.names)
+            scores[k], priors[k] = best_prior(train, _counts(held_out, clusters, k, train_models, self.names))
+        k = max(scores, key=lambda k: (scores[k], -k))
+        self.prior = priors[k]
+        return k, scores
 
     def curve(self, k: int, pool) -> Curve:
         """Test curve of routing the test LLMs with Psi = 1 - per-cluster Bradley-Terry quality."""
@@ -120,6 +129,13 @@ class PairwiseTrial:
         psi = 1.0 - fit.quality()[self.state.split.test_models]  # (M_te, K)
         gamma = self.state.member("kmeans", k, "test") @ psi.T
         return pool.curve(gamma, self.state.config.n_lambdas)
+
+
+def best_prior(train: BattleCounts, held_out: BattleCounts) -> tuple[float, float]:
+    """(best held-out log-likelihood per battle, its ridge) over PRIORS, strengths fitted on `train`."""
+    scores = {prior: log_likelihood(fit_strengths(train, prior=prior).theta, held_out) for prior in PRIORS}
+    prior = max(scores, key=lambda p: (scores[p], p))  # ties: the stronger ridge
+    return scores[prior], prior
 
 
 def pairwise_method(state, n_val: int, pool) -> tuple[int, dict[int, float], Curve]:

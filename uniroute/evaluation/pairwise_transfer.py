@@ -3,7 +3,8 @@
 `kmeans`: per-cluster Bradley-Terry strengths on the train prompts' battles (paper: the Chatbot Arena
 experiment), Psi = 1 - quality; `zero`: ZeroRouter on the overall strengths (one cluster); `knn`: strengths
 fitted on the battles of each prompt's k nearest train prompts (each neighbourhood a "cluster", with the same
-ridge toward the overall strength). K and k maximise the mean log-likelihood of the validation battles.
+ridge toward the overall strength, fitted on every training battle). K and k, and the ridge
+(evaluation.pairwise.PRIORS), maximise the mean log-likelihood of the validation battles.
 
 Shapes: M shared LLMs; neighbourhood counts are (Q, M, M) for Q query prompts, built in blocks of queries.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from uniroute.evaluation.curves import Curve
 from uniroute.evaluation.grids import kmeans_candidates, knn_candidates
-from uniroute.evaluation.pairwise import Battles
+from uniroute.evaluation.pairwise import PRIORS, Battles, best_prior
 from uniroute.evaluation.protocol import TrialSplit
 from uniroute.evaluation.transfer import TransferConfig, TransferData
 from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
@@ -39,6 +40,9 @@ class PairwiseTransfer:
         self.train = battles.subset(role[battles.prompt] == 0)
         self.val = battles.subset(role[battles.prompt] == 1)
         self._centroids: dict[int, Any] = {}
+        self._priors: dict[int, float] = {}  # the ridge chosen with each candidate K or k
+        # Every training battle in one cluster: the overall strengths (ZeroRouter's, and K-NN's ridge centre).
+        self.overall = fit_strengths(self._counts(self.train, np.zeros(len(self.train.a), dtype=np.int64), 1))
 
     def _counts(self, battles: Battles, cluster: np.ndarray, k: int) -> BattleCounts:
         return battle_counts(battles.a, battles.b, battles.y, cluster, k, self.names)
@@ -54,12 +58,12 @@ class PairwiseTransfer:
         """(chosen k or K, validation log-likelihood per candidate, test curve) of one method."""
         n_lambdas = self.config.n_lambdas
         if name == "zero":
-            fit = fit_strengths(self._counts(self.train, np.zeros(len(self.train.a), dtype=np.int64), 1))
-            return None, None, pool.zero_curve(1.0 - fit.quality()[:, 0])
+            return None, None, pool.zero_curve(1.0 - self.overall.quality()[:, 0])
         if name == "kmeans":
             k, scores = self._tune(kmeans_candidates(len(self.split.val)), self._kmeans_val_likelihood)
             cents = self.centroids(k)
-            fit = fit_strengths(self._counts(self.train, cents.assign(self.X[self.train.prompt]), k))
+            fit = fit_strengths(self._counts(self.train, cents.assign(self.X[self.train.prompt]), k),
+                                prior=self._priors[k])
             gamma = cents.membership(self.X[self.split.test]).astype(np.float64) @ (1.0 - fit.quality()).T
             return k, scores, pool.curve(gamma, n_lambdas)
         if name == "knn":
@@ -67,9 +71,9 @@ class PairwiseTransfer:
 
             candidates = [c for c in knn_candidates(len(self.split.val)) if c <= len(self.split.train)]
             order = nearest_order(self.X[self.split.val], self.X[self.split.train], max(candidates))
-            k, scores = self._tune(candidates, lambda c: self._knn_val_likelihood(order[:, :c]))
+            k, scores = self._tune(candidates, lambda c: self._knn_val_likelihood(order[:, :c], c))
             test_order = nearest_order(self.X[self.split.test], self.X[self.split.train], k)
-            return k, scores, pool.curve(1.0 - self._neighbourhood_quality(test_order), n_lambdas)
+            return k, scores, pool.curve(1.0 - self._neighbourhood_quality(test_order, self._priors[k]), n_lambdas)
         raise ValueError(f"method {name!r} has no pairwise variant")
 
     @staticmethod
@@ -79,8 +83,9 @@ class PairwiseTransfer:
 
     def _kmeans_val_likelihood(self, k: int) -> float:
         cents = self.centroids(k)
-        fit = fit_strengths(self._counts(self.train, cents.assign(self.X[self.train.prompt]), k))
-        return log_likelihood(fit.theta, self._counts(self.val, cents.assign(self.X[self.val.prompt]), k))
+        train = self._counts(self.train, cents.assign(self.X[self.train.prompt]), k)
+        score, self._priors[k] = best_prior(train, self._counts(self.val, cents.assign(self.X[self.val.prompt]), k))
+        return score
 
     def _neighbourhood_counts(self, order: np.ndarray) -> BattleCounts:
         """Counts of each query's neighbourhood: the battles on its nearest train prompts (order indexes
@@ -98,28 +103,36 @@ class PairwiseTransfer:
         w = (near @ per_prompt.w.reshape(n_train, m * m)).reshape(q, m, m)
         return BattleCounts(tuple(self.names), n, w)
 
-    def _neighbourhood_quality(self, order: np.ndarray) -> np.ndarray:
+    def _neighbourhood_quality(self, order: np.ndarray, prior: float) -> np.ndarray:
         """(Q, M) quality of every LLM in each query's neighbourhood."""
         out = np.empty((order.shape[0], len(self.names)))
         for start in range(0, order.shape[0], QUERY_BLOCK):
-            fit = fit_strengths(self._neighbourhood_counts(order[start : start + QUERY_BLOCK]))
+            fit = fit_strengths(self._neighbourhood_counts(order[start : start + QUERY_BLOCK]), prior=prior,
+                                overall=self.overall.overall)
             out[start : start + QUERY_BLOCK] = fit.quality().T
         return out
 
-    def _knn_val_likelihood(self, order: np.ndarray) -> float:
-        """Mean log-likelihood of the validation battles, each under its own prompt's neighbourhood strengths."""
+    def _knn_val_likelihood(self, order: np.ndarray, k: int) -> float:
+        """Mean log-likelihood of the validation battles, each under its own prompt's neighbourhood strengths
+        (for the best ridge, kept for k)."""
         val_position = np.full(self.data.n_prompts, -1)
         val_position[self.split.val] = np.arange(len(self.split.val))
-        total, battles = 0.0, 0
+        totals = dict.fromkeys(PRIORS, 0.0)
+        battles = 0
         for start in range(0, order.shape[0], QUERY_BLOCK):
             block = order[start : start + QUERY_BLOCK]
-            fit = fit_strengths(self._neighbourhood_counts(block))
             rows = val_position[self.val.prompt] - start
             here = (rows >= 0) & (rows < len(block))
             held_out = self.val.subset(here)
             if not len(held_out.a):
                 continue
             counts = self._counts(held_out, rows[here], len(block))
-            total += log_likelihood(fit.theta, counts) * len(held_out.a)
+            neighbourhoods = self._neighbourhood_counts(block)
+            for prior in PRIORS:
+                fit = fit_strengths(neighbourhoods, prior=prior, overall=self.overall.overall)
+                totals[prior] += log_likelihood(fit.theta, counts) * len(held_out.a)
             battles += len(held_out.a)
-        return total / battles if battles else float("nan")
+        if not battles:
+            return float("nan")
+        self._priors[k] = max(totals, key=lambda p: (totals[p], p))
+        return totals[self._priors[k]] / battles

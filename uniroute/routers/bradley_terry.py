@@ -174,9 +174,14 @@ def _fit_clusters(
 
 
 def fit_strengths(
-    counts: BattleCounts, anchors: dict[str, np.ndarray] | None = None, prior: float = DEFAULT_PRIOR
+    counts: BattleCounts, anchors: dict[str, np.ndarray] | None = None, prior: float = DEFAULT_PRIOR,
+    overall: np.ndarray | None = None,
 ) -> Strengths:
-    """Regularised per-cluster Bradley-Terry strengths; `anchors` maps model -> (K,) fixed strengths."""
+    """Regularised per-cluster Bradley-Terry strengths; `anchors` maps model -> (K,) fixed strengths.
+
+    overall: (M,) strengths to tie the clusters to, when the clusters do not partition the battles (K-NN
+    neighbourhoods overlap, so their pooled counts are not the battles); default: fitted on the pooled counts.
+    """
     anchors = anchors or {}
     if not prior > 0:
         raise ValueError(f"prior must be > 0 (it ties sparse clusters to the overall strength), got {prior}")
@@ -191,10 +196,11 @@ def fit_strengths(
             raise ValueError(f"anchor {name!r} needs {k} finite strengths, got shape {values.shape}")
         anchor_theta[:, counts.models.index(name)] = values
     free = np.array([i for i, name in enumerate(counts.models) if name not in anchors], dtype=np.int64)
+    given = overall
     overall = np.full(m, np.nan)
     theta = anchor_theta
     if len(free):
-        overall[free] = _fit_overall(counts, free, anchor_theta)
+        overall[free] = _fit_overall(counts, free, anchor_theta) if given is None else np.asarray(given)[free]
         theta = _fit_clusters(counts, free, anchor_theta, overall[free], prior)
     return Strengths(counts.models, overall, theta, counts.battles_per_model(), tuple(sorted(anchors)))
 
