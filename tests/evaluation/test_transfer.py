@@ -159,3 +159,13 @@ def test_read_log_selects_benchmarks_and_names_unknown_ones(tmp_path) -> None:
     assert costed and log.routing.n_prompts == train.prompt_id.nunique()
     with pytest.raises(ValueError, match=r"unknown benchmarks \['nope'\]; the file has \['early'\]"):
         read_log(path, ["nope"])
+
+
+def test_oracle_is_the_mean_best_score_of_the_test_llms_by_hand() -> None:
+    from uniroute.evaluation.data import RoutingData
+    from uniroute.evaluation.quality import oracle_scores
+
+    scores = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
+    data = RoutingData(("a", "b", "c"), scores, np.ones_like(scores))
+    assert oracle_scores(data, np.array([0, 1, 2]), np.array([0, 1])) == pytest.approx(2 / 3)
+    assert oracle_scores(data, np.array([1, 2]), np.array([1, 2])) == pytest.approx(1.0)
