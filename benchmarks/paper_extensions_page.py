@@ -49,7 +49,7 @@ def _pairwise(repo: Path, experiments: dict[str, list[str]]) -> list[str]:
            "| dataset | LLMs (train/test per trial) | ZeroRouter | UniRoute (K-means), every label | UniRoute from "
            "sparse battles | battles vs every label | battles vs ZeroRouter | median K (labels / battles) |",
            "|---|---|---:|---:|---:|---|---|---|"]
-    details = []
+    details, seen = [], []
     for name in ("routerbench_subset", "mmlu_pro_cot29", "routerdc_model7"):
         report = _load(repo, f"pairwise_{name}.json")
         if report is None:
@@ -63,8 +63,10 @@ def _pairwise(repo: Path, experiments: dict[str, list[str]]) -> list[str]:
             f"{area['pairwise']['area']:.4f} | {_test(per['pairwise'], per['kmeans'])} | "
             f"{_test(per['pairwise'], per['zero'])} | {report['k']['kmeans']['median']:.0f} / "
             f"{_pairwise_median_k(report)} |")
+        seen.append(f"{name}: 2 of {m}")
         details += [f"### {name}", "", _command(experiments, f"pairwise_{name}"), "",
                     f"![deferral curves](results/pairwise_{name}.png)", "", markdown_report(report), ""]
+    out += ["", "Labels behind each validation prompt, battles against every label: " + "; ".join(seen) + "."]
     return [*out, "", *details]
 
 
@@ -110,8 +112,8 @@ def _transfer(repo: Path, experiments: dict[str, list[str]], shared: Path) -> li
     per_a, per_b = pairwise["per_trial_area"], pointwise["per_trial_area"]
     out += ["", f"{len(pairwise['shared_models'])} shared LLMs with costs (left out, no cost: "
             f"{', '.join(pairwise['excluded_models']) or 'none'}); {pairwise['n_train_log_prompts']:,} training and "
-            f"{pairwise['n_test_log_prompts']:,} test prompts; c(m) from the {pairwise['costs_from']}; "
-            f"{pairwise['trials']} trials.", "",
+            f"{pairwise['n_test_log_prompts']:,} test prompts; {pairwise['trials']} trials. c(m): battles carry no "
+            f"costs, so on battles from the {pairwise['costs_from']}; on labels from the {pointwise['costs_from']}.", "",
             *_table({"Area, trained on battles": pairwise, "Area, trained on every label": pointwise}), "",
             *_table({"QNC, battles": pairwise, "QNC, every label": pointwise}, "qnc"), "",
             "Paired sign tests over the same trials (wins-losses of the first): "
