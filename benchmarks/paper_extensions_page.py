@@ -113,7 +113,8 @@ def _transfer(repo: Path, experiments: dict[str, list[str]], shared: Path) -> li
     out += ["", f"{len(pairwise['shared_models'])} shared LLMs with costs (left out, no cost: "
             f"{', '.join(pairwise['excluded_models']) or 'none'}); {pairwise['n_train_log_prompts']:,} training and "
             f"{pairwise['n_test_log_prompts']:,} test prompts; {pairwise['trials']} trials. c(m): battles carry no "
-            f"costs, so on battles from the {pairwise['costs_from']}; on labels from the {pointwise['costs_from']}.", "",
+            f"costs, so on battles from the {pairwise['costs_from']}; on labels from the "
+            f"{pointwise['costs_from']}.", "",
             *_table({"Area, trained on battles": pairwise, "Area, trained on every label": pointwise}), "",
             *_table({"QNC, battles": pairwise, "QNC, every label": pointwise}, "qnc"), "",
             "Paired sign tests over the same trials (wins-losses of the first): "
