@@ -162,6 +162,12 @@ def main(argv: list[str] | None = None) -> None:
         say("5. Republish and look at the new routing table")
         second = publish_routing_tables()
         print(f"published {second['version']}")
+        # Send what the flows logged and emitted while the server still runs (else: errors at exit).
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all()
+        EventsWorker.drain_all()
     show("newcomer's share of clusters per budget (current routing table)", sql(settings, f"""
         select budget, count(*) filter (where model = '{newcomer}') as clusters_to_newcomer,
                count(*) as clusters

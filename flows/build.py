@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
@@ -24,8 +26,11 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
     """A local Dask cluster by default; UNIROUTE_DASK_ADDRESS points at an existing scheduler."""
     if settings.dask_address:
         return DaskTaskRunner(address=settings.dask_address)
+    # A dashboard on a free port (a fixed one may be taken: a warning users cannot act on); the cluster's own
+    # INFO lines and shutdown notices stay out of the flow's log.
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.dask_workers, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": None})
+                                          "processes": True, "dashboard_address": "127.0.0.1:0",
+                                          "silence_logs": logging.ERROR})
 
 
 @flow(name="uniroute-embed")

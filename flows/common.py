@@ -27,6 +27,8 @@ def reconcile_store(settings: Settings) -> list[str]:
         report = reconcile(s, settings.published_dir, *settings.tracking,
                            inbox_dir=settings.inbox_dir)
     for finding in report.findings:
-        if finding.status != "ok":
+        if finding.status in ("repaired", "broken"):
             logger.warning(finding.line())
+        elif finding.status == "synced":
+            logger.info(finding.line())
     return [f.line() for f in report.findings if f.status != "ok"]

@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Finding:
-    """One checked invariant: 'ok', 'repaired' (it did not hold and now does) or 'broken' (it does not hold)."""
+    """One checked invariant: 'ok'; 'synced' (derived state brought up to date, the normal follow-up of an
+    operation); 'repaired' (it did not hold, a sign of an interrupted run, and now does); 'broken' (it does not
+    hold)."""
 
     check: str
     status: str
@@ -129,7 +131,8 @@ def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
     if repair:
         synced = tracking.sync_mlflow(con, tracking_uri, artifact_root)
         for line in synced.lines():
-            report.add("mlflow", "repaired", line)
+            # Adopting a version the store had not recorded means a run died between the two; the rest is routine.
+            report.add("mlflow", "repaired" if line.startswith("adopted") else "synced", line)
     champion = registry.champion_id(con)
     in_mlflow = tracking.mlflow_champion_router(tracking_uri)
     if champion == in_mlflow:
