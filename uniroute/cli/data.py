@@ -64,18 +64,26 @@ def synth(
 @app.command()
 def sql(
     statement: Annotated[str, typer.Argument(help="A SELECT over the store's tables and views.")],
+    fmt: Annotated[str | None, typer.Option("--format", help="Output: table (default), json, csv or markdown.")] = None,
     as_json: JsonFlag = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV (same as --format csv).")] = False,
 ):
     """Run a read-only SQL query on the store; statements that would write are refused."""
+    from uniroute.cli.formats import FORMATS, render
     from uniroute.store import StoreError, read_only_query
 
+    flagged = [name for name, on in (("json", as_json), ("csv", as_csv)) if on]
+    if fmt is not None and fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if len(set(flagged + ([fmt] if fmt else []))) > 1:
+        fail(f"choose one output format, not {' and '.join(sorted(set(flagged + ([fmt] if fmt else []))))}")
+    fmt = fmt or (flagged[0] if flagged else "table")
     settings = settings_from_env()
     try:
         frame = read_only_query(settings.db_path, statement)
     except StoreError as exc:
         fail(str(exc))
-    print_frame(frame, as_json, as_csv)
+    typer.echo(render(frame, fmt), nl=fmt != "csv")
 
 
 @models_app.command("list")
