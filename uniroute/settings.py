@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     seed: int = 0
     dask_address: str | None = None
     dask_workers: int = 2
+    # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.
+    prefect_port: int = 4200
+    mlflow_port: int = 5000
     shared_datasets: Path = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 
     @property
@@ -62,6 +65,14 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def mlflow_ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.mlflow_port}"
 
 
 def apply_offline_environment(settings: Settings | None = None) -> None:
