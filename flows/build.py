@@ -5,7 +5,10 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
-from uniroute import embed, ingest
+from flows.ingest import ingest_inbox_files
+from flows.report import build_run_name, rename_run, report_build, started
+from flows.transient import RETRY_WHEN_STORE_BUSY
+from uniroute import embed
 from uniroute.pipeline import build, build_data
 from uniroute.settings import Settings, apply_offline_environment
 
@@ -32,13 +35,16 @@ def embed_on_dask(db_path: str, embedder_name: str) -> int:
     return embed_new_prompts.submit(db_path, build_data.prompt_texts(db_path), embedder_name).result()
 
 
-@flow(name="uniroute-nightly-build")
+build_router = task(build.run_build, name="build-router", **RETRY_WHEN_STORE_BUSY)
+
+
+@flow(name="uniroute-nightly-build", flow_run_name=started("build"))
 def nightly_build() -> dict:
     """Ingest the inbox, embed new prompts on Dask, then build a router version and log it to MLflow."""
     settings = Settings()
     apply_offline_environment(settings)
     logger = get_run_logger()
-    for outcome in ingest.process_inbox(settings.db_path, settings.inbox_dir):
+    for outcome in ingest_inbox_files(settings.db_path, settings.inbox_dir):
         logger.info("inbox %s: %s", outcome.name, outcome.status)
     # TF-IDF is fitted on this build's training prompts inside the build, so only MiniLM embeds ahead.
     on_dask = 0
@@ -46,7 +52,9 @@ def nightly_build() -> dict:
         on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
             str(settings.db_path), settings.embedder
         )
-    result = build.run_build(settings.db_path, settings.embedder, settings.seed, settings.mlflow_uri,
+    result = build_router(settings.db_path, settings.embedder, settings.seed, settings.mlflow_uri,
                              settings.mlflow_artifacts)
     logger.info(result.line())
+    report_build(result, settings)
+    rename_run(build_run_name(result))
     return {**result.as_dict(), "prompts_embedded_on_dask": on_dask}

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.events import emit_event
 
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
+from flows.report import inbox_run_name, rename_run, started
+from flows.transient import RETRY_WHEN_STORE_BUSY
 from uniroute import ingest
 from uniroute.settings import Settings, apply_offline_environment
 
+ingest_inbox_files = task(ingest.process_inbox, name="ingest-inbox-files", **RETRY_WHEN_STORE_BUSY)
 
-@flow(name="uniroute-ingest-inbox")
+
+@flow(name="uniroute-ingest-inbox", flow_run_name=started("inbox"))
 def ingest_inbox() -> list[dict]:
     """Ingest the inbox (files move to done/ or failed/); emit `uniroute.results.landed` per file with new models."""
     settings = Settings()
     apply_offline_environment(settings)
     logger = get_run_logger()
-    outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir)
+    outcomes = ingest_inbox_files(settings.db_path, settings.inbox_dir)
     for outcome in outcomes:
         logger.info("%s: %s%s", outcome.name, outcome.status, f" ({outcome.error})" if outcome.error else "")
         if outcome.landed_models:
@@ -27,4 +31,5 @@ def ingest_inbox() -> list[dict]:
                 payload={"file": outcome.name, "models": list(outcome.landed_models)},
             )
             logger.info("emitted %s for %s", RESULTS_LANDED, ", ".join(outcome.landed_models))
+    rename_run(inbox_run_name(outcomes))
     return [outcome.as_dict() for outcome in outcomes]
