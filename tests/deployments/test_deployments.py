@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import subprocess
+import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 import yaml
 from prefect.cli.deploy._config import _load_deploy_configs_and_actions
 from prefect.cli.deploy._models import PrefectYamlModel
 from prefect.cli.deploy._schedules import _construct_schedules
 from prefect.cli.deploy._triggers import _initialize_deployment_triggers
+from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 from prefect.flows import load_flow_from_entrypoint
 from rich.console import Console
 
 from deployments.deployments import PREFECT_YAML, all_deployments, deployment_specs
+from deployments.serve import BIN, prefect_server, server_environment
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
+from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = {
@@ -65,3 +71,67 @@ def test_served_deployments_are_the_ones_prefect_yaml_declares():
     assert trigger.expect == {RESULTS_LANDED} and MODELS_LABEL in trigger.parameters["models"]
     assert not served["on-results-landed"].schedules
     assert [s["name"] for s in deployment_specs()] == list(served)
+
+
+def _prefect(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "prefect"), *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.slow
+def test_prefect_deploy_all_then_a_process_worker_runs_a_deployment(tmp_path):
+    """What a Prefect user types: create the pool, `prefect deploy --all`, `prefect worker start`; on a real server."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    settings = Settings(home=tmp_path / "home")
+    with prefect_server(settings, tmp_path / "prefect-server.log") as api_url:
+        env = server_environment(settings) | {"PREFECT_API_URL": api_url, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+        assert _prefect("work-pool", "create", "uniroute", "--type", "process", env=env).returncode == 0
+        deployed = _prefect("--no-prompt", "deploy", "--all", env=env)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        assert deployed.stdout.count("successfully created") == 4
+
+        async def read(names: list[str]):
+            async with get_client() as client:
+                found = {n: await client.read_deployment_by_name(n) for n in names}
+                automations = await client.read_automations()
+                return found, automations
+
+        with temporary_settings({PREFECT_API_URL: api_url}):
+            names = [f"{flow}/{name}" for name, flow in EXPECTED.items()]
+            found, automations = asyncio.run(read(names))
+            assert all(d.work_pool_name == "uniroute" and d.global_concurrency_limit.limit == 1 for d in found.values())
+            assert found["uniroute-nightly-build/nightly"].concurrency_options.collision_strategy == "CANCEL_NEW"
+            assert found["uniroute-nightly-build/nightly"].schedules[0].schedule.cron == "0 2 * * *"
+            assert found["uniroute-ingest-inbox/inbox-watcher"].schedules[0].schedule.interval == timedelta(minutes=1)
+            onboarding = found["uniroute-onboard/on-results-landed"]
+            assert [a.trigger.expect for a in automations] == [{RESULTS_LANDED}]
+
+            inbox = settings.inbox_dir
+            inbox.mkdir(parents=True)
+            (inbox / "val.csv").write_text("prompt_id,prompt,model,score,cost,split\np1,Q one,m_new,1,0.5,val\n")
+            # A queue of its own, so the worker takes this run and none of the scheduled ones.
+            run = run_deployment("uniroute-ingest-inbox/inbox-watcher", timeout=0, work_queue_name="adhoc")
+            worker = _prefect("worker", "start", "--pool", "uniroute", "--work-queue", "adhoc", "--run-once",
+                              env=env | {"UNIROUTE_HOME": str(settings.home)})
+            assert worker.returncode == 0, worker.stdout + worker.stderr
+
+            async def outcome():
+                async with get_client() as client:
+                    done = await client.read_flow_run(run.id)
+                    triggered = await client.read_flow_runs(
+                        deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[onboarding.id])))
+                    return done, triggered
+
+            done, triggered = asyncio.run(outcome())
+            assert done.state.is_completed() and done.name == "inbox: 1 ingested; results landed for m_new"
+            assert (inbox / "done" / "val.csv").exists()
+            deadline = time.monotonic() + 60  # the event the run emitted triggers onboarding (prefect.yaml's trigger)
+            while not triggered and time.monotonic() < deadline:
+                time.sleep(1)
+                triggered = asyncio.run(outcome())[1]
+            assert [r.parameters for r in triggered] == [{"models": "m_new"}]
