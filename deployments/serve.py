@@ -73,6 +73,9 @@ def server_environment(settings: Settings) -> dict[str, str]:
         PREFECT_SERVER_API_HOST=HOST,
         PREFECT_UI_ENABLED="true",
         UNIROUTE_HOME=str(settings.home.resolve()),
+        # MLflow's server-side jobs (GenAI trace scoring and archival) start seven worker processes that uniroute
+        # never uses, and hold a stop for over 20 s.
+        MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",  # `mlflow models serve` needs the venv's bin
     )
     return env

@@ -87,7 +87,8 @@ def build_markdown(result: BuildResult, candidates: pd.DataFrame, links: dict[st
     if links:
         lines.append(f"- MLflow run: [{result.mlflow_run_id}]({links['run']}), "
                      f"[deferral curves]({links['curves']})")
-    lines += ["", "## Candidates", "", markdown_table(candidates) if len(candidates) else "(none recorded)"]
+    shown = candidates.drop(columns=["created_at"], errors="ignore")
+    lines += ["", "## Candidates", "", markdown_table(shown) if len(shown) else "(none recorded)"]
     lines += ["", "## Held-out evaluation (test prompts, whole pool)", "",
               markdown_table(pd.DataFrame(evaluation_rows(result))),
               "", "QNC: normalised cost to match the best single model, over that model's cost (inf: never)."]
@@ -96,11 +97,15 @@ def build_markdown(result: BuildResult, candidates: pd.DataFrame, links: dict[st
 
 def onboarding_markdown(result: OnboardResult, evidence: pd.DataFrame) -> str:
     """What onboarding did and, per new model, how much validation evidence its Psi row stands on."""
-    summary = pd.DataFrame(columns=["model", "clusters", "with_evidence", "on_fallback", "val_answers", "mean_error"])
+    summary = pd.DataFrame(columns=["model", "clusters", "with_evidence", "on_fallback", "val_answers", "val_error"])
     if len(evidence):
-        summary = evidence.groupby("model", as_index=False).agg(
+        weighted = evidence.assign(weighted_error=evidence["error"] * evidence["cluster_val_prompts"])
+        summary = weighted.groupby("model", as_index=False).agg(
             clusters=("cluster", "count"), with_evidence=("uses_fallback", lambda s: int((~s).sum())),
-            on_fallback=("uses_fallback", "sum"), val_answers=("val_answers", "sum"), mean_error=("error", "mean"))
+            on_fallback=("uses_fallback", "sum"), val_answers=("val_answers", "sum"),
+            weighted_error=("weighted_error", "sum"), weight=("cluster_val_prompts", "sum"))
+        summary = summary.assign(val_error=(summary.weighted_error / summary.weight).round(4)).drop(
+            columns=["weighted_error", "weight"])
     return "\n".join([
         f"# Onboarded {', '.join(result.models)}",
         "",
@@ -109,7 +114,8 @@ def onboarding_markdown(result: OnboardResult, evidence: pd.DataFrame) -> str:
         "",
         markdown_table(summary),
         "",
-        "on_fallback: clusters where the model answered no validation prompt (its overall mean error is used).",
+        "on_fallback: clusters where the model answered no validation prompt (its overall mean error is used). "
+        "val_error: its Psi row averaged with the clusters weighted by their validation prompts.",
     ])
 
 
@@ -122,12 +128,13 @@ def publish_markdown(result: PublishResult, changes: pd.DataFrame, traffic: pd.D
     lines = [f"# Published {result.version}", "", f"Router {result.router_id}; pool: {', '.join(result.pool)}.", ""]
     if len(changes):
         lines += [f"## Changes since {changes['from_version'].iloc[0]} (budget grid)", "",
-                  markdown_table(changes.drop(columns=["from_version"]))]
+                  markdown_table(changes.drop(columns=["from_version"]).round(3))]
     else:
         lines += ["No earlier publication, or no model's traffic changed."]
     if len(traffic):
-        pivot = traffic.pivot(index="budget", columns="model", values="traffic_share").reset_index()
-        lines += ["", "## Traffic share per model at each budget", "", markdown_table(pivot)]
+        pivot = traffic.pivot(index="model", columns="budget", values="traffic_share").round(3)
+        pivot.columns = [f"budget {b:g}" for b in pivot.columns]
+        lines += ["", "## Traffic share per model at each budget", "", markdown_table(pivot.reset_index())]
     return "\n".join(lines)
 
 

@@ -11,4 +11,4 @@ from (
        and created_at < (select created_at from routers where router_id = $router_id)
      order by created_at desc limit 1)
 )
-order by created_at desc, role
+order by case role when 'this build (K-means)' then 0 when 'this build (LearnedMap)' then 1 else 2 end

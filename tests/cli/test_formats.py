@@ -24,6 +24,11 @@ def test_markdown_table_aligns_numbers_and_escapes_cells():
         "|  |  | 1 | [] | False |")
 
 
+def test_markdown_dates_print_as_dates():
+    frame = pd.DataFrame({"day": pd.to_datetime(["2026-11-02"]), "at": pd.to_datetime(["2026-11-02 08:30"])})
+    assert markdown_table(frame).splitlines()[-1] == "| 2026-11-02 | 2026-11-02 08:30:00 |"
+
+
 def test_render_refuses_an_unknown_format():
     with pytest.raises(ValueError, match="unknown format 'xml'"):
         render(pd.DataFrame({"x": [1]}), "xml")

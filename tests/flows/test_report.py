@@ -55,7 +55,7 @@ def test_build_markdown_shows_outcome_candidates_evaluation_and_mlflow_links(db_
     links = mlflow_links(Settings(mlflow_port=5123), "run1")
     assert links == {"run": "http://127.0.0.1:5123/#/runs/run1",
                      "curves": "http://127.0.0.1:5123/get-artifact?path=deferral_curves.png&run_uuid=run1"}
-    text = build_markdown(_build(), candidates.drop(columns=["created_at"]), links)
+    text = build_markdown(_build(), candidates, links)
     assert text.startswith("# Nightly build: R2\n\n**Promoted to champion**: validation Area 0.6123 >= champion's")
     assert "- MLflow run: [run1](http://127.0.0.1:5123/#/runs/run1), [deferral curves](" in text
     assert "| this build (K-means) | R2 | kmeans | 2 | 0.5 | True | test |" in text
@@ -78,7 +78,7 @@ def test_publish_markdown_says_what_changed_and_the_new_traffic_shares(db_path):
         "| 0.5 | a |  | 0.75 | 0 | -0.75 | [] | [0] |",
         "| 0.5 | c | added | 0 | 0.75 | 0.75 | [0] | [] |",
         "", "## Traffic share per model at each budget", "",
-        "| budget | a | b | c |", "|---:|---:|---:|---:|", "| 0.5 | 0 | 0.25 | 0.75 |"])
+        "| model | budget 0.5 |", "|---|---:|", "| a | 0 |", "| b | 0.25 |", "| c | 0.75 |"])
     first = publish_markdown(PublishResult(True, "V1", "R1", ("a", "b"), "published"),
                              _query(db, "publication_changes", version="V1"), traffic.iloc[:0])
     assert "No earlier publication, or no model's traffic changed." in first
@@ -93,7 +93,8 @@ def test_onboarding_markdown_counts_the_evidence_of_each_new_model(db_path):
     assert evidence[["cluster", "val_answers", "uses_fallback"]].values.tolist() == [[0, 3, False], [1, 0, True]]
     text = onboarding_markdown(OnboardResult("R2", "R1", ("c",), 4, 0.5, None), evidence)
     assert "Router R2 (child of R1) on the same clusters; 4 new validation prompts embedded in 0.50 s." in text
-    assert "| c | 2 | 1 | 1 | 3 | 0.3 |" in text  # 2 clusters, 1 with evidence, 1 on fallback, mean error .3
+    # 2 clusters, 1 with evidence, 1 on fallback; error (.1 * 3 + .5 * 1) / 4 with clusters weighted by their prompts
+    assert "| c | 2 | 1 | 1 | 3 | 0.2 |" in text
 
 
 def test_inbox_run_name_counts_what_happened():

@@ -17,6 +17,8 @@ def _cell(value: Any) -> str:
         return "[" + ", ".join(_cell(v) for v in value) + "]"
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NaT:
         return ""
+    if isinstance(value, pd.Timestamp) and value == value.normalize():
+        return value.date().isoformat()  # a DATE column (pandas reads it as a midnight timestamp)
     text = format(value, ".6g") if isinstance(value, float | np.floating) else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
 
