@@ -136,8 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING],
                                       env=runner_env, stdout=runner_log, stderr=subprocess.STDOUT)
         try:
-            wait_until_served(ONBOARDING)
-            time.sleep(3)  # the trigger's automation is created with the deployment
+            wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
             landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]
             landed.to_parquet(settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet", index=False)

@@ -59,25 +59,33 @@ def all_deployments() -> list[RunnerDeployment]:
     return [runner_deployment(spec) for spec in deployment_specs()]
 
 
-def wait_until_served(deployment: str, timeout: float = 180.0) -> None:
-    """Block until `flow-name/deployment-name` exists in the Prefect API (a runner has registered it)."""
+def wait_until_served(deployment: str, timeout: float = 180.0, triggered: bool = False) -> None:
+    """Block until `flow-name/deployment-name` exists in the Prefect API (a runner has registered it) and, with
+    triggered, until the automation of its event trigger exists too: an event emitted before that would be lost.
+
+    The server's trigger service loads an automation as its creation commits (SQLite) and re-reads all of them
+    every few seconds, so an automation the API returns is one the next event is matched against.
+    """
     import asyncio
     import time
 
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
-    async def exists() -> bool:
+    async def ready() -> bool:
         async with get_client() as client:
             try:
-                await client.read_deployment_by_name(deployment)
+                found = await client.read_deployment_by_name(deployment)
             except ObjectNotFound:
                 return False
-            return True
+            if not triggered:
+                return True
+            return bool(await client.read_resource_related_automations(f"prefect.deployment.{found.id}"))
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if asyncio.run(exists()):
+        if asyncio.run(ready()):
             return
-        time.sleep(1)
-    raise TimeoutError(f"deployment {deployment} was not registered within {timeout:.0f} s")
+        time.sleep(0.5)
+    what = "its trigger's automation" if triggered else "it"
+    raise TimeoutError(f"deployment {deployment}: {what} did not appear in the Prefect API within {timeout:.0f} s")

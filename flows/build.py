@@ -1,24 +1,24 @@
-"""Nightly build flow: ingest the inbox, embed new prompts on Dask, build and version a router."""
+"""Nightly build flow: reconcile, ingest the inbox, embed new prompts on Dask, build and version a router."""
 
 from __future__ import annotations
 
 from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
-from flows.ingest import ingest_inbox_files
+from flows.common import flow_settings, reconcile_store
 from flows.report import build_run_name, rename_run, report_build, started
-from flows.transient import RETRY_WHEN_STORE_BUSY
-from uniroute import embed
+from uniroute import embed, ingest, store
 from uniroute.pipeline import build, build_data
-from uniroute.settings import Settings, apply_offline_environment
+from uniroute.settings import Settings
 
 
 @task(name="embed-new-prompts")
-def embed_new_prompts(db_path: str, texts: list[str], embedder_name: str) -> int:
+def embed_new_prompts(db_path: str, embedder_name: str, wait_seconds: float) -> int:
     """Embed the uncached prompts in batches on the Dask cluster's workers; returns the prompts looked up."""
-    with get_dask_client() as client:
+    with get_dask_client() as client, store.session(db_path, "embed", inputs=embedder_name,
+                                                     wait_seconds=wait_seconds, atomic=False) as s:
         embedder = embed.make_embedder(embedder_name, progress=False)
-        return len(embed.embed_cached(db_path, texts, embedder, client=client))
+        return len(embed.embed_cached(s.con, build_data.prompt_texts(s.con), embedder, client=client))
 
 
 def dask_task_runner(settings: Settings) -> DaskTaskRunner:
@@ -30,31 +30,32 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 
 
 @flow(name="uniroute-embed")
-def embed_on_dask(db_path: str, embedder_name: str) -> int:
+def embed_on_dask(db_path: str, embedder_name: str, wait_seconds: float) -> int:
     """Runs with the Dask task runner chosen at run time (see nightly_build)."""
-    return embed_new_prompts.submit(db_path, build_data.prompt_texts(db_path), embedder_name).result()
-
-
-build_router = task(build.run_build, name="build-router", **RETRY_WHEN_STORE_BUSY)
+    return embed_new_prompts.submit(db_path, embedder_name, wait_seconds).result()
 
 
 @flow(name="uniroute-nightly-build", flow_run_name=started("build"))
 def nightly_build() -> dict:
-    """Ingest the inbox, embed new prompts on Dask, then build a router version and log it to MLflow."""
-    settings = Settings()
-    apply_offline_environment(settings)
+    """Reconcile, ingest the inbox, embed new prompts on Dask, then build a router version (MLflow follows)."""
+    settings = flow_settings()
     logger = get_run_logger()
-    for outcome in ingest_inbox_files(settings.db_path, settings.inbox_dir):
+    reconcile_store(settings)
+    for outcome in ingest.process_inbox(settings.db_path, settings.inbox_dir,
+                                        settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info):
         logger.info("inbox %s: %s", outcome.name, outcome.status)
     # TF-IDF is fitted on this build's training prompts inside the build, so only MiniLM embeds ahead.
     on_dask = 0
     if settings.embedder != "tfidf":
         on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
-            str(settings.db_path), settings.embedder
+            str(settings.db_path), settings.embedder, settings.store_wait_seconds
         )
-    result = build_router(settings.db_path, settings.embedder, settings.seed, settings.mlflow_uri,
-                             settings.mlflow_artifacts)
+    with store.session(settings.db_path, "build", inputs=f"embedder={settings.embedder} seed={settings.seed}",
+                       wait_seconds=settings.store_wait_seconds, on_wait=logger.info) as s:
+        result = build.run_build(s.con, settings.embedder, settings.seed)
+        s.detail = result.line()
     logger.info(result.line())
+    reconcile_store(settings)
     report_build(result, settings)
     rename_run(build_run_name(result))
     return {**result.as_dict(), "prompts_embedded_on_dask": on_dask}

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 from prefect.events import emit_event
 
+from flows.common import flow_settings, reconcile_store
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
 from flows.report import inbox_run_name, rename_run, started
-from flows.transient import RETRY_WHEN_STORE_BUSY
 from uniroute import ingest
-from uniroute.settings import Settings, apply_offline_environment
-
-ingest_inbox_files = task(ingest.process_inbox, name="ingest-inbox-files", **RETRY_WHEN_STORE_BUSY)
 
 
 @flow(name="uniroute-ingest-inbox", flow_run_name=started("inbox"))
 def ingest_inbox() -> list[dict]:
     """Ingest the inbox (files move to done/ or failed/); emit `uniroute.results.landed` per file with new models."""
-    settings = Settings()
-    apply_offline_environment(settings)
+    settings = flow_settings()
     logger = get_run_logger()
-    outcomes = ingest_inbox_files(settings.db_path, settings.inbox_dir)
+    reconcile_store(settings)
+    outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir,
+                                    settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info)
     for outcome in outcomes:
         logger.info("%s: %s%s", outcome.name, outcome.status, f" ({outcome.error})" if outcome.error else "")
         if outcome.landed_models:

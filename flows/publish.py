@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_run_logger
 
+from flows.common import flow_settings, reconcile_store
 from flows.report import publish_run_name, rename_run, report_publish, started
-from flows.transient import RETRY_WHEN_STORE_BUSY
+from uniroute import store
 from uniroute.pipeline import publish
-from uniroute.settings import Settings, apply_offline_environment
-
-publish_snapshot = task(publish.publish_champion, name="publish-snapshot", **RETRY_WHEN_STORE_BUSY)
 
 
 @flow(name="uniroute-publish", flow_run_name=started("publish"))
 def publish_routing_tables(force: bool = False) -> dict:
-    """Publish a new snapshot if the champion or the pool changed since the current one."""
-    settings = Settings()
-    apply_offline_environment(settings)
-    result = publish_snapshot(
-        settings.db_path, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts, force=force
-    )
-    get_run_logger().info("%s: %s", result.version, result.reason)
+    """Publish a new snapshot if the champion or the pool changed since the newest one."""
+    settings = flow_settings()
+    logger = get_run_logger()
+    reconcile_store(settings)
+    with store.session(settings.db_path, "publish", wait_seconds=settings.store_wait_seconds,
+                       on_wait=logger.info) as s:
+        result = publish.publish_champion(s.con, settings.published_dir, force=force)
+        publish.switch_current_after_commit(s, settings.published_dir, result)
+        s.detail = result.line()
+    logger.info("%s: %s", result.version, result.reason)
+    if result.published:
+        reconcile_store(settings)
     report_publish(result, settings)
     rename_run(publish_run_name(result))
     return result.as_dict()

@@ -71,22 +71,23 @@ def mlflow_links(settings: Settings, run_id: str | None) -> dict[str, str]:
             "curves": f"{base}/get-artifact?path=deferral_curves.png&run_uuid={run_id}"}
 
 
-def build_markdown(result: BuildResult, candidates: pd.DataFrame, links: dict[str, str]) -> str:
+def build_markdown(result: BuildResult, candidates: pd.DataFrame, run_id: str | None, links: dict[str, str]) -> str:
     """The build's summary: outcome, data, the candidates it weighed and the held-out evaluation."""
+    area = "not measured" if result.val_area is None else f"{result.val_area:.4f}"
     lines = [
         f"# Nightly build: {result.router_id}",
         "",
         f"**{'Promoted to champion' if result.promoted else 'Kept as challenger'}**: {result.reason}.",
         "",
-        f"- K = {result.k} (LearnedMap K = {result.k_learned_map}), validation Area {result.val_area:.4f}",
+        f"- K = {result.k} (LearnedMap K = {result.k_learned_map}), validation Area {area}",
         f"- {len(result.models)} models: {', '.join(result.models)}",
         f"- left out (no cost or too few results): {', '.join(result.excluded_models) or 'none'}",
         "- prompts: " + ", ".join(f"{n:,} {split}" for split, n in result.n_prompts.items()),
         "- seconds: " + ", ".join(f"{step} {s:.1f}" for step, s in result.seconds.items()),
     ]
+    lines += [f"- note: {note}" for note in result.notes]
     if links:
-        lines.append(f"- MLflow run: [{result.mlflow_run_id}]({links['run']}), "
-                     f"[deferral curves]({links['curves']})")
+        lines.append(f"- MLflow run: [{run_id}]({links['run']}), [deferral curves]({links['curves']})")
     shown = candidates.drop(columns=["created_at"], errors="ignore")
     lines += ["", "## Candidates", "", markdown_table(shown) if len(shown) else "(none recorded)"]
     lines += ["", "## Held-out evaluation (test prompts, whole pool)", "",
@@ -159,18 +160,19 @@ def _read(db_path: Path, name: str, **params: Any) -> pd.DataFrame | None:
 
 def report_build(result: BuildResult, settings: Settings) -> None:
     """Artifacts of a build: summary with candidates and evaluation, the evaluation table, the curves image."""
-    candidates = _read(settings.db_path, "build_candidates", router_id=result.router_id,
-                       learned_map_router_id=result.learned_map_router_id)
-    links = mlflow_links(settings, result.mlflow_run_id)
+    candidates = _read(settings.db_path, "build_candidates", router_id=result.router_id)
+    logged = _read(settings.db_path, "router_mlflow_run", router_id=result.router_id)
+    run_id = str(logged.run_id.iloc[0]) if logged is not None and len(logged) else None
+    links = mlflow_links(settings, run_id)
     if candidates is not None:
-        create_markdown_artifact(build_markdown(result, candidates, links), key="uniroute-build",
+        create_markdown_artifact(build_markdown(result, candidates, run_id, links), key="uniroute-build",
                                  description=f"Nightly build {result.router_id}")
     create_table_artifact(evaluation_rows(result), key="uniroute-build-evaluation",
                           description=f"Held-out evaluation of {result.router_id}")
     if links:
         create_image_artifact(links["curves"], key="uniroute-deferral-curves",
                               description=f"Deferral curves of {result.router_id} (from the MLflow UI)")
-        create_link_artifact(links["run"], link_text=f"MLflow run {result.mlflow_run_id}", key="uniroute-mlflow-run")
+        create_link_artifact(links["run"], link_text=f"MLflow run {run_id}", key="uniroute-mlflow-run")
 
 
 def report_onboarding(result: OnboardResult, settings: Settings) -> None:

@@ -1,33 +1,26 @@
-"""Retries for the one failure that passes by itself: DuckDB's write lock held by another flow run.
+"""Retries for the one failure that passes by itself: another operation holding the store for too long.
 
-DuckDB lets one process write the store at a time (STACK.md). The served deployments (inbox every minute,
-publishing every 15 minutes, the nightly build, onboarding on events) can collide on it; the other run
-lets go within seconds or minutes. Every other failure (bad data, no champion, a bug) fails at once.
+A session waits for the store's writer lock (UNIROUTE_STORE_WAIT_SECONDS) and then gives up with StoreBusy,
+changing nothing. A nightly build holds the store for minutes, so a run that gave up can succeed a little
+later. Every other failure (bad data, no champion, a bug) fails at once. Scheduled flows (inbox, publish)
+need no retry: their next run comes within minutes.
 """
 
 from __future__ import annotations
 
-import duckdb
-
-
-def _is_lock_conflict(exc: BaseException | None) -> bool:
-    """Whether the exception, or one it was raised from, is DuckDB refusing a lock another process holds."""
-    seen = 0
-    while exc is not None and seen < 10:
-        if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
-            return True
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return False
+from uniroute.store import StoreBusy
 
 
 def store_was_busy(task, task_run, state) -> bool:
-    """Prefect retry condition: retry only when the task failed on the store's write lock."""
+    """Prefect retry condition: retry only when the task gave up waiting for the store."""
     try:
         state.result()
-    except Exception as exc:  # the task's own failure, re-raised by Prefect: inspect it, never swallow it
-        return _is_lock_conflict(exc)
+    except StoreBusy:
+        return True
+    except Exception:  # any other failure of the task: not transient, so no retry (Prefect reports it)
+        return False
     return False
 
 
-# Waits that outlast an inbox run or a publish (seconds) and most of a build's write steps (a minute).
-RETRY_WHEN_STORE_BUSY = {"retries": 3, "retry_delay_seconds": [5, 20, 60], "retry_condition_fn": store_was_busy}
+# With the session's own wait (120 s by default) between attempts, this covers a store held for about 12 minutes.
+RETRY_WHEN_STORE_BUSY = {"retries": 2, "retry_delay_seconds": [60, 300], "retry_condition_fn": store_was_busy}

@@ -14,6 +14,7 @@ LIBRARY = REPO / "uniroute"
 # rank are peers that must not import each other (ingest and embed both sit right above the store).
 STAGE_RANK = {
     "settings": 0,
+    "faults": 0,
     "store": 1,
     "ingest": 2,
     "embed": 2,

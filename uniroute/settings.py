@@ -19,6 +19,9 @@ OFFLINE_ENVIRONMENT = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
     "TOKENIZERS_PARALLELISM": "false",
+    # Quiet: MLflow's per-download progress bars and INFO lines are not for users of a command line.
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    "MLFLOW_LOGGING_LEVEL": "WARNING",
 }
 
 
@@ -33,6 +36,10 @@ class Settings(BaseSettings):
     seed: int = 0
     dask_address: str | None = None
     dask_workers: int = 2
+    store_wait_seconds: float = 120.0  # how long a writer waits for another operation to release the store
+    inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
+    sql_timeout_seconds: float = 30.0
+    sql_memory_limit: str = "1GB"
     # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.
     prefect_port: int = 4200
     mlflow_port: int = 5000

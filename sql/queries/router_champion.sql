@@ -1,2 +1,2 @@
--- The newest promoted router version of a kind.
-select * from routers where kind = $kind and promoted order by created_at desc, router_id desc limit 1
+-- The champion: the newest router version written with promoted = true.
+select * from routers where promoted order by created_at desc, router_id desc limit 1

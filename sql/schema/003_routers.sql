@@ -17,23 +17,41 @@ create table if not exists centroids (
     primary key (clustering_id, cluster)
 );
 
--- Grain: one row per router version. Onboarding writes a child version (parent_id) on the same clusters.
+-- Grain: one row per router version. Onboarding and retiring write a child version (parent_id) on the same
+-- clusters; a build writes its served router and, beside it, the candidates it compared (candidate_of).
+-- The champion is the newest version written with promoted = true.
 create table if not exists routers (
     router_id     varchar primary key,
     parent_id     varchar,
+    origin        varchar not null check (origin in ('build', 'onboard', 'retire')),
+    candidate_of  varchar,              -- the build's served router this one was compared with (not registered)
     clustering_id varchar not null,
-    kind          varchar not null check (kind in ('kmeans', 'learnedmap')),
+    kind          varchar not null,     -- kmeans, learnedmap, ...: the router's cluster map
     embedder_id   varchar not null,
     k             integer not null,
     models        varchar[] not null,
     val_area      double,               -- training LLMs' Area on validation prompts (champion criterion)
     promoted      boolean not null,     -- became champion when written
     reason        varchar not null,
-    mlflow_run_id varchar,
     data_fingerprint varchar not null,
-    artifact      blob not null,        -- the pickled frozen Router (numpy arrays only)
-    embedder_artifact blob,             -- the pickled fitted embedder when it cannot be rebuilt by name (TF-IDF)
+    router        blob not null,        -- the fitted router as npz arrays (uniroute.routers.serialize), no pickle
     created_at    timestamp not null
+);
+
+-- Grain: one row per fitted embedder (TF-IDF) that cannot be rebuilt by name: every router, parent or child,
+-- built on that embedder id finds it here.
+create table if not exists fitted_embedders (
+    embedder_id varchar primary key,
+    state       blob not null,          -- npz arrays (uniroute.embed.tfidf_to_bytes), no pickle
+    created_at  timestamp not null
+);
+
+-- Grain: one row per router version registered in MLflow: derived from the store by reconciliation.
+create table if not exists router_mlflow (
+    router_id     varchar primary key,
+    run_id        varchar not null,
+    model_version varchar not null,
+    logged_at     timestamp not null
 );
 
 -- Grain: one row per (router_id, model, cluster): a model's mean loss on one cluster, with its evidence.
@@ -74,16 +92,24 @@ create table if not exists router_curves (
 );
 
 -- Grain: one row per published version (a snapshot of routing tables for the champion and active pool).
+-- Written in the same transaction as its tables, after its folder is complete; `published/current` is then
+-- pointed at the newest row (and re-pointed by reconciliation after a crash).
 create table if not exists publications (
     version       varchar primary key,
     router_id     varchar not null,
-    mlflow_run_id varchar,
     embedder_id   varchar not null,
     pool          varchar[] not null,
     fingerprint   varchar not null,     -- router + pool + grid: an unchanged fingerprint publishes nothing
     checksum      varchar not null,     -- sha256 over the published files
     path          varchar not null,
     created_at    timestamp not null
+);
+
+-- Grain: one row per publication logged as an MLflow run: derived from the store by reconciliation.
+create table if not exists publication_mlflow (
+    version   varchar primary key,
+    run_id    varchar not null,
+    logged_at timestamp not null
 );
 
 -- Grain: one row per (version, cluster, budget) : the model a gateway sends that cluster's prompts to.

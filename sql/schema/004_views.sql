@@ -1,8 +1,8 @@
 -- Views over routing results: what users query with `uniroute sql`. Each comment states the grain.
 
--- Grain: one row: the newest promoted K-means router (the one that routes and gets published).
+-- Grain: one row: the newest promoted router version (the one that routes and gets published).
 create or replace view champion_router as
-select * exclude (artifact) from routers where kind = 'kmeans' and promoted order by created_at desc limit 1;
+select * exclude (router) from routers where promoted order by created_at desc, router_id desc limit 1;
 
 -- Grain: one row per (cluster, grid, budget or lambda) of the newest publication.
 create or replace view current_routing_table as

@@ -53,7 +53,7 @@ def test_ingest_then_read_only_sql(cli_home, tmp_path):
     assert rows == [{"prompt_id": "p1", "score": 1.0}, {"prompt_id": "p2", "score": 0.0}]
     assert _invoke("sql", "select count(*) as n from prompts", "--csv").output == "n\n2\n"
     refused = _invoke("sql", "delete from results")
-    assert refused.exit_code == 1 and "read-only" in refused.output
+    assert refused.exit_code == 2 and "read-only" in refused.output  # a refusal: exit code 2 (issue 10)
     assert _invoke("sql", "select count(*) from results").exit_code == 0  # nothing was deleted
     assert json.loads(_invoke("sql", "select count(*) as n from results", "--json").stdout) == [{"n": 2}]
 
@@ -76,8 +76,9 @@ def routed_home(cli_home, tmp_path):
     centroids = Centroids(centers)
     router = Router(embedder.embedder_id, ("coder", "atlas"), np.array([1.0, 4.0]),
                     np.array([[0.0, 1.0], [1.0, 0.0]]), centroids, np.ones((2, 2), dtype=np.int64))
-    registry.save_router_version(cli_home / "uniroute.duckdb", router, "kmeans-cli", "c1", centroids, "kmeans",
-                                 "fp", val_area=0.5, promoted=True, reason="test")
+    with store.session(cli_home / "uniroute.duckdb", "test") as s:
+        registry.save_router_version(s.con, router, "kmeans-cli", "c1", centroids, "kmeans", "fp", val_area=0.5,
+                                     promoted=True, reason="test")
     return cli_home
 
 
@@ -102,10 +103,13 @@ def test_publish_and_retire_through_the_cli(routed_home):
     first = json.loads(_invoke("publish", "--json").stdout)
     assert first["published"] and set(first["pool"]) == {"coder", "atlas"}
     assert "nothing changed" in _invoke("publish").output
-    assert _invoke("retire", "atlas").exit_code == 0
-    second = json.loads(_invoke("publish", "--json").stdout)
-    assert second["published"] and second["pool"] == ["coder"]
+    retired = json.loads(_invoke("retire", "atlas", "--json").stdout)
+    # Retiring republishes at once: the published tables lose the model without waiting for a publish.
+    assert retired["published"]["published"] and retired["published"]["pool"] == ["coder"]
+    assert "nothing changed" in _invoke("publish").output
     with store.opened(routed_home / "uniroute.duckdb", read_only=True) as con:
         models = {r[0] for r in con.execute("select distinct model from current_routing_table").fetchall()}
     assert models == {"coder"}
+    refused = _invoke("route", "Which city is France's capital?", "--pool", "atlas")
+    assert refused.exit_code == 1 and "retired" in refused.output
     assert _invoke("retire", "nobody").exit_code == 1

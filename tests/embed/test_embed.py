@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import embedded
 from uniroute import embed, store
 
 ALGEBRA = [
@@ -131,20 +132,20 @@ def test_embed_batches_matches_encode(tfidf: embed.TfidfEmbedder) -> None:
 def test_cache_hit_does_not_reembed(db_path: Path, tfidf: embed.TfidfEmbedder) -> None:
     counting = CountingEmbedder(tfidf)
     texts = [ALGEBRA[0], COOKING[0], ALGEBRA[0], ALGEBRA[1]]  # a duplicate is embedded once
-    first = embed.embed_cached(db_path, texts, counting)
+    first = embedded(db_path, texts, counting)
     assert sorted(counting.seen) == sorted({ALGEBRA[0], COOKING[0], ALGEBRA[1]})
     np.testing.assert_allclose(first, tfidf.encode(texts), atol=1e-6)
     np.testing.assert_array_equal(first[0], first[2])
 
     counting.seen.clear()
     more = [COOKING[1], ALGEBRA[1], COOKING[0], ALGEBRA[0]]
-    second = embed.embed_cached(db_path, more, counting)
+    second = embedded(db_path, more, counting)
     assert counting.seen == [COOKING[1]]  # only the new text
     np.testing.assert_allclose(second, tfidf.encode(more), atol=1e-6)
     assert second.dtype == np.float32 and second.shape == (4, 6)
 
     counting.seen.clear()
-    embed.embed_cached(db_path, more, counting)
+    embedded(db_path, more, counting)
     assert counting.seen == []
     with store.opened(db_path, read_only=True) as con:
         counts = store.query(con, "embedding_counts")
@@ -153,9 +154,9 @@ def test_cache_hit_does_not_reembed(db_path: Path, tfidf: embed.TfidfEmbedder) -
 
 def test_cache_is_per_embedder(db_path: Path, tfidf: embed.TfidfEmbedder) -> None:
     other = embed.fit_tfidf(ALGEBRA + COOKING, dim=5, seed=1, progress=False)
-    embed.embed_cached(db_path, ALGEBRA, tfidf)
+    embedded(db_path, ALGEBRA, tfidf)
     counting = CountingEmbedder(other)
-    X = embed.embed_cached(db_path, ALGEBRA, counting)
+    X = embedded(db_path, ALGEBRA, counting)
     assert counting.seen == ALGEBRA and X.shape == (4, 5)
     with store.opened(db_path, read_only=True) as con:
         counts = store.query(con, "embedding_counts")
@@ -164,7 +165,7 @@ def test_cache_is_per_embedder(db_path: Path, tfidf: embed.TfidfEmbedder) -> Non
 
 def test_cache_keys_are_text_hashes(db_path: Path, tfidf: embed.TfidfEmbedder) -> None:
     texts = ["naïve café — 数学 equation", "plain ascii equation", ""]
-    embed.embed_cached(db_path, texts, tfidf)
+    embedded(db_path, texts, tfidf)
     with store.opened(db_path, read_only=True) as con:
         counts = store.query(con, "embedding_counts")
     assert counts["n_vectors"].tolist() == [3]
@@ -175,16 +176,16 @@ def test_cache_keys_are_text_hashes(db_path: Path, tfidf: embed.TfidfEmbedder) -
 def test_cache_chunked_writes_and_empty_input(db_path: Path, tfidf: embed.TfidfEmbedder) -> None:
     texts = [f"{w} number {i}" for i, w in enumerate(ALGEBRA * 5)]
     shown = embed.fit_tfidf(ALGEBRA + COOKING, dim=6, seed=0, progress=True)  # the progress-bar path too
-    X = embed.embed_cached(db_path, texts, shown, chunk_texts=3)
+    X = embedded(db_path, texts, shown, chunk_texts=3)
     np.testing.assert_allclose(X, tfidf.encode(texts), atol=1e-6)
-    assert embed.embed_cached(db_path, [], tfidf).shape == (0, 6)
+    assert embedded(db_path, [], tfidf).shape == (0, 6)
 
 
 def test_cache_with_minilm(db_path: Path, minilm: embed.MiniLMEmbedder) -> None:
-    X = embed.embed_cached(db_path, COOKING, minilm)
+    X = embedded(db_path, COOKING, minilm)
     np.testing.assert_allclose(X, minilm.encode(COOKING), atol=1e-6)
     counting = CountingEmbedder(minilm)
-    np.testing.assert_array_equal(embed.embed_cached(db_path, COOKING[::-1], counting), X[::-1])
+    np.testing.assert_array_equal(embedded(db_path, COOKING[::-1], counting), X[::-1])
     assert counting.seen == []
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from uniroute import store
 from uniroute.pipeline import registry
 from uniroute.settings import Settings
 
@@ -73,18 +74,28 @@ def pipeline(tmp_path_factory, prefect_harness, shared_datasets):
         _restore(previous)
 
 
+def _champion(db_path: Path) -> registry.RouterVersion:
+    with store.opened(db_path, read_only=True) as con:
+        return registry.load_champion(con)
+
+
+def _version(db_path: Path, router_id: str) -> registry.RouterVersion:
+    with store.opened(db_path, read_only=True) as con:
+        return registry.load_router_version(con, router_id)
+
+
 def test_build_versions_a_router_and_logs_its_lineage(pipeline):
     import mlflow
 
     settings, build = pipeline.settings, pipeline.build
     assert (settings.inbox_dir / "done" / "logs.parquet").exists()
     assert build["prompts_embedded_on_dask"] == N_PROMPTS  # the embedding ran on the Dask task runner
-    champion = registry.load_champion(settings.db_path)
+    champion = _champion(settings.db_path)
     assert champion.router_id == build["router_id"] and champion.parent_id is None
     assert pipeline.newcomer not in champion.router.models and len(champion.router.models) == 10
     assert set(build["metrics"]) == {"kmeans", "learnedmap", "zero", "knn"}
     client = mlflow.MlflowClient(tracking_uri=settings.mlflow_uri)
-    run = client.get_run(build["mlflow_run_id"])
+    run = client.get_run(client.get_model_version_by_alias("uniroute-router", "champion").run_id)
     assert run.data.params["k"] == str(build["k"]) and "data_fingerprint" in run.data.params
     assert {"kmeans_area", "zero_area", "knn_area", "val_area"} <= set(run.data.metrics)
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
@@ -94,28 +105,28 @@ def test_build_versions_a_router_and_logs_its_lineage(pipeline):
 
 
 def test_served_pyfunc_routes_like_uniroute_route(pipeline):
-    from uniroute.pipeline.serving import route_texts
+    from uniroute.pipeline.serving import route_texts, routing_source
     from uniroute.pipeline.tracking import load_router_model
 
     settings = pipeline.settings
     prompts = pipeline.logs.drop_duplicates("prompt_id")["prompt"].head(12).tolist()
     model = load_router_model("models:/uniroute-router@champion", tracking_uri=settings.mlflow_uri)
+    source = routing_source(settings.db_path, settings.published_dir)
     for params in ({"lambda": 0.0}, {"lambda": 50.0}, {"budget": 0.3}):
         served = model.predict(pd.DataFrame({"prompt": prompts}), params=params)
-        ours = route_texts(settings.db_path, prompts, lam=params.get("lambda"), budget=params.get("budget"))
+        ours = route_texts(source, prompts, lam=params.get("lambda"), budget=params.get("budget"))
         assert served["model"].tolist() == ours["model"].tolist(), params
 
 
 def test_dask_build_equals_single_process_build(pipeline, tmp_path):
     """The same data built in-process (no Dask) gives the same embeddings, K, centroids and Psi."""
-    from uniroute.ingest import ingest_file
-    from uniroute.pipeline.build import run_build
+    from tests.helpers import build, ingest
 
     other = Settings(home=tmp_path / "single")
-    ingest_file(other.db_path, pipeline.settings.inbox_dir / "done" / "logs.parquet", progress=False)
-    single = run_build(other.db_path, "minilm", pipeline.settings.seed)
-    a = registry.load_router_version(pipeline.settings.db_path, pipeline.build["router_id"]).router
-    b = registry.load_router_version(other.db_path, single.router_id).router
+    ingest(other.db_path, pipeline.settings.inbox_dir / "done" / "logs.parquet", progress=False)
+    single = build(other.db_path, "minilm", pipeline.settings.seed)
+    a = _version(pipeline.settings.db_path, pipeline.build["router_id"]).router
+    b = _version(other.db_path, single.router_id).router
     assert single.k == pipeline.build["k"] and a.models == b.models
     np.testing.assert_array_equal(a.assigner.centers, b.assigner.centers)
     np.testing.assert_array_equal(a.psi, b.psi)
@@ -188,8 +199,7 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
     env = {**os.environ, "PREFECT_API_URL": pipeline.api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
     runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING], cwd=REPO, env=env)
     try:
-        wait_until_served(ONBOARDING)
-        time.sleep(3)  # the trigger's automation is created with the deployment; give the service a moment
+        wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
         val = read_only_query(settings.db_path, "select prompt_id from prompt_splits where split = 'val'")
         landed = pipeline.logs[(pipeline.logs.model == newcomer) & pipeline.logs.prompt_id.isin(set(val.prompt_id))]
         landed.to_parquet(settings.inbox_dir / "newcomer.parquet", index=False)
@@ -201,12 +211,10 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
     finally:
         runner.terminate()
         runner.wait(timeout=30)
-    champion = registry.load_champion(settings.db_path)
+    champion = _champion(settings.db_path)
     assert champion.parent_id == pipeline.build["router_id"] and newcomer in champion.router.models
-    np.testing.assert_array_equal(
-        champion.router.assigner.centers,
-        registry.load_router_version(settings.db_path, pipeline.build["router_id"]).router.assigner.centers,
-    )
+    parent = _version(settings.db_path, pipeline.build["router_id"])
+    np.testing.assert_array_equal(champion.router.assigner.centers, parent.router.assigner.centers)
     name, artifacts = _flow_run_and_artifacts(onboarding.id)
     assert name == f"onboarded {newcomer} -> {champion.router_id}"
     assert f"# Onboarded {newcomer}" in artifacts["uniroute-onboarding"].data

@@ -31,8 +31,8 @@ def _build() -> BuildResult:
         reason="validation Area 0.6123 >= champion's 0.6000",
         metrics={"zero": {"area": 0.5, "area50": 0.2, "qnc": math.inf, "peak": 0.7},
                  "kmeans": {"area": 0.6, "area50": 0.25, "qnc": 0.41666, "peak": 0.8}},
-        models=("a", "b", "c"), excluded_models=(), n_prompts={"train": 60, "val": 10, "test": 30},
-        mlflow_run_id="run1", seconds={"fit": 1.25})
+        models=("a", "b", "c"), excluded_models=(), roles={"training": ["a", "b", "c"]},
+        n_prompts={"train": 60, "val": 10, "test": 30}, seconds={"fit": 1.25})
 
 
 def _query(db: Path, name: str, **params):
@@ -48,17 +48,18 @@ def test_evaluation_rows_are_json_safe_and_best_first():
 
 def test_build_markdown_shows_outcome_candidates_evaluation_and_mlflow_links(db_path):
     db = write_views_store(db_path)
-    candidates = _query(db, "build_candidates", router_id="R2", learned_map_router_id="L2")
-    # R2 is this build's K-means router (L2 was never written); R1 is the champion it was measured against.
+    candidates = _query(db, "build_candidates", router_id="R2")
+    # R2 stands in for this build's served router (no candidate was written beside it); R1 is the champion
+    # it was measured against.
     assert candidates[["role", "router_id"]].values.tolist() == [
-        ["this build (K-means)", "R2"], ["champion before this build", "R1"]]
+        ["this build (served)", "R2"], ["champion before this build", "R1"]]
     links = mlflow_links(Settings(mlflow_port=5123), "run1")
     assert links == {"run": "http://127.0.0.1:5123/#/runs/run1",
                      "curves": "http://127.0.0.1:5123/get-artifact?path=deferral_curves.png&run_uuid=run1"}
-    text = build_markdown(_build(), candidates, links)
+    text = build_markdown(_build(), candidates, "run1", links)
     assert text.startswith("# Nightly build: R2\n\n**Promoted to champion**: validation Area 0.6123 >= champion's")
     assert "- MLflow run: [run1](http://127.0.0.1:5123/#/runs/run1), [deferral curves](" in text
-    assert "| this build (K-means) | R2 | kmeans | 2 | 0.5 | True | test |" in text
+    assert "| this build (served) | R2 | kmeans | 2 | 0.5 | True | test |" in text
     assert "| kmeans | 0.6 | 0.25 | 0.4167 | 0.8 |" in text and "| zero | 0.5 | 0.2 | inf | 0.7 |" in text
     assert build_run_name(_build()) == "built R2 K=2 3 models (champion)"
     assert mlflow_links(Settings(), None) == {}
@@ -91,7 +92,7 @@ def test_onboarding_markdown_counts_the_evidence_of_each_new_model(db_path):
     db = write_views_store(db_path)
     evidence = _query(db, "models_evidence", router_id="R2", models=["c"])
     assert evidence[["cluster", "val_answers", "uses_fallback"]].values.tolist() == [[0, 3, False], [1, 0, True]]
-    text = onboarding_markdown(OnboardResult("R2", "R1", ("c",), 4, 0.5, None), evidence)
+    text = onboarding_markdown(OnboardResult("R2", "R1", ("c",), (), 4, 0.5), evidence)
     assert "Router R2 (child of R1) on the same clusters; 4 new validation prompts embedded in 0.50 s." in text
     # 2 clusters, 1 with evidence, 1 on fallback; error (.1 * 3 + .5 * 1) / 4 with clusters weighted by their prompts
     assert "| c | 2 | 1 | 1 | 3 | 0.2 |" in text

@@ -1,76 +1,73 @@
-"""Retries only for the store's write lock held by another process; every other failure fails at once."""
+"""Prefect retries a task only when it gave up waiting for the store (StoreBusy); any other failure fails once."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
-import pytest
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
 
-from flows.transient import _is_lock_conflict
+from flows.transient import RETRY_WHEN_STORE_BUSY, store_was_busy
 from uniroute import store
 
-HOLD = ("import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('locked', flush=True); "
-        "time.sleep(float(sys.argv[2]))")
+HOLD = ("import sys, time; from pathlib import Path; from uniroute import store\n"
+        "with store.session(Path(sys.argv[1]), 'build'):\n"
+        "    print('holding', flush=True); time.sleep(float(sys.argv[2]))")
+QUICK = {**RETRY_WHEN_STORE_BUSY, "retry_delay_seconds": [3, 3]}  # the real delays, shortened for the test
 
 
 @contextmanager
-def store_held_by_another_process(db_path, seconds: float):
-    """A real second process holding DuckDB's write lock on the store for `seconds`."""
-    with store.opened(db_path):
-        pass
+def store_held_by_another_process(db_path: Path, seconds: float):
+    """A real second process holding the store's writer lock (a session, as a build does) for `seconds`."""
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db_path), str(seconds)], stdout=subprocess.PIPE,
                               text=True)
     try:
-        assert holder.stdout.readline().strip() == "locked"
+        assert holder.stdout.readline().strip() == "holding"
         yield holder
     finally:
         holder.kill()
         holder.wait()
 
 
-def test_only_a_lock_conflict_counts_as_transient(db_path):
-    with store_held_by_another_process(db_path, 30), pytest.raises(store.StoreError) as caught:
-        store.connect(db_path)
-    assert _is_lock_conflict(caught.value)
-    assert not _is_lock_conflict(store.StoreError("no champion"))
-    assert not _is_lock_conflict(ValueError("score 1.5 outside [0, 1]"))
+@task(name="write-to-the-store", cache_policy=NO_CACHE, **QUICK)
+def write_to_the_store(db_path: Path) -> str:
+    with store.session(db_path, "test", wait_seconds=0.5) as s:
+        return s.op_id
 
 
-def _task_runs(flow_run_id) -> dict[str, int]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    async def read():
-        async with get_client() as client:
-            return await client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
-
-    return {run.name.rsplit("-", 1)[0]: run.run_count for run in asyncio.run(read())}
+@task(name="fail-on-bad-input", cache_policy=NO_CACHE, **QUICK)
+def fail_on_bad_input() -> None:
+    raise ValueError("score 1.5 outside [0, 1]")
 
 
-def test_inbox_flow_waits_out_another_process_holding_the_store(prefect_harness, home, monkeypatch):
-    from flows.ingest import ingest_inbox
+def _run_count(state) -> int:
+    with get_client(sync_client=True) as client:
+        return client.read_task_run(state.state_details.task_run_id).run_count
 
-    monkeypatch.setenv("UNIROUTE_HOME", str(home))
-    (home / "inbox").mkdir()
-    (home / "inbox" / "val.csv").write_text("prompt_id,prompt,model,score,cost,split\np1,Q,m,1,0.5,val\n")
-    with store_held_by_another_process(home / "uniroute.duckdb", 3):
-        state = ingest_inbox(return_state=True)
+
+def test_a_task_that_gave_up_on_a_busy_store_is_retried(prefect_harness, db_path):
+    with store.opened(db_path):
+        pass
+    with store_held_by_another_process(db_path, 120) as holder:
+        verdicts = []
+
+        def decide_then_let_go(task, task_run, state) -> bool:
+            """The real condition; once it has said "retry", the other process finishes (as a build would)."""
+            verdicts.append(store_was_busy(task, task_run, state))
+            holder.kill()
+            holder.wait()
+            return verdicts[-1]
+
+        state = write_to_the_store.with_options(retry_condition_fn=decide_then_let_go)(db_path, return_state=True)
+    assert verdicts == [True]  # the first attempt gave up on the busy store, and that is transient
     assert state.is_completed(), state
-    assert [o["status"] for o in state.result()] == ["ingested"]
-    assert _task_runs(state.state_details.flow_run_id) == {"ingest-inbox-files": 2}  # failed on the lock, retried
+    assert _run_count(state) == 2
 
 
-def test_a_failure_that_would_fail_again_is_not_retried(prefect_harness, home, monkeypatch):
-    from flows.publish import publish_routing_tables
-
-    monkeypatch.setenv("UNIROUTE_HOME", str(home))
-    with store.opened(home / "uniroute.duckdb"):
-        pass  # a store without any router: publishing has nothing to publish
-    state = publish_routing_tables(return_state=True)
-    assert state.is_failed()
-    with pytest.raises(LookupError, match="no champion"):
-        state.result()
-    assert _task_runs(state.state_details.flow_run_id) == {"publish-snapshot": 1}
+def test_any_other_failure_is_not_retried(prefect_harness):
+    state = fail_on_bad_input(return_state=True)
+    assert state.is_failed() and _run_count(state) == 1

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.helpers import ingest
 from tests.ingest.files import BASE, LONG_HEADER, WIDE_HEADER, long_csv, snapshot, wide_row, write
-from uniroute.ingest import IngestError, ingest_file
+from uniroute.ingest import IngestError
 
 # ---------------------------------------------------------------------------------------------- bad input
 
@@ -133,7 +134,7 @@ def base_store(tmp_path_factory) -> Path:
     """A store holding BASE, copied by each bad-input case (cheaper than ingesting it 40 times)."""
     folder = tmp_path_factory.mktemp("base")
     db = folder / "base.duckdb"
-    ingest_file(db, write(folder / "base.csv", BASE), progress=False)
+    ingest(db, write(folder / "base.csv", BASE), progress=False)
     return db
 
 
@@ -145,12 +146,12 @@ def test_bad_input_ends_in_a_precise_error_or_quarantine_and_nothing_else(base_s
     path = write(tmp_path / "case" / name, content)
     if expected[0] == "error":
         with pytest.raises(IngestError, match=expected[1]) as raised:
-            ingest_file(db_path, path, progress=False)
+            ingest(db_path, path, progress=False)
         assert str(path) in str(raised.value)
         assert snapshot(db_path) == before
         return
     _, pattern, accepted, quarantined = expected
-    summary = ingest_file(db_path, path, progress=False)
+    summary = ingest(db_path, path, progress=False)
     after = snapshot(db_path)
     assert (summary.rows_accepted, summary.rows_quarantined) == (accepted, quarantined)
     assert len(after["results"]) - len(before["results"]) == accepted

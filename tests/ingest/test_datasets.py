@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers import ingest
 from uniroute import store
-from uniroute.ingest import ingest_file
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def as_records(frame: pd.DataFrame, columns: list[str]) -> set[tuple]:
 
 def ingest_all(db_path: Path, paths: list[Path]) -> list:
     assert paths, "no files to ingest"
-    return [ingest_file(db_path, path, progress=False) for path in paths]
+    return [ingest(db_path, path, progress=False) for path in paths]
 
 
 def assert_reingest_adds_nothing(db_path: Path, paths: list[Path]) -> None:

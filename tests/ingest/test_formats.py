@@ -9,14 +9,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.helpers import ingest
 from tests.ingest.files import WIDE_HEADER, long_csv, rows, wide_row, write
-from uniroute.ingest import ingest_file
 
 
 def test_long_csv_lands_prompts_models_results(db_path, tmp_path):
     path = write(tmp_path / "a.csv", long_csv(
         "p1,What is 1+1?,m1,1,0.5", "p1,What is 1+1?,m2,0,", "p2,Name a colour.,m1,0.25,0.5"))
-    summary = ingest_file(db_path, path, progress=False)
+    summary = ingest(db_path, path, progress=False)
     assert (summary.status, summary.format) == ("ingested", "long-csv")
     assert (summary.rows_read, summary.rows_accepted, summary.rows_quarantined) == (3, 3, 0)
     assert (summary.new_prompts, summary.new_models) == (2, 2)
@@ -57,7 +57,7 @@ def test_long_format_is_detected_by_content_whatever_the_name(db_path, tmp_path,
         import pandas as pd
 
         pd.DataFrame(records).to_csv(path, index=False)
-    summary = ingest_file(db_path, path, progress=False)
+    summary = ingest(db_path, path, progress=False)
     assert summary.format == f"long-{kind}"
     assert rows(db_path, "select prompt_id, text, benchmark, split from prompts order by 1") == [
         ("p1", "First, with a comma", "b", "val"), ("p2", 'Second "quoted"\nline', None, None)]
@@ -72,7 +72,7 @@ def test_routerbench_wide_csv_rows_and_costs(db_path, tmp_path):
     path = write(tmp_path / "rb.csv", WIDE_HEADER + wide_row(
         7, "arc.1", ["Question: ", "why?"], {"m1": "1.0", "m2": "0.0", "m3": "nan"},
         {"m1": "0.25", "m2": "0.5", "m3": "0.75"}))
-    summary = ingest_file(db_path, path, progress=False)
+    summary = ingest(db_path, path, progress=False)
     assert summary.format == "routerbench-wide-csv" and summary.rows_accepted == 2
     assert rows(db_path, "select prompt_id, text, benchmark from prompts") == [("rb0-7", "Question: why?", "arc")]
     assert rows(db_path, "select model, score, cost from results order by 1") == [
@@ -87,7 +87,7 @@ def test_routerbench_prompt_split_over_two_rows_is_merged(db_path, tmp_path):
     text += wide_row(11, "s1", ["Q1"], {"m1": "1.0", "m2": "0.0"}, {"m1": "1", "m2": "1", "m3": "1"})
     text += wide_row(20, "s2", ["Q2"], {"m1": "1.0"}, {"m1": "1"})
     text += wide_row(21, "s2", ["Q3"], {"m1": "0.0"}, {"m1": "1"})
-    summary = ingest_file(db_path, write(tmp_path / "rb.csv", text), progress=False)
+    summary = ingest(db_path, write(tmp_path / "rb.csv", text), progress=False)
     assert summary.new_prompts == 3
     assert rows(db_path, "select prompt_id, text from prompts order by 1") == [
         ("rb0-11", "Q1"), ("rb0-20", "Q2"), ("rb0-21", "Q3")]
@@ -101,8 +101,8 @@ def test_routerbench_split_prompt_merges_across_files_in_either_order(db_path, t
     fuller = write(tmp_path / "y.csv", WIDE_HEADER + wide_row(
         11, "s1", ["Q1"], {"m1": "1.0", "m2": "0.0"}, {"m1": "1", "m2": "1"}))
     first, second = (fuller, partial) if fuller_first else (partial, fuller)
-    ingest_file(db_path, first, progress=False)
-    summary = ingest_file(db_path, second, progress=False)
+    ingest(db_path, first, progress=False)
+    summary = ingest(db_path, second, progress=False)
     assert summary.merged_prompts == 1 and summary.new_prompts == 0
     assert rows(db_path, "select prompt_id, text from prompts") == [("rb0-11", "Q1")]
     assert rows(db_path, "select prompt_id, model, score, cost from results order by 2") == [
@@ -118,8 +118,8 @@ def test_routerdc_generative_scores_are_kept_and_probabilities_become_correctnes
         {"question": "Q1", "scores": {"m1": 0.3, "m2": 1}}, {"question": "Q2", "scores": {"m1": 0, "m2": 0.7}}]))
     prob = write(tmp_path / "mc_like_train.json", json.dumps([
         {"question": "Q1", "scores": {"m1": 0.8123, "m2": 0}, "cluster_id": 3}]))
-    assert ingest_file(db_path, grid, progress=False).format == "routerdc-json"
-    ingest_file(db_path, prob, progress=False)
+    assert ingest(db_path, grid, progress=False).format == "routerdc-json"
+    ingest(db_path, prob, progress=False)
     pid = "rdc-" + hashlib.sha1(b"gsm_like\0Q1").hexdigest()[:16]
     assert rows(db_path, f"select model, score, raw_score from results where prompt_id = '{pid}' order by 1") == [
         ("m1", 0.3, None), ("m2", 1.0, None)]
@@ -134,7 +134,7 @@ def test_routerdc_duplicate_questions_keep_the_first_and_quarantine_a_conflict(d
         {"question": "Q", "scores": {"m1": 1, "m2": 0}},
         {"question": "Q", "scores": {"m1": 1, "m2": 1}},
     ]))
-    summary = ingest_file(db_path, path, progress=False)
+    summary = ingest(db_path, path, progress=False)
     assert (summary.rows_accepted, summary.rows_duplicate, summary.rows_quarantined) == (2, 3, 1)
     [(row, reason)] = rows(db_path, "select row_number, reason from quarantine")
     assert row == 3 and reason.startswith('model "m2": duplicate of (') and "on row 1" in reason

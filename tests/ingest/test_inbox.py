@@ -14,7 +14,7 @@ def test_process_inbox_moves_files_to_done_and_failed(db_path, tmp_path):
     write(inbox / "b.csv", "prompt_id,prompt,model\np1,Q,m1\n")
     write(inbox / "c.csv.part", long_csv("p3,Q,m1,1,"))  # still being written
     write(inbox / "done" / "a.csv", "an older file of the same name")
-    outcomes = process_inbox(db_path, inbox)
+    outcomes = process_inbox(db_path, inbox, settle_seconds=0.05)
     assert [(o.name, o.status) for o in outcomes] == [("a.csv", "ingested"), ("b.csv", "failed")]
     assert outcomes[0].landed_models == ("m1",)
     assert Path(outcomes[0].moved_to) == inbox / "done" / "a.1.csv"
@@ -22,7 +22,7 @@ def test_process_inbox_moves_files_to_done_and_failed(db_path, tmp_path):
     assert "missing required columns ['score', 'cost']" in (inbox / "failed" / "b.csv.reason.txt").read_text()
     assert sorted(p.name for p in inbox.iterdir()) == ["c.csv.part", "done", "failed"]
     assert outcomes[1].as_dict()["error"].endswith("(needs ['prompt_id', 'prompt', 'model', 'score', 'cost'])")
-    assert process_inbox(db_path, inbox) == []
+    assert process_inbox(db_path, inbox, settle_seconds=0.05) == []
 
 
 # ---------------------------------------------------------------------------------------------- bad input

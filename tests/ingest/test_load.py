@@ -15,23 +15,24 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from tests.helpers import ingest
 from tests.ingest.files import BASE, long_csv, rows, snapshot, write
 from uniroute import store
-from uniroute.ingest import IngestError, ingest_file, load, set_default_cost
+from uniroute.ingest import IngestError, load, set_default_cost
 
 
 def test_reingesting_a_file_changes_nothing(db_path, tmp_path):
     path = write(tmp_path / "a.csv", long_csv("p1,Q one,m1,1,0.5", "p2,Q two,m1,0,0.5"))
-    ingest_file(db_path, path, progress=False)
+    ingest(db_path, path, progress=False)
     before = snapshot(db_path)
-    again = ingest_file(db_path, path, progress=False)
+    again = ingest(db_path, path, progress=False)
     assert again.status == "skipped" and again.rows_accepted == 0
     assert snapshot(db_path) == before
 
 
 def test_identical_rows_in_another_file_are_skipped_not_duplicated(db_path, tmp_path):
-    ingest_file(db_path, write(tmp_path / "a.csv", long_csv("p1,Q one,m1,1,0.5")), progress=False)
-    summary = ingest_file(
+    ingest(db_path, write(tmp_path / "a.csv", long_csv("p1,Q one,m1,1,0.5")), progress=False)
+    summary = ingest(
         db_path, write(tmp_path / "b.csv", long_csv("p1,Q one,m1,1.0,0.50", "p1,Q one,m2,0,0.1")), progress=False)
     assert (summary.rows_accepted, summary.rows_duplicate, summary.new_prompts) == (1, 1, 0)
     assert rows(db_path, "select count(*) from results") == [(2,)]
@@ -39,34 +40,39 @@ def test_identical_rows_in_another_file_are_skipped_not_duplicated(db_path, tmp_
 
 def test_split_option_marks_prompts_and_a_contradicting_column_is_quarantined(db_path, tmp_path):
     path = write(tmp_path / "a.csv", "prompt_id,prompt,model,score,cost,split\np1,Q,m1,1,,\np2,R,m1,1,,test\n")
-    summary = ingest_file(db_path, path, split="val", progress=False)
+    summary = ingest(db_path, path, split="val", progress=False)
     assert rows(db_path, "select prompt_id, split from prompts") == [("p1", "val")]
     assert summary.rows_quarantined == 1
     assert rows(db_path, "select row_number, reason from quarantine") == [
         (2, 'split "test" in the file but --split val was given')]
     with pytest.raises(IngestError, match="split must be one of"):
-        ingest_file(db_path, path, split="validation", progress=False)
+        ingest(db_path, path, split="validation", progress=False)
 
 
 def test_landed_models_are_those_with_new_results_on_val_or_unknown_split(db_path, tmp_path):
     path = write(tmp_path / "a.csv", "prompt_id,prompt,model,score,cost,split\n"
                  "p1,Q,m_train,1,,train\np2,R,m_val,1,,val\np3,S,m_unknown,1,,\np4,T,m_val,0,,test\n")
-    summary = ingest_file(db_path, path, progress=False)
+    summary = ingest(db_path, path, progress=False)
     assert summary.landed_models == ("m_unknown", "m_val")
     # the same results again land nothing new
-    again = ingest_file(db_path, write(tmp_path / "b.csv", path.read_text() + "\n"), progress=False)
+    again = ingest(db_path, write(tmp_path / "b.csv", path.read_text() + "\n"), progress=False)
     assert again.landed_models == () and again.rows_duplicate == 4
 
 
+def set_cost(db_path, model, cost):
+    with store.session(db_path, "set-cost") as s:
+        set_default_cost(s.con, model, cost)
+
+
 def test_set_default_cost(db_path, tmp_path):
-    ingest_file(db_path, write(tmp_path / "a.csv", long_csv("p1,Q,gpt-x,1,")), progress=False)
-    set_default_cost(db_path, "gpt-x", 0.002)
+    ingest(db_path, write(tmp_path / "a.csv", long_csv("p1,Q,gpt-x,1,")), progress=False)
+    set_cost(db_path, "gpt-x", 0.002)
     assert rows(db_path, "select default_cost from models") == [(0.002,)]
     with pytest.raises(IngestError, match=r"unknown model 'gpt-y'.*did you mean \['gpt-x'\]"):
-        set_default_cost(db_path, "gpt-y", 1.0)
+        set_cost(db_path, "gpt-y", 1.0)
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(IngestError, match="finite number >= 0"):
-            set_default_cost(db_path, "gpt-x", bad)
+            set_cost(db_path, "gpt-x", bad)
     assert rows(db_path, "select default_cost from models") == [(0.002,)]
 
 
@@ -92,12 +98,12 @@ def test_cli_ingest_and_set_cost(home, tmp_path, monkeypatch):
 
 def test_progress_bar_only_on_large_files(db_path, tmp_path, capsys, monkeypatch):
     path = write(tmp_path / "a.csv", long_csv("p1,Q,m1,1,0.5"))
-    ingest_file(db_path, path, progress=True)
+    ingest(db_path, path, progress=True)
     assert "stage" not in capsys.readouterr().err
     monkeypatch.setattr(load, "LARGE_FILE_BYTES", 1)
-    ingest_file(db_path, write(tmp_path / "b.csv", long_csv("p2,Q,m1,1,0.5")), progress=True)
+    ingest(db_path, write(tmp_path / "b.csv", long_csv("p2,Q,m1,1,0.5")), progress=True)
     assert "b.csv" in capsys.readouterr().err
-    ingest_file(db_path, write(tmp_path / "c.csv", long_csv("p3,Q,m1,1,0.5")), progress=False)
+    ingest(db_path, write(tmp_path / "c.csv", long_csv("p3,Q,m1,1,0.5")), progress=False)
     assert capsys.readouterr().err == ""
 
 
@@ -108,7 +114,7 @@ def test_progress_bar_only_on_large_files(db_path, tmp_path, capsys, monkeypatch
 
 
 def test_a_failure_while_writing_rolls_the_whole_file_back(db_path, tmp_path, monkeypatch):
-    ingest_file(db_path, write(tmp_path / "base.csv", BASE), progress=False)
+    ingest(db_path, write(tmp_path / "base.csv", BASE), progress=False)
     before = snapshot(db_path)
     real_execute = store.execute
 
@@ -120,18 +126,18 @@ def test_a_failure_while_writing_rolls_the_whole_file_back(db_path, tmp_path, mo
     monkeypatch.setattr(store, "execute", failing)
     path = write(tmp_path / "new.csv", long_csv("q1,Q,m9,1,0.1"))
     with pytest.raises(RuntimeError, match="disk full"):
-        ingest_file(db_path, path, progress=False)
+        ingest(db_path, path, progress=False)
     monkeypatch.setattr(store, "execute", real_execute)
     assert snapshot(db_path) == before
-    assert ingest_file(db_path, path, progress=False).rows_accepted == 1
+    assert ingest(db_path, path, progress=False).rows_accepted == 1
 
 
 KILL_SCRIPT = """
 import logging, sys
 from pathlib import Path
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
-from uniroute.ingest import ingest_file
-ingest_file(Path(sys.argv[1]), Path(sys.argv[2]), progress=False)
+from tests.helpers import ingest
+ingest(Path(sys.argv[1]), Path(sys.argv[2]), progress=False)
 """
 
 
@@ -154,7 +160,7 @@ def _big_long_parquet(path: Path, n_prompts: int, n_models: int) -> Path:
 
 @pytest.mark.slow
 def test_killed_mid_ingest_leaves_the_store_as_before_and_a_rerun_works(db_path, tmp_path):
-    ingest_file(db_path, write(tmp_path / "base.csv", BASE), progress=False)
+    ingest(db_path, write(tmp_path / "base.csv", BASE), progress=False)
     before = snapshot(db_path)
     big = _big_long_parquet(tmp_path / "big.parquet", 200_000, 10)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -171,6 +177,6 @@ def test_killed_mid_ingest_leaves_the_store_as_before_and_a_rerun_works(db_path,
     assert proc.returncode == -signal.SIGKILL, "".join(seen)
     assert any(": writing" in line for line in seen), "".join(seen)
     assert snapshot(db_path) == before
-    summary = ingest_file(db_path, big, progress=False)
+    summary = ingest(db_path, big, progress=False)
     assert (summary.rows_accepted, summary.new_prompts, summary.new_models) == (2_000_000, 200_000, 10)
     assert rows(db_path, "select count(*) from results") == [(2_000_002,)]

@@ -16,23 +16,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from uniroute import store as uniroute_store
+from uniroute.pipeline import registry
 from uniroute.pipeline.tracking import (
     CHALLENGER,
     CHAMPION,
     REGISTERED_NAME,
+    SyncReport,
     champion_version,
     compact_val,
     load_router_model,
-    log_build,
-    log_onboard,
-    log_publish,
     pool_of,
     prompts_of,
     routed_frame,
+    sync_mlflow,
 )
 from uniroute.routers.kmeans import Centroids, fit_centroids
 from uniroute.routers.psi import psi_from_losses
 from uniroute.routers.router import EmbedderMismatch, Router
+from uniroute.routers.tables import validation_proxy
 from uniroute.settings import Settings
 
 mlflow = pytest.importorskip("mlflow")
@@ -50,7 +52,7 @@ def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def store(settings: Settings, migrated_db: Path) -> tuple[str, Path]:
+def tracking(settings: Settings, migrated_db: Path) -> tuple[str, Path]:
     """(tracking URI, artifact root) under a fresh UNIROUTE_HOME, its store a copy of the migrated empty one."""
     shutil.copyfile(migrated_db, settings.home / "mlflow.db")
     return settings.mlflow_uri, settings.mlflow_artifacts
@@ -64,39 +66,22 @@ def tiny_router() -> Router:
     return Router("toy-embedder", ("cheap", "big", "mid"), np.array([1.0, 10.0, 5.0]), psi, centroids)
 
 
-@pytest.fixture
-def build_files(tmp_path: Path) -> dict[str, Path]:
-    """Stand-ins for the build's artifact files: centroids, Psi table, routing table, deferral PNG."""
-    folder = tmp_path / "build_out"
-    folder.mkdir()
-    np.save(folder / "centroids.npy", np.eye(2, dtype=np.float32))
-    pd.DataFrame({"model": ["cheap", "big"], "c0": [0.1, 0.5], "c1": [0.9, 0.1]}).to_csv(folder / "psi.csv")
-    (folder / "routing_table.json").write_text(json.dumps({"0": "cheap", "1": "big"}))
-    # A real (tiny) PNG from matplotlib, as the evaluation writes one.
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(1, 1))
-    ax.plot([0, 1], [0.5, 0.8])
-    fig.savefig(folder / "deferral.png")
-    plt.close(fig)
-    return {
-        "centroids.npy": folder / "centroids.npy",
-        "psi.csv": folder / "psi.csv",
-        "routing_table.json": folder / "routing_table.json",
-        "deferral_curve.png": folder / "deferral.png",  # logged under its key, not its file name
-    }
+def _save(db_path: Path, router: Router, router_id: str, promoted: bool = True, origin: str = "build",
+          parent_id: str | None = None, val_area: float | None = 0.7, metrics: bool = True) -> None:
+    """A router version in the store, as a build (with held-out metrics and curves) or onboarding writes it."""
+    metric_rows = pd.DataFrame({"method": ["kmeans", "kmeans"], "metric": ["area", "peak"], "value": [0.71, 0.9]})
+    curves = pd.DataFrame({"method": "kmeans", "point": [0, 1], "cost": [0.2, 0.9], "score": [0.5, 0.8]})
+    with uniroute_store.session(db_path, "test") as s:
+        registry.save_router_version(
+            s.con, router, router_id, registry.clustering_id_of(router.assigner), router.assigner, "kmeans", "fp-1",
+            val_area, promoted, f"test {origin}", parent_id=parent_id, origin=origin,
+            metrics=metric_rows if metrics else None, curves=curves if metrics else None,
+        )
 
 
-BUILD_PARAMS = {"k": 2, "embedder_id": "toy-embedder", "pool": ["cheap", "big", "mid"], "data_fingerprint": "abc123"}
-BUILD_METRICS = {"area/kmeans": 0.71, "area50/kmeans": 0.33, "qnc/kmeans": 0.8, "peak/kmeans": 0.9}
-
-
-def _build(store, router, files, router_id, val_area, **kw):
-    uri, root = store
-    return log_build(uri, root, router, router_id, BUILD_PARAMS, BUILD_METRICS, files, val_area, **kw)
+def _sync(db_path: Path, tracking: tuple[str, Path]) -> SyncReport:
+    with uniroute_store.session(db_path, "reconcile") as s:
+        return sync_mlflow(s.con, *tracking)
 
 
 def _client(uri: str):
@@ -104,7 +89,7 @@ def _client(uri: str):
 
 
 def _artifact_paths(client, run_id: str) -> set[str]:
-    """Every file path logged to the run (recursively)."""
+    """Every file path logged to the run (recursively), outside the logged model's own folder."""
     out, todo = set(), [None]
     while todo:
         for info in client.list_artifacts(run_id, todo.pop()):
@@ -112,114 +97,97 @@ def _artifact_paths(client, run_id: str) -> set[str]:
     return out
 
 
-# ---- build / onboard / publish runs ---------------------------------------------------------------------
+def _mlflow_rows(db_path: Path) -> list[tuple]:
+    with uniroute_store.opened(db_path, read_only=True) as con:
+        return con.execute("select router_id, model_version from router_mlflow order by router_id").fetchall()
 
 
-def test_build_run_records_params_metrics_artifacts_and_becomes_champion(store, tiny_router, build_files):
-    record = _build(store, tiny_router, build_files, "r-001", val_area=0.70)
+# ---- MLflow follows the store ---------------------------------------------------------------------------
 
-    assert record.promoted and record.alias == CHAMPION and record.model_version == "1"
-    assert "no champion yet" in record.reason
-    client = _client(store[0])
-    run = client.get_run(record.run_id)
-    assert run.info.status == "FINISHED"
-    assert run.data.tags["kind"] == "build" and run.data.tags["router_id"] == "r-001"
-    assert run.data.params == {"k": "2", "embedder_id": "toy-embedder", "pool": "cheap,big,mid",
-                               "data_fingerprint": "abc123"}
-    assert run.data.metrics == pytest.approx({**BUILD_METRICS, "val_area": 0.70})
-    assert _artifact_paths(client, record.run_id) == {
-        "centroids.npy", "psi.csv", "routing_table.json", "deferral_curve.png"
-    }
-    experiment = client.get_experiment(run.info.experiment_id)
-    assert experiment.name == "uniroute"
-    assert experiment.artifact_location == store[1].resolve().as_uri()
-    logged = store[1] / record.run_id / "artifacts"
-    assert (logged / "deferral_curve.png").read_bytes() == build_files["deferral_curve.png"].read_bytes()
 
+def test_sync_logs_a_build_and_points_champion_at_it(db_path, tracking, tiny_router):
+    _save(db_path, tiny_router, "r-001")
+    report = _sync(db_path, tracking)
+    assert report.registered == ["r-001"] and report.aliases == {CHAMPION: "1"}
+    client = _client(tracking[0])
     version = client.get_model_version_by_alias(REGISTERED_NAME, CHAMPION)
-    assert str(version.version) == "1" and version.run_id == record.run_id
-    assert version.tags["router_id"] == "r-001" and float(version.tags["val_area"]) == 0.70
-    assert champion_version(store[0]) == {"version": "1", "run_id": record.run_id, "router_id": "r-001",
-                                          "val_area": 0.70}
+    assert str(version.version) == "1" and version.tags["router_id"] == "r-001"
+    assert version.tags["embedder_id"] == "toy-embedder" and float(version.tags["val_area"]) == 0.7
+    run = client.get_run(version.run_id)
+    assert run.data.tags["kind"] == "build" and run.data.tags["router_id"] == "r-001"
+    assert run.data.params["pool"] == "cheap,big,mid" and run.data.params["k"] == "2"
+    assert run.data.metrics == pytest.approx({"kmeans_area": 0.71, "kmeans_peak": 0.9, "val_area": 0.7})
+    assert {"psi.csv", "deferral_curves.csv", "deferral_curves.png", "routing_table.csv",
+            "centroids.npy"} <= _artifact_paths(client, version.run_id)
+    experiment = client.get_experiment(run.info.experiment_id)
+    assert experiment.name == "uniroute" and experiment.artifact_location == tracking[1].resolve().as_uri()
+    assert champion_version(tracking[0])["router_id"] == "r-001"
+    assert _mlflow_rows(db_path) == [("r-001", "1")]
 
 
-def test_worse_build_stays_challenger_with_the_reason_and_a_better_one_takes_over(store, tiny_router, build_files):
-    first = _build(store, tiny_router, build_files, "r-001", val_area=0.70)
-    worse = _build(store, tiny_router, build_files, "r-002", val_area=0.65)
+def test_sync_is_idempotent_and_adopts_what_a_killed_run_registered(db_path, tracking, tiny_router):
+    _save(db_path, tiny_router, "r-001")
+    _sync(db_path, tracking)
+    again = _sync(db_path, tracking)
+    assert again.registered == [] and again.aliases == {}
+    # A run killed after MLflow registered the router but before the store recorded it: found by its tag.
+    with uniroute_store.session(db_path, "test") as s:
+        s.con.execute("delete from router_mlflow")
+    adopted = _sync(db_path, tracking)
+    assert adopted.adopted == ["r-001"] and adopted.registered == []
+    assert len(_client(tracking[0]).search_model_versions(f"name = '{REGISTERED_NAME}'")) == 1
+    assert _mlflow_rows(db_path) == [("r-001", "1")]
 
-    assert not worse.promoted and worse.alias == CHALLENGER and worse.model_version == "2"
-    assert "0.65 < champion version 1" in worse.reason and "challenger" in worse.reason
-    client = _client(store[0])
-    tags = client.get_run(worse.run_id).data.tags
-    assert tags["promoted"] == "false" and tags["promotion_reason"] == worse.reason
-    assert champion_version(store[0])["run_id"] == first.run_id
-    assert str(client.get_model_version_by_alias(REGISTERED_NAME, CHALLENGER).version) == "2"
 
-    # Equal Area is "not worse": it takes over, and the stale challenger alias is cleared.
-    tie = _build(store, tiny_router, build_files, "r-003", val_area=0.70)
-    assert tie.promoted and tie.alias == CHAMPION and ">= champion version 1" in tie.reason
-    assert champion_version(store[0])["router_id"] == "r-003"
+def test_the_store_decides_champion_and_challenger(db_path, tracking, tiny_router):
+    _save(db_path, tiny_router, "r-001", promoted=True)
+    _save(db_path, tiny_router, "r-002", promoted=False, val_area=0.6)  # a build the store did not promote
+    _sync(db_path, tracking)
+    client = _client(tracking[0])
+    assert client.get_model_version_by_alias(REGISTERED_NAME, CHAMPION).tags["router_id"] == "r-001"
+    assert client.get_model_version_by_alias(REGISTERED_NAME, CHALLENGER).tags["router_id"] == "r-002"
+    # An onboarded child of the champion becomes champion; the stale challenger is older than it: cleared.
+    child = tiny_router.with_model("newbie", np.array([0.05, 0.95]), cost=0.5)
+    _save(db_path, child, "r-003", origin="onboard", parent_id="r-001", metrics=False)
+    report = _sync(db_path, tracking)
+    assert report.aliases == {CHAMPION: "3", CHALLENGER: "(removed)"}
+    version = client.get_model_version_by_alias(REGISTERED_NAME, CHAMPION)
+    assert version.tags["router_id"] == "r-003" and version.tags["parent_router_id"] == "r-001"
+    assert client.get_run(version.run_id).data.tags["kind"] == "onboard"
     assert CHALLENGER not in client.get_registered_model(REGISTERED_NAME).aliases
 
 
-def test_onboard_moves_champion_and_records_the_parent(store, tiny_router, build_files):
-    _build(store, tiny_router, build_files, "r-001", val_area=0.70)
-    _build(store, tiny_router, build_files, "r-002", val_area=0.60)  # a challenger, not the parent
-    onboarded = tiny_router.with_model("newbie", np.array([0.05, 0.95]), cost=0.5)
-    uri, root = store
+def test_publications_are_logged_as_runs(db_path, tracking, tiny_router, tmp_path):
+    from tests.helpers import publish
 
-    record = log_onboard(uri, root, onboarded, "r-001+newbie", "r-001", {"model": "newbie"},
-                         {"psi_rows": 1.0}, {"psi.csv": build_files["psi.csv"]})
-
-    assert record.promoted and record.alias == CHAMPION and record.model_version == "3"
-    assert "r-001 (version 1)" in record.reason
-    client = _client(uri)
-    run = client.get_run(record.run_id)
-    assert run.data.tags["kind"] == "onboard"
-    assert run.data.tags["parent_router_id"] == "r-001" and run.data.tags["parent_version"] == "1"
-    assert run.data.params == {"model": "newbie"}
-    assert _artifact_paths(client, record.run_id) == {"psi.csv"}
-    version = client.get_model_version(REGISTERED_NAME, "3")
-    assert version.tags["parent_router_id"] == "r-001"
-    assert version.tags["val_area_source"] == "inherited from parent version 1"
-    assert champion_version(uri) == {"version": "3", "run_id": record.run_id, "router_id": "r-001+newbie",
-                                     "val_area": 0.70}
-    # The onboarded champion is what the next build must beat.
-    assert not _build(store, tiny_router, build_files, "r-004", val_area=0.69).promoted
+    _save(db_path, tiny_router, "r-001")
+    with uniroute_store.session(db_path, "test") as s:
+        store_models = pd.DataFrame({"model": list(tiny_router.models), "default_cost": 1.0, "status": "active",
+                                     "first_seen": pd.Timestamp("2026-01-01")})
+        uniroute_store.write_frame(s.con, "models", store_models)
+    result = publish(db_path, tmp_path / "published")
+    report = _sync(db_path, tracking)
+    assert report.publications == [result.version]
+    client = _client(tracking[0])
+    runs = client.search_runs([client.get_experiment_by_name("uniroute").experiment_id],
+                              filter_string="tags.kind = 'publish'")
+    assert len(runs) == 1 and runs[0].data.params["version"] == result.version
+    assert "routes.parquet" in _artifact_paths(_client(tracking[0]), runs[0].info.run_id)
 
 
-def test_publish_run(store, build_files):
-    uri, root = store
-    files = {"routing_table.json": build_files["routing_table.json"]}
-    run_id = log_publish(uri, root, "r-001", {"budgets": [0.1, 0.5, 1.0]}, files)
-
-    run = _client(uri).get_run(run_id)
-    assert run.data.tags["kind"] == "publish" and run.data.tags["router_id"] == "r-001"
-    assert run.data.params == {"budgets": "0.1,0.5,1.0"}
-    assert _artifact_paths(_client(uri), run_id) == {"routing_table.json"}
+def test_store_of_another_home_is_refused(db_path, tracking, tiny_router, tmp_path):
+    _save(db_path, tiny_router, "r-001")
+    _sync(db_path, tracking)
+    _save(db_path, tiny_router, "r-002")
+    with pytest.raises(ValueError, match="artifacts at"), uniroute_store.session(db_path, "reconcile") as s:
+        sync_mlflow(s.con, tracking[0], tmp_path / "elsewhere")
 
 
-def test_missing_artifact_fails_before_any_run(store, tiny_router, build_files, tmp_path):
-    files = {**build_files, "psi.csv": tmp_path / "nope.csv"}
-    with pytest.raises(FileNotFoundError, match="nope.csv"):
-        _build(store, tiny_router, files, "r-001", val_area=0.7)
-    with pytest.raises(ValueError, match="plain file names"):
-        _build(store, tiny_router, {"sub/psi.csv": build_files["psi.csv"]}, "r-001", val_area=0.7)
-    with pytest.raises(ValueError, match="val_area must be finite"):
-        _build(store, tiny_router, build_files, "r-001", val_area=float("nan"))
-    assert champion_version(store[0]) is None
-
-
-def test_store_of_another_home_is_refused(store, tiny_router, build_files, tmp_path):
-    _build(store, tiny_router, build_files, "r-001", val_area=0.7)
-    with pytest.raises(ValueError, match="artifacts at"):
-        log_build(store[0], tmp_path / "elsewhere", tiny_router, "r-002", {}, {}, {}, 0.8)
-
-
-def test_global_tracking_uri_is_left_as_it_was(store, tiny_router, build_files, monkeypatch):
+def test_global_tracking_uri_is_left_as_it_was(db_path, tracking, tiny_router, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     mlflow.set_tracking_uri(None)
-    _build(store, tiny_router, build_files, "r-001", val_area=0.7)
+    _save(db_path, tiny_router, "r-001")
+    _sync(db_path, tracking)
     assert not mlflow.is_tracking_uri_set()
     assert "MLFLOW_TRACKING_URI" not in os.environ
 
@@ -327,10 +295,11 @@ def fitted(embedder):
 
 
 @pytest.fixture
-def champion_model(store, fitted, build_files):
-    router, X_val = fitted
-    _build(store, router, build_files, "r-real", val_area=0.8, val_embeddings=X_val)
-    return load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=store[0])
+def champion_model(db_path, tracking, fitted):
+    router, _ = fitted
+    _save(db_path, router, "r-real")
+    _sync(db_path, tracking)
+    return load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=tracking[0])
 
 
 def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
@@ -348,9 +317,10 @@ def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
         assert got["model"].tolist() == router.route_names(X, lam).tolist()
     got = champion_model.predict(request, params={"pool": "chef,generalist"})
     assert got["model"].tolist() == router.route_names(X, 0.0, ["chef", "generalist"]).tolist()
-    # Budget 0.6 of the priciest pool model (coder, 3.0): a mean cost of 1.8 forces a mix of models.
+    # Budget 0.6 of the priciest pool model (coder, 3.0): a mean cost of 1.8 forces a mix of models. The model
+    # carries the validation stand-in `uniroute route --budget` uses (centroids weighted by their evidence).
     pool = ["mathwiz", "chef", "coder"]
-    lam = router.lambda_for_budget(X_val, 0.6, pool)
+    lam = router.lambda_for_budget(validation_proxy(router), 0.6, pool)
     assert lam > 0
     got = champion_model.predict(request, params={"budget": 0.6, "pool": ",".join(pool)})
     assert got["model"].tolist() == router.route_names(X, lam, pool).tolist()
@@ -358,12 +328,34 @@ def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
         champion_model.predict(request, params={"pool": "chef,nobody"})
 
 
-def test_pyfunc_refuses_a_router_fitted_on_another_embedder(store, fitted, build_files):
+def test_a_tfidf_router_is_served_with_its_fitted_embedder(db_path, tracking):
+    from uniroute.embed import fit_tfidf
+
+    prompts = [p for group in TOPICS.values() for p in group]
+    embedder = fit_tfidf(prompts, dim=8, seed=0, progress=False)
+    X = embedder.encode(prompts)
+    centroids = fit_centroids(X, k=3, seed=0)
+    topic = np.repeat(np.arange(3), [len(g) for g in TOPICS.values()])
+    losses = np.full((len(prompts), len(MODELS)), 1.0)
+    losses[np.arange(len(prompts)), topic] = 0.0
+    psi = psi_from_losses(centroids.assign(X), losses, 3, MODELS)
+    router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
+    with uniroute_store.session(db_path, "test") as s:
+        registry.save_router_version(s.con, router, "r-tfidf", registry.clustering_id_of(centroids), centroids,
+                                     "kmeans", "fp", 0.7, True, "test", fitted_embedder=embedder)
+    _sync(db_path, tracking)
+    model = load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=tracking[0])
+    got = model.predict(pd.DataFrame({"prompt": NEW_PROMPTS}))
+    assert got["model"].tolist() == router.route_names(embedder.encode(NEW_PROMPTS)).tolist()
+
+
+def test_pyfunc_refuses_a_router_fitted_on_another_embedder(db_path, tracking, fitted):
     router, _ = fitted
-    foreign = Router("some-other-embedder", router.models, router.costs, router.psi, router.assigner)
-    _build(store, foreign, build_files, "r-foreign", val_area=0.8)
-    with pytest.raises(EmbedderMismatch, match="some-other-embedder"):
-        load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=store[0])
+    foreign = Router("minilm:some-other-version", router.models, router.costs, router.psi, router.assigner)
+    _save(db_path, foreign, "r-foreign")
+    _sync(db_path, tracking)
+    with pytest.raises(EmbedderMismatch, match="some-other-version"):
+        load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=tracking[0])
 
 
 def _free_port() -> int:
@@ -373,10 +365,12 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_mlflow_models_serve_answers_a_routing_request(store, fitted, build_files, embedder):
+def test_mlflow_models_serve_answers_a_routing_request(db_path, tracking, fitted, embedder):
     """`mlflow models serve --env-manager local` on the champion answers like Router.route_names."""
-    router, X_val = fitted
-    _build(store, router, build_files, "r-real", val_area=0.8, val_embeddings=X_val)
+    router, _ = fitted
+    _save(db_path, router, "r-real")
+    _sync(db_path, tracking)
+    store = tracking
     port = _free_port()
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "MLFLOW_TRACKING_URI": store[0], "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}

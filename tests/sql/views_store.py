@@ -21,11 +21,11 @@ T1 = datetime(2026, 11, 1, 9, 0)
 def routers_frame() -> pd.DataFrame:
     """The two router versions: the build R1 and its onboarding child R2."""
     common = {"clustering_id": "C1", "kind": "kmeans", "embedder_id": "e", "k": 2, "val_area": 0.5,
-              "promoted": True, "reason": "test", "mlflow_run_id": None, "data_fingerprint": "f",
-              "artifact": b"", "embedder_artifact": None}
+              "promoted": True, "reason": "test", "data_fingerprint": "f", "router": b"", "candidate_of": None}
     return pd.DataFrame([
-        {**common, "router_id": "R1", "parent_id": None, "models": ["a", "b"], "created_at": T0},
-        {**common, "router_id": "R2", "parent_id": "R1", "models": ["a", "b", "c"], "created_at": T1},
+        {**common, "router_id": "R1", "parent_id": None, "origin": "build", "models": ["a", "b"], "created_at": T0},
+        {**common, "router_id": "R2", "parent_id": "R1", "origin": "onboard", "models": ["a", "b", "c"],
+         "created_at": T1},
     ])
 
 
@@ -48,9 +48,9 @@ def _routes(version: str, cluster0: str) -> list[dict]:
 def write_views_store(db_path: Path) -> Path:
     """Write the hand-checked store into db_path; returns db_path."""
     pubs = pd.DataFrame([
-        {"version": "V1", "router_id": "R1", "mlflow_run_id": None, "embedder_id": "e", "pool": ["a", "b"],
+        {"version": "V1", "router_id": "R1", "embedder_id": "e", "pool": ["a", "b"],
          "fingerprint": "f1", "checksum": "x", "path": "/p/V1", "created_at": datetime(2026, 11, 1, 3, 0)},
-        {"version": "V2", "router_id": "R2", "mlflow_run_id": None, "embedder_id": "e", "pool": ["a", "b", "c"],
+        {"version": "V2", "router_id": "R2", "embedder_id": "e", "pool": ["a", "b", "c"],
          "fingerprint": "f2", "checksum": "y", "path": "/p/V2", "created_at": datetime(2026, 11, 1, 10, 0)},
     ])
     costs = pd.DataFrame({"router_id": ["R1", "R1", "R2", "R2", "R2"], "model": ["a", "b", "a", "b", "c"],

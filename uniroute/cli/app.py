@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -31,10 +33,52 @@ def settings_from_env() -> Settings:
     return settings
 
 
-def fail(message: str) -> None:
+# Exit codes: 1 for an error, 2 for a refusal (a request that is not allowed, e.g. SQL that would write).
+EXIT_ERROR = 1
+EXIT_REFUSED = 2
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """One line on stderr, non-zero exit."""
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=1)
+    raise typer.Exit(code=code)
+
+
+def say(message: str) -> None:
+    """A one-line note on stderr (results go to stdout)."""
+    typer.echo(message, err=True)
+
+
+@contextmanager
+def one_line_errors(*kinds: type[BaseException]) -> Iterator[None]:
+    """Turn the library's errors (and the store's) into one line on stderr and exit code 1."""
+    from uniroute.store import StoreError
+
+    try:
+        yield
+    except (StoreError, *kinds) as exc:
+        fail(str(exc))
+
+
+@contextmanager
+def session(settings: Settings, operation: str, inputs: str = "", atomic: bool = True) -> Iterator[Any]:
+    """A store session that says, once, on stderr when it waits for another operation to finish."""
+    from uniroute import store
+
+    with store.session(settings.db_path, operation, inputs=inputs, wait_seconds=settings.store_wait_seconds,
+                       on_wait=say, atomic=atomic) as s:
+        yield s
+
+
+def reconcile_after(settings: Settings) -> None:
+    """Bring what is derived from the store (MLflow, `published/current`) up to date after an operation."""
+    from uniroute.pipeline.reconcile import reconcile
+
+    with session(settings, "reconcile") as s:
+        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts)
+    for finding in report.findings:
+        if finding.status == "broken":
+            say(f"warning: {finding.check}: {finding.detail} (see `uniroute doctor`)")
 
 
 @app.callback()

@@ -8,7 +8,19 @@ from typing import Annotated
 
 import typer
 
-from uniroute.cli.app import JsonFlag, app, fail, models_app, print_frame, settings_from_env
+from uniroute.cli.app import (
+    EXIT_REFUSED,
+    JsonFlag,
+    app,
+    fail,
+    models_app,
+    one_line_errors,
+    print_frame,
+    reconcile_after,
+    say,
+    session,
+    settings_from_env,
+)
 
 
 @app.command()
@@ -26,15 +38,58 @@ def ingest(
         fail(f"--split must be train, val or test, not {split!r}")
     summaries = []
     for path in paths:
-        try:
-            summary = ingest_file(settings.db_path, path, split=split, progress=not as_json)
-        except (IngestError, FileNotFoundError) as exc:
-            fail(str(exc))
+        with one_line_errors(IngestError), session(settings, "ingest", inputs=str(path)) as s:
+            summary = ingest_file(s.con, path, split=split, progress=not as_json)
+            s.detail = summary.line()
         summaries.append(summary)
         if not as_json:
             typer.echo(summary.line())
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries]))
+
+
+@app.command()
+def inbox(
+    onboard: Annotated[bool, typer.Option("--onboard/--no-onboard", help="Onboard the models whose validation "
+                                          "results landed (what the Prefect event triggers).")] = True,
+    as_json: JsonFlag = False,
+):
+    """Process the inbox once: ingest complete files, move them to done/ or failed/, onboard landed models.
+
+    For schedulers other than Prefect (cron): the inbox flow calls the same function. Writers put files in
+    $UNIROUTE_HOME/inbox as NAME.part and rename them to NAME when complete.
+    """
+    from uniroute.ingest import process_inbox
+
+    settings = settings_from_env()
+    with one_line_errors():
+        outcomes = process_inbox(settings.db_path, settings.inbox_dir, settle_seconds=settings.inbox_settle_seconds,
+                                 on_wait=say)
+    landed = list(dict.fromkeys(m for o in outcomes for m in o.landed_models))
+    onboarded = None
+    if onboard and landed:
+        from uniroute.pipeline import registry
+        from uniroute.pipeline.onboard import OnboardError, onboard_models
+
+        with one_line_errors(OnboardError), session(settings, "onboard", inputs=",".join(landed)) as s:
+            if registry.champion_id(s.con) is not None:
+                onboarded = onboard_models(s.con, landed)
+                s.detail = onboarded.line()
+        if onboarded is not None:
+            reconcile_after(settings)
+    if as_json:
+        typer.echo(json.dumps({"files": [o.as_dict() for o in outcomes],
+                               "onboarded": None if onboarded is None else onboarded.as_dict()}))
+        return
+    for outcome in outcomes:
+        detail = outcome.summary.line() if outcome.summary is not None else outcome.error
+        typer.echo(f"{outcome.name}: {outcome.status} -> {outcome.moved_to} ({detail})")
+    if not outcomes:
+        typer.echo(f"nothing waiting in {settings.inbox_dir}")
+    if onboarded is not None:
+        typer.echo(onboarded.line())
+    elif landed and onboard:
+        typer.echo(f"{', '.join(landed)} will join the pool at the first build (no router yet)")
 
 
 @app.command()
@@ -67,10 +122,17 @@ def sql(
     fmt: Annotated[str | None, typer.Option("--format", help="Output: table (default), json, csv or markdown.")] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV (same as --format csv).")] = False,
+    timeout: Annotated[float | None, typer.Option(help="Stop the query after this many seconds "
+                                                  "(default: UNIROUTE_SQL_TIMEOUT_SECONDS, 30).")] = None,
 ):
-    """Run a read-only SQL query on the store; statements that would write are refused."""
+    """Run a read-only SQL query on the store (sandboxed: SELECT only, no file or network access).
+
+    While a build, ingest or onboarding holds the store, the query runs on the published snapshot's tables
+    instead, and a line on stderr says which version answered.
+    """
     from uniroute.cli.formats import FORMATS, render
-    from uniroute.store import StoreError, read_only_query
+    from uniroute.pipeline.user_sql import run_user_sql
+    from uniroute.store import Sandbox, SqlRefused
 
     flagged = [name for name, on in (("json", as_json), ("csv", as_csv)) if on]
     if fmt is not None and fmt not in FORMATS:
@@ -79,22 +141,26 @@ def sql(
         fail(f"choose one output format, not {' and '.join(sorted(set(flagged + ([fmt] if fmt else []))))}")
     fmt = fmt or (flagged[0] if flagged else "table")
     settings = settings_from_env()
-    try:
-        frame = read_only_query(settings.db_path, statement)
-    except StoreError as exc:
-        fail(str(exc))
-    typer.echo(render(frame, fmt), nl=fmt != "csv")
+    if timeout is not None and not timeout > 0:
+        fail(f"--timeout must be a number of seconds > 0, not {timeout}")
+    sandbox = Sandbox(timeout_seconds=timeout or settings.sql_timeout_seconds, memory_limit=settings.sql_memory_limit)
+    with one_line_errors():
+        try:
+            result = run_user_sql(settings.db_path, settings.published_dir, statement, sandbox)
+        except SqlRefused as exc:
+            fail(str(exc), code=EXIT_REFUSED)
+    if result.note:
+        say(result.note)
+    typer.echo(render(result.frame, fmt), nl=fmt != "csv")
 
 
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False):
-    """List the models with their status, default cost and result counts."""
-    from uniroute.store import StoreError, read_only_query
+    """List the models with their status and default cost."""
+    from uniroute.store import read_only_query
 
-    try:
+    with one_line_errors():
         frame = read_only_query(settings_from_env().db_path, "select * from models order by model")
-    except StoreError as exc:
-        fail(str(exc))
     print_frame(frame, as_json)
 
 
@@ -106,8 +172,7 @@ def models_set_cost(
     """Set a model's default cost, used where its result rows carry no cost."""
     from uniroute.ingest import IngestError, set_default_cost
 
-    try:
-        set_default_cost(settings_from_env().db_path, model, cost)
-    except IngestError as exc:
-        fail(str(exc))
+    settings = settings_from_env()
+    with one_line_errors(IngestError), session(settings, "set-cost", inputs=model) as s:
+        set_default_cost(s.con, model, cost)
     typer.echo(f"{model}: default cost {cost}")

@@ -1,14 +1,29 @@
-"""Commands for operations: build, onboard, retire, publish, route."""
+"""Commands for operations: build, onboard, retire, publish, route, doctor.
+
+Each state-changing command is one store session (one transaction, recorded in the operations log); what is
+derived from the store (MLflow, `published/current`) is brought up to date right after it commits.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from uniroute.cli.app import JsonFlag, app, fail, print_frame, settings_from_env
+from uniroute.cli.app import (
+    JsonFlag,
+    app,
+    fail,
+    one_line_errors,
+    print_frame,
+    reconcile_after,
+    say,
+    session,
+    settings_from_env,
+)
 
 
 @app.command("build")
@@ -17,15 +32,17 @@ def build_command(
     seed: Annotated[int | None, typer.Option(help="Seed for K-means and the LearnedMap.")] = None,
     as_json: JsonFlag = False,
 ):
-    """The nightly job on what is in the store: choose K, fit, compute Psi, evaluate, log, version."""
-    from uniroute.pipeline.build import BuildError, run_build
+    """The nightly job on what is in the store: choose K, fit, compute Psi, evaluate, version, log to MLflow."""
+    from uniroute.pipeline.build import run_build
+    from uniroute.pipeline.build_data import BuildError
 
     settings = settings_from_env()
-    try:
-        result = run_build(settings.db_path, embedder or settings.embedder, settings.seed if seed is None else seed,
-                           settings.mlflow_uri, settings.mlflow_artifacts)
-    except BuildError as exc:
-        fail(str(exc))
+    name, seed = embedder or settings.embedder, settings.seed if seed is None else seed
+    with one_line_errors(BuildError), session(settings, "build", inputs=f"embedder={name} seed={seed}") as s:
+        result = run_build(s.con, name, seed)
+        s.detail = result.line()
+    with one_line_errors():
+        reconcile_after(settings)
     typer.echo(json.dumps(result.as_dict(), default=str) if as_json else result.line())
 
 
@@ -35,34 +52,61 @@ def onboard(
                                                 "ingest format; prompts without a split count as validation.")],
     as_json: JsonFlag = False,
 ):
-    """Add or refresh models from their validation results, on the champion's frozen clusters."""
+    """Add or refresh models from their validation results, on the champion's frozen clusters.
+
+    Ingesting the file and writing the new router version are one transaction; running it again is safe and
+    says when the models are already routable.
+    """
     from uniroute.ingest import IngestError, ingest_file
     from uniroute.pipeline.onboard import OnboardError, onboard_models
 
     settings = settings_from_env()
-    models: list[str] = []
-    try:
+    with one_line_errors(IngestError, OnboardError, LookupError), session(
+        settings, "onboard", inputs=",".join(map(str, results))
+    ) as s:
+        models: list[str] = []
         for path in results:
-            summary = ingest_file(settings.db_path, path, split="val", progress=not as_json)
-            models += [m for m in summary.landed_models if m not in models]
+            summary = ingest_file(s.con, path, split="val", progress=not as_json)
+            models += [m for m in summary.models if m not in models]
         if not models:
-            fail(f"no new validation results in {', '.join(map(str, results))}: nothing to onboard")
-        result = onboard_models(settings.db_path, models, settings.mlflow_uri, settings.mlflow_artifacts)
-    except (IngestError, OnboardError, LookupError, FileNotFoundError) as exc:
-        fail(str(exc))
+            raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard")
+        result = onboard_models(s.con, models)
+        s.detail = result.line()
+    if result.models:
+        with one_line_errors():
+            reconcile_after(settings)
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
 @app.command()
-def retire(model: Annotated[str, typer.Argument(help="Model to take out of the pool.")]):
-    """Remove a model from the pool (routing and publishing skip it; its results stay)."""
-    from uniroute.pipeline.onboard import OnboardError, retire_model
+def retire(
+    model: Annotated[str, typer.Argument(help="Model to take out of the pool.")],
+    as_json: JsonFlag = False,
+):
+    """Take a model out of the pool at once: a new router version without it, republished if anything was.
 
-    try:
-        retire_model(settings_from_env().db_path, model)
-    except OnboardError as exc:
-        fail(str(exc))
-    typer.echo(f"retired {model}")
+    Its results stay; onboarding it again brings it back.
+    """
+    from uniroute.pipeline.publish import latest_publication, publish_champion, switch_current_after_commit
+    from uniroute.pipeline.retire import RetireError, retire_model
+    from uniroute.pipeline.snapshot import PublishError
+
+    settings = settings_from_env()
+    published = None
+    with one_line_errors(RetireError, PublishError), session(settings, "retire", inputs=model) as s:
+        result = retire_model(s.con, model)
+        if result.router_id is not None and latest_publication(s.con) is not None:
+            published = publish_champion(s.con, settings.published_dir)
+            switch_current_after_commit(s, settings.published_dir, published)
+        s.detail = result.line()
+    with one_line_errors():
+        reconcile_after(settings)
+    if as_json:
+        typer.echo(json.dumps({**result.as_dict(), "published": None if published is None else published.as_dict()}))
+        return
+    typer.echo(result.line())
+    if published is not None and published.published:
+        typer.echo(f"republished {published.version} without {model}")
 
 
 @app.command("publish")
@@ -71,26 +115,64 @@ def publish_command(
     as_json: JsonFlag = False,
 ):
     """Write the champion's routing tables for the active pool (atomic, versioned)."""
-    from uniroute.pipeline.publish import PublishError, publish_champion
+    from uniroute.pipeline.publish import publish_champion, switch_current_after_commit
+    from uniroute.pipeline.snapshot import PublishError
 
     settings = settings_from_env()
+    with one_line_errors(PublishError, LookupError), session(settings, "publish") as s:
+        result = publish_champion(s.con, settings.published_dir, force=force)
+        switch_current_after_commit(s, settings.published_dir, result)
+        s.detail = result.line()
+    if result.published:
+        with one_line_errors():
+            reconcile_after(settings)
+    typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
+
+
+def _prompts_from_file(path: Path) -> tuple[list[str], list[str | None]]:
+    """The prompts (and their ids, if given) of a JSONL file of {"prompt": ...} objects or a CSV with a
+    `prompt` column; RoutingError naming the line for anything else."""
+    from uniroute.pipeline.serving import RoutingError
+
     try:
-        result = publish_champion(settings.db_path, settings.published_dir, settings.mlflow_uri,
-                                  settings.mlflow_artifacts, force=force)
-    except (PublishError, LookupError) as exc:
-        fail(str(exc))
-    if as_json:
-        typer.echo(json.dumps(result.as_dict()))
-    else:
-        typer.echo(f"published {result.version} -> {result.path}" if result.published else result.reason)
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RoutingError(f"{path}: cannot read the prompts: {exc}") from exc
+    prompts: list[str] = []
+    ids: list[str | None] = []
+    if text.lstrip().startswith("{"):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RoutingError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
+            if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
+                raise RoutingError(f'{path}: line {number} has no "prompt" text')
+            prompts.append(record["prompt"])
+            ids.append(None if record.get("id") is None else str(record["id"]))
+        return prompts, ids
+    import csv
+    import io
+
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or "prompt" not in reader.fieldnames:
+        raise RoutingError(f"{path}: a CSV of prompts needs a `prompt` column (or give JSON lines)")
+    for row in reader:
+        prompts.append(row["prompt"])
+        ids.append(row.get("id"))
+    return prompts, ids
 
 
 @app.command()
 def route(
-    texts: Annotated[list[str], typer.Argument(help="Prompts to route.")],
+    texts: Annotated[list[str] | None, typer.Argument(help="Prompts to route.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="Route the prompts of a JSONL ({\"prompt\": ...}) or "
+                                              "CSV (`prompt` column) file; writes JSON lines.")] = None,
     lam: Annotated[float | None, typer.Option("--lambda", help="Cost weight: argmin loss + lambda * cost.")] = None,
     budget: Annotated[
-        float | None, typer.Option(help="Target mean cost as a fraction of the priciest model's.")
+        float | None, typer.Option(help="Target mean cost as a fraction (0, 1] of the priciest model's.")
     ] = None,
     pool: Annotated[
         str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool).")
@@ -100,15 +182,57 @@ def route(
     ] = False,
     as_json: JsonFlag = False,
 ):
-    """Route prompts with the champion router."""
-    from uniroute.pipeline.serving import RoutingError, route_texts
+    """Route prompts with the champion router (the published snapshot while the store is busy)."""
+    from uniroute.pipeline.serving import RoutingError, route_texts, routing_source
+    from uniroute.pipeline.serving import log_decisions as write_log
 
-    if lam is not None and budget is not None:
-        fail("give --lambda or --budget, not both")
+    if texts and file is not None:
+        fail("give prompts as arguments or --file, not both")
     settings = settings_from_env()
-    try:
-        decisions = route_texts(settings.db_path, texts, lam=lam, budget=budget,
-                                pool=[p.strip() for p in pool.split(",")] if pool else None, log=log_decisions)
-    except (RoutingError, LookupError, ValueError) as exc:
-        fail(str(exc))
-    print_frame(decisions.drop(columns=["text_hash"]), as_json)
+    with one_line_errors(RoutingError, LookupError, ValueError):
+        ids: list[str | None] = []
+        if file is not None:
+            texts, ids = _prompts_from_file(file)
+        source = routing_source(settings.db_path, settings.published_dir)
+        if source.source.startswith("published"):
+            say(f"answered from the {source.source}")
+        decisions = route_texts(source, texts or [], lam=lam, budget=budget,
+                                pool=pool.split(",") if pool is not None else None)
+    if log_decisions:
+        with one_line_errors(), session(settings, "route-log", inputs=source.router_id) as s:
+            s.detail = f"batch {write_log(s.con, decisions)}"
+    shown = decisions.drop(columns=["text_hash"])
+    if file is not None:
+        if any(i is not None for i in ids):
+            shown.insert(1, "id", ids)
+        for record in json.loads(shown.to_json(orient="records")):
+            sys.stdout.write(json.dumps(record) + "\n")
+        return
+    print_frame(shown, as_json)
+
+
+@app.command()
+def doctor(
+    check: Annotated[bool, typer.Option("--check", help="Only report; repair nothing.")] = False,
+    as_json: JsonFlag = False,
+):
+    """Check the invariants between the store, MLflow and the published snapshots; report and repair.
+
+    The store is the source of truth: killed runs are marked interrupted, active models missing from the
+    champion are onboarded, `published/current` follows the newest publication, stray snapshot folders are
+    removed, and MLflow's runs, versions and champion alias follow the store. Exit 1 if anything stays broken.
+    """
+    from uniroute.pipeline.reconcile import reconcile
+
+    settings = settings_from_env()
+    with one_line_errors(), session(settings, "doctor", inputs="check" if check else "repair") as s:
+        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts,
+                           inbox_dir=settings.inbox_dir, repair=not check)
+        s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
+    if as_json:
+        typer.echo(json.dumps([f.__dict__ for f in report.findings]))
+    else:
+        for line in report.lines():
+            typer.echo(line)
+    if not report.healthy:
+        raise typer.Exit(code=1)

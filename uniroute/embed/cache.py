@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -46,15 +45,15 @@ def _lists_from_vectors(vectors: np.ndarray) -> pa.ListArray:
     return pa.LargeListArray.from_arrays(offsets, values)
 
 
-def _store_vectors(con: Any, hashes: pa.Array, vectors: np.ndarray, embedder_id: str) -> None:
-    """Add (hash, vector) rows of one embedder to the cache, in one transaction (present keys are skipped)."""
+def _store_vectors(con: store.Connection, hashes: pa.Array, vectors: np.ndarray, embedder_id: str) -> None:
+    """Add (hash, vector) rows of one embedder to the cache in one statement (present keys are skipped)."""
     new = pa.table({"text_hash": hashes, "vector": _lists_from_vectors(vectors)})
-    with store.registered(con, "new_embeddings", new), store.transaction(con):
+    with store.registered(con, "new_embeddings", new):
         store.execute(con, "embedding_insert", embedder_id=embedder_id, dim=int(vectors.shape[1]))
 
 
 def embed_cached(
-    db_path: Path,
+    con: store.Connection,
     texts: Sequence[str],
     embedder: Embedder,
     client: Client | None = None,
@@ -65,8 +64,9 @@ def embed_cached(
     The cache key is (sha256(text), embedder_id); a text repeated in the input is embedded once. Hashing,
     lookup and de-duplication run inside DuckDB on a registered Arrow table (one join, no per-row queries):
     about 2 s for 350k cached 384-d vectors, most of it moving the vectors out. New vectors are written chunk
-    by chunk, each chunk in one transaction, so a run killed half-way keeps what it finished (every cached
-    row is final) and a rerun embeds only the rest. With a Dask client the batches run on its workers.
+    by chunk, one statement each: in a session opened with atomic=False each chunk commits on its own, so a run
+    killed half-way keeps what it finished (every cached row is final) and a rerun embeds only the rest; inside
+    an operation's transaction they commit with it. With a Dask client the batches run on its workers.
     """
     texts = check_texts(texts)
     dim, embedder_id = embedder.dim, embedder.embedder_id
@@ -74,32 +74,31 @@ def embed_cached(
     if not texts:
         return out
     wanted = pa.table({"pos": pa.array(np.arange(len(texts), dtype=np.int64)), "text": pa.array(texts, pa.string())})
-    with store.opened(db_path) as con:
-        # sha256() in DuckDB is the same hex digest of the UTF-8 bytes as text_hash() (tested).
-        with store.registered(con, "wanted_texts", wanted):
-            store.execute(con, "embedding_stage_wanted")
-        found = store.query_arrow(con, "embedding_lookup", embedder_id=embedder_id)
-        _scatter_vectors(out, found.column("pos"), found.column("vector"), embedder_id)
-        # Every input position without a vector, with the first position holding the same text.
-        missing = store.query_arrow(con, "embedding_missing", embedder_id=embedder_id)
-        pos = missing.column("pos").to_numpy()
-        first_pos = missing.column("first_pos").to_numpy()
-        is_first = pos == first_pos
-        new_pos = pos[is_first]
-        new_hashes = missing.column("text_hash").filter(pa.array(is_first))
-        log.info(
-            "embed %s: %d texts, %d cached, %d distinct to embed",
-            embedder_id, len(texts), found.num_rows, len(new_pos),
-        )
-        from tqdm.auto import tqdm
+    # sha256() in DuckDB is the same hex digest of the UTF-8 bytes as text_hash() (tested).
+    with store.registered(con, "wanted_texts", wanted):
+        store.execute(con, "embedding_stage_wanted")
+    found = store.query_arrow(con, "embedding_lookup", embedder_id=embedder_id)
+    _scatter_vectors(out, found.column("pos"), found.column("vector"), embedder_id)
+    # Every input position without a vector, with the first position holding the same text.
+    missing = store.query_arrow(con, "embedding_missing", embedder_id=embedder_id)
+    pos = missing.column("pos").to_numpy()
+    first_pos = missing.column("first_pos").to_numpy()
+    is_first = pos == first_pos
+    new_pos = pos[is_first]
+    new_hashes = missing.column("text_hash").filter(pa.array(is_first))
+    log.info(
+        "embed %s: %d texts, %d cached, %d distinct to embed",
+        embedder_id, len(texts), found.num_rows, len(new_pos),
+    )
+    from tqdm.auto import tqdm
 
-        quiet = not embedder.progress or len(new_pos) < 2
-        with tqdm(total=len(new_pos), unit="prompt", desc=f"embed {embedder_id}", disable=quiet) as bar:
-            for lo in range(0, len(new_pos), chunk_texts):
-                chunk = new_pos[lo : lo + chunk_texts]
-                vectors = embed_batches([texts[i] for i in chunk], embedder, client=client, bar=bar)  # (b, dim)
-                _store_vectors(con, new_hashes.slice(lo, len(chunk)), vectors, embedder_id)
-                out[chunk] = vectors
+    quiet = not embedder.progress or len(new_pos) < 2
+    with tqdm(total=len(new_pos), unit="prompt", desc=f"embed {embedder_id}", disable=quiet) as bar:
+        for lo in range(0, len(new_pos), chunk_texts):
+            chunk = new_pos[lo : lo + chunk_texts]
+            vectors = embed_batches([texts[i] for i in chunk], embedder, client=client, bar=bar)  # (b, dim)
+            _store_vectors(con, new_hashes.slice(lo, len(chunk)), vectors, embedder_id)
+            out[chunk] = vectors
     if len(pos) > len(new_pos):  # repeats of a newly embedded text take the vector of its first occurrence
         out[pos[~is_first]] = out[first_pos[~is_first]]
     return out

@@ -37,10 +37,13 @@ def prompt_embeddings(texts: Sequence[str], embedder_name: str, db_path: Path, s
     TF-IDF is fitted once per evaluation on the texts of all prompts (no labels are used, so no test
     information leaks into routing; refitting per trial would dominate the run time).
     """
+    from uniroute import store
     from uniroute.embed import embed_cached, make_embedder
 
     fit_texts = list(texts) if embedder_name == "tfidf" else None
     embedder = make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
-    X = embed_cached(db_path, list(texts), embedder)
+    # A cache fill: each chunk commits on its own, so an interrupted run keeps what it embedded.
+    with store.session(db_path, "embed", inputs=embedder.embedder_id, atomic=False) as s:
+        X = embed_cached(s.con, list(texts), embedder)
     embedder_id = getattr(embedder, "embedder_id", None) or getattr(embedder, "id", None) or embedder_name
     return np.ascontiguousarray(X, dtype=np.float32), str(embedder_id)

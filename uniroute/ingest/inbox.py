@@ -1,13 +1,24 @@
-"""The inbox: complete files dropped into $UNIROUTE_HOME/inbox are ingested, then moved to done/ or failed/."""
+"""The inbox: complete files dropped into $UNIROUTE_HOME/inbox are ingested, then moved to done/ or failed/.
+
+Convention for writers: write `NAME.part` (or .partial, .tmp) and rename it to `NAME` when complete; a file
+copied in place is taken once its size and modification time have stood still for SETTLE_SECONDS. Only regular
+files directly inside the inbox are read: links, folders and devices are moved to failed/ unread.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import shutil
+import os
+import stat
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from uniroute import store
+from uniroute.faults import crashpoint
 from uniroute.ingest.load import IngestSummary, ingest_file
 from uniroute.ingest.staging import (
     IngestError,
@@ -41,45 +52,121 @@ class InboxOutcome:
         }
 
 
+# Files still being written carry one of these suffixes and are renamed to their final name when complete.
 PARTIAL_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload")
 REASON_SUFFIX = ".reason.txt"
+PROCESSING = ".processing"  # files claimed by a run: renamed here first, moved on only after their commit
+FOLDERS = ("done", "failed", PROCESSING)
+# A file copied into the inbox in place (no .part rename) counts as complete once its size and modification
+# time have not changed for this long.
+SETTLE_SECONDS = 2.0
 
 
 def inbox_files(inbox_dir: Path) -> list[Path]:
-    """The files waiting in the inbox (not hidden, not partial), by name."""
-    return sorted(
-        p for p in Path(inbox_dir).iterdir()
-        if p.is_file() and not p.name.startswith(".") and not p.name.endswith(PARTIAL_SUFFIXES)
-    )
+    """The entries waiting in the inbox (not hidden, not partial, not its own folders), by name.
+
+    Symbolic links and other non-regular entries are listed too, so that they are refused with a reason
+    instead of being ignored forever; nothing here follows a link.
+    """
+    entries = []
+    with os.scandir(inbox_dir) as listing:
+        for entry in listing:
+            if entry.name.startswith(".") or entry.name.endswith(PARTIAL_SUFFIXES) or entry.name in FOLDERS:
+                continue
+            entries.append(Path(entry.path))
+    return sorted(entries)
 
 
-def _moved(path: Path, folder: Path) -> Path:
-    """Move a file into a folder without overwriting an earlier file of the same name; the new path."""
+def _not_a_regular_file(path: Path) -> str | None:
+    """Why an inbox entry cannot be ingested as it is (without following it), or None for a regular file."""
+    mode = path.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        return "a symbolic link; the inbox takes regular files only (copy the file itself, write NAME.part, rename)"
+    if stat.S_ISDIR(mode):
+        return "a directory; the inbox takes regular files only"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a device, socket or pipe); the inbox takes regular files only"
+    return None
+
+
+def _settled(path: Path, settle_seconds: float) -> bool:
+    """Whether a file's size and modification time stay unchanged for settle_seconds (waiting if it is newer)."""
+    first = path.lstat()
+    age = time.time() - first.st_mtime
+    if age >= settle_seconds:
+        return True
+    time.sleep(settle_seconds - age)
+    second = path.lstat()
+    return (first.st_size, first.st_mtime_ns) == (second.st_size, second.st_mtime_ns)
+
+
+def _moved(path: Path, folder: Path, name: str | None = None) -> Path:
+    """Rename a file into a folder without overwriting an earlier file of the same name; the new path."""
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / path.name
+    name = name or path.name
+    target = folder / name
+    stem, suffix = os.path.splitext(name)
     counter = 1
-    while target.exists():
-        target = folder / f"{path.stem}.{counter}{path.suffix}"
+    while target.exists() or target.is_symlink():
+        target = folder / f"{stem}.{counter}{suffix}"
         counter += 1
-    shutil.move(str(path), str(target))
+    os.rename(path, target)  # the entry itself: a link is moved, never followed
     return target
 
 
-def process_inbox(db_path: Path, inbox_dir: Path, split: str | None = None,
-                  progress: bool = False) -> list[InboxOutcome]:
-    """Ingest every file waiting in the inbox; move each to done/, or to failed/ with the reason beside it."""
+def _failed(path: Path, inbox_dir: Path, name: str, reason: str) -> InboxOutcome:
+    """Move an entry to failed/ with a reason file that quotes only the inbox's own words and contents."""
+    target = _moved(path, inbox_dir / "failed", name)
+    reason = reason.replace(str(path), name)
+    target.with_name(target.name + REASON_SUFFIX).write_text(f"{reason}\n")
+    log.warning("%s -> %s: %s", name, target, reason)
+    return InboxOutcome(name, "failed", str(target), None, reason)
+
+
+def process_inbox(
+    db_path: Path,
+    inbox_dir: Path,
+    split: str | None = None,
+    progress: bool = False,
+    settle_seconds: float = SETTLE_SECONDS,
+    on_wait: Callable[[str], None] | None = None,
+) -> list[InboxOutcome]:
+    """Ingest every complete file waiting in the inbox, one store session each.
+
+    Each file is first claimed (renamed into .processing/), ingested and committed, and only then moved to
+    done/; a file that cannot be ingested goes to failed/ with the reason beside it. A run killed half-way
+    leaves claimed files in .processing/, which the next run picks up first (ingesting is idempotent).
+    """
     inbox_dir = Path(inbox_dir)
     inbox_dir.mkdir(parents=True, exist_ok=True)
+    processing = inbox_dir / PROCESSING
+    processing.mkdir(exist_ok=True)
+    claimed = sorted(p for p in processing.iterdir())  # left by a killed run
     outcomes: list[InboxOutcome] = []
     for path in inbox_files(inbox_dir):
-        try:
-            summary = ingest_file(db_path, path, split=split, progress=progress)
-        except IngestError as exc:
-            target = _moved(path, inbox_dir / "failed")
-            target.with_name(target.name + REASON_SUFFIX).write_text(f"{exc}\n")
-            log.warning("%s -> %s: %s", path.name, target, exc)
-            outcomes.append(InboxOutcome(path.name, "failed", str(target), None, str(exc)))
+        reason = _not_a_regular_file(path)
+        if reason is not None:
+            outcomes.append(_failed(path, inbox_dir, path.name, reason))
+        elif not _settled(path, settle_seconds):
+            log.info("%s: still being written; left for the next run", path.name)
+        else:
+            claimed.append(_moved(path, processing))
+    for path in claimed:
+        name = path.name
+        reason = _not_a_regular_file(path)
+        if reason is not None:
+            outcomes.append(_failed(path, inbox_dir, name, reason))
             continue
-        target = _moved(path, inbox_dir / "done")
-        outcomes.append(InboxOutcome(path.name, summary.status, str(target), summary, None))
+        try:
+            with store.session(db_path, "ingest", inputs=f"inbox/{name}", on_wait=on_wait) as s:
+                summary = ingest_file(s.con, path, split=split, progress=progress, source=str(inbox_dir / name))
+                s.detail = summary.line()
+        except IngestError as exc:
+            outcomes.append(_failed(path, inbox_dir, name, str(exc)))
+            continue
+        crashpoint("inbox:committed")
+        target = _moved(path, inbox_dir / "done", name)
+        outcomes.append(InboxOutcome(name, summary.status, str(target), summary, None))
+    with contextlib.suppress(OSError):  # only when empty: an interrupted run's files stay for the next one
+        processing.rmdir()
     return outcomes

@@ -6,6 +6,7 @@ import contextlib
 import difflib
 import logging
 import math
+import stat
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -16,6 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from uniroute import store
+from uniroute.faults import crashpoint
 from uniroute.ingest.checks import checked_rows
 from uniroute.ingest.formats import staged_file
 from uniroute.ingest.merge import cross_file_merges, merged_into_staged, rows_pointed_at_stored
@@ -59,6 +61,7 @@ class IngestSummary:
     new_models: int = 0
     merged_prompts: int = 0  # prompts split over rows of several files, merged (RouterBench)
     landed_models: tuple[str, ...] = ()  # models with new results on 'val' or unknown-split prompts
+    models: tuple[str, ...] = ()  # every model the file gives a valid result for (new or already stored)
     seconds: float = 0.0
     ignored_columns: tuple[str, ...] = field(default=())
 
@@ -77,6 +80,7 @@ class IngestSummary:
         """JSON-ready fields."""
         out = asdict(self)
         out["landed_models"] = list(self.landed_models)
+        out["models"] = list(self.models)
         out["ignored_columns"] = list(self.ignored_columns)
         return out
 
@@ -89,100 +93,108 @@ def _progress(path: Path, size: int, enabled: bool) -> tqdm:
     )
 
 
-def ingest_file(db_path: Path, path: Path, split: str | None = None, progress: bool = True) -> IngestSummary:
-    """Ingest one file in one transaction: all its good rows and its quarantine, or nothing."""
+def ingest_file(
+    con: store.Connection, path: Path, split: str | None = None, progress: bool = True, source: str | None = None
+) -> IngestSummary:
+    """Ingest one file inside the caller's transaction (a store session): all its good rows and its
+    quarantine, or, if anything fails, nothing once the caller rolls back. `source` is where the file is
+    recorded as coming from (default: its resolved path)."""
     path = Path(path)
     if split is not None and split not in SPLITS:
         raise IngestError(f"split must be one of {list(SPLITS)}, not {split!r}")
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
     started = time.perf_counter()
-    try:
-        size = path.stat().st_size
-        file_hash = file_sha256(path)
-    except IsADirectoryError as exc:
-        raise IngestError(f"{path}: a directory, not a file") from exc
-    except PermissionError as exc:
-        raise IngestError(f"{path}: cannot read the file: {exc.strerror}") from exc
-    source = str(path.resolve())
-    with store.opened(db_path) as con:
-        seen = store.query(con, "ingest_file_seen", file_hash=file_hash)
-        if len(seen):
-            log.info("%s: skipped, the same content was ingested from %s", path, seen.path.iloc[0])
-            return IngestSummary(source, file_hash, str(seen.format.iloc[0]), "skipped",
-                                 seconds=round(time.perf_counter() - started, 3))
-        with _progress(path, size, progress) as bar:
-            bar.set_postfix_str(STAGES[0])
-            staged = staged_file(path, split)
-            log.info("%s: read %d rows as %s, %d staged results", path, staged.rows_read, staged.format,
-                     staged.rows.num_rows)
+    size, file_hash = readable_file(path)
+    source = source or str(path.resolve())
+    seen = store.query(con, "ingest_file_seen", file_hash=file_hash)
+    if len(seen):
+        log.info("%s: skipped, the same content was ingested from %s", path, seen.path.iloc[0])
+        models = tuple(store.query(con, "ingest_file_models", file_hash=file_hash).model.tolist())
+        return IngestSummary(source, file_hash, str(seen.format.iloc[0]), "skipped", models=models,
+                             seconds=round(time.perf_counter() - started, 3))
+    with _progress(path, size, progress) as bar:
+        bar.set_postfix_str(STAGES[0])
+        staged = staged_file(path, split)
+        log.info("%s: read %d rows as %s, %d staged results", path, staged.rows_read, staged.format,
+                 staged.rows.num_rows)
+        bar.update()
+        merges = cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
+        bar.set_postfix_str(STAGES[1])
+        checked = checked_rows(rows_pointed_at_stored(staged.rows, merges), staged.per_model)
+        bar.update()
+        bar.set_postfix_str(STAGES[2])
+        with contextlib.ExitStack() as relations:
+            for name, table in (("ingest_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
+                                ("ingest_models", checked.models), ("ingest_rejects", checked.rejects)):
+                relations.enter_context(store.registered(con, name, table))
+            log.info("%s: checking %d rows against the store", path, checked.candidates.num_rows)
+            for statement in CHECK_STATEMENTS:
+                store.execute(con, statement)
+            counts = store.query(con, "ingest_counts").iloc[0]
+            landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
             bar.update()
-            # Read-only work before the transaction: this process holds DuckDB's only write lock, so the
-            # store cannot change meanwhile, and the transaction stays short.
-            merges = cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
-            bar.set_postfix_str(STAGES[1])
-            checked = checked_rows(rows_pointed_at_stored(staged.rows, merges), staged.per_model)
-            bar.update()
-            bar.set_postfix_str(STAGES[2])
-            # Relations are registered outside the transaction, so that a failure inside it rolls back and
-            # surfaces as itself (unregistering in an aborted transaction would raise over it).
-            with contextlib.ExitStack() as relations, store.transaction(con):
-                for name, table in (("ingest_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
-                                    ("ingest_models", checked.models), ("ingest_rejects", checked.rejects)):
-                    relations.enter_context(store.registered(con, name, table))
-                log.info("%s: transaction started, checking %d rows against the store", path,
-                         checked.candidates.num_rows)
-                for statement in CHECK_STATEMENTS:
-                    store.execute(con, statement)
-                counts = store.query(con, "ingest_counts").iloc[0]
-                landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
-                bar.update()
-                bar.set_postfix_str(STAGES[3])
-                log.info("%s: writing", path)
-                moved = sum(merged_into_staged(con, merge, path) for merge in merges if merge.staged_is_main)
-                now = datetime.now()
-                write = {"source_file": source, "now": now}
-                store.execute(con, "ingest_insert_models", now=now)
-                store.execute(con, "ingest_insert_prompts", **write)
-                store.execute(con, "ingest_insert_results", file_hash=file_hash, **write)
-                store.execute(con, "ingest_insert_quarantine", file_hash=file_hash, **write)
-                store.execute(con, "ingest_insert_keys", key_kind=ROUTERBENCH_KEY_KIND, file_hash=file_hash, now=now)
-                summary = IngestSummary(
-                    path=source,
-                    file_hash=file_hash,
-                    format=staged.format,
-                    status="ingested",
-                    rows_read=staged.rows_read,
-                    rows_accepted=int(counts.rows_accepted),
-                    rows_duplicate=checked.duplicates + int(counts.rows_stored),
-                    rows_quarantined=int(counts.rows_quarantined),
-                    new_prompts=int(counts.new_prompts) - moved,
-                    new_models=int(counts.new_models),
-                    merged_prompts=sum(not merge.staged_is_main for merge in merges) + moved,
-                    landed_models=landed,
-                    ignored_columns=staged.ignored_columns,
-                )
-                store.execute(
-                    con, "ingest_insert_file", file_hash=file_hash, path=source, format=staged.format,
-                    rows_accepted=summary.rows_accepted, rows_quarantined=summary.rows_quarantined,
-                    new_prompts=summary.new_prompts, new_models=summary.new_models, now=now,
-                )
-                log.info("%s: committing", path)
-            bar.update()
+            bar.set_postfix_str(STAGES[3])
+            log.info("%s: writing", path)
+            moved = sum(merged_into_staged(con, merge, path) for merge in merges if merge.staged_is_main)
+            now = datetime.now()
+            write = {"source_file": source, "now": now}
+            store.execute(con, "ingest_insert_models", now=now)
+            store.execute(con, "ingest_insert_prompts", **write)
+            store.execute(con, "ingest_insert_results", file_hash=file_hash, **write)
+            store.execute(con, "ingest_insert_quarantine", file_hash=file_hash, **write)
+            store.execute(con, "ingest_insert_keys", key_kind=ROUTERBENCH_KEY_KIND, file_hash=file_hash, now=now)
+            summary = IngestSummary(
+                path=source,
+                file_hash=file_hash,
+                format=staged.format,
+                status="ingested",
+                rows_read=staged.rows_read,
+                rows_accepted=int(counts.rows_accepted),
+                rows_duplicate=checked.duplicates + int(counts.rows_stored),
+                rows_quarantined=int(counts.rows_quarantined),
+                new_prompts=int(counts.new_prompts) - moved,
+                new_models=int(counts.new_models),
+                merged_prompts=sum(not merge.staged_is_main for merge in merges) + moved,
+                landed_models=landed,
+                models=tuple(store.query(con, "ingest_given_models").model.tolist()),
+                ignored_columns=staged.ignored_columns,
+            )
+            store.execute(
+                con, "ingest_insert_file", file_hash=file_hash, path=source, format=staged.format,
+                rows_accepted=summary.rows_accepted, rows_quarantined=summary.rows_quarantined,
+                new_prompts=summary.new_prompts, new_models=summary.new_models, now=now,
+            )
+        crashpoint("ingest:written")
+        bar.update()
     summary = replace(summary, seconds=round(time.perf_counter() - started, 3))
     log.info("%s", summary.line())
     return summary
 
 
-def set_default_cost(db_path: Path, model: str, cost: float) -> None:
+def readable_file(path: Path) -> tuple[int, str]:
+    """(size, sha256) of a regular file; IngestError in one line for anything that is not one."""
+    try:
+        info = path.stat()
+    except FileNotFoundError as exc:
+        raise IngestError(f"{path}: no such file") from exc
+    except OSError as exc:  # ELOOP (a symlink loop), ENAMETOOLONG, EACCES on a folder on the way ...
+        raise IngestError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise IngestError(f"{path}: a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise IngestError(f"{path}: not a regular file (a device, socket or pipe)")
+    try:
+        return info.st_size, file_sha256(path)
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot read the file: {exc.strerror or exc}") from exc
+
+
+def set_default_cost(con: store.Connection, model: str, cost: float) -> None:
     """Set a model's default cost (used where its results carry none); the model must be in the store."""
     if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0:
         raise IngestError(f"the cost of {model!r} must be a finite number >= 0, not {cost!r}")
-    with store.opened(db_path) as con:
-        known = store.query(con, "ingest_model_names").model.tolist()
-        if model not in known:
-            close = difflib.get_close_matches(model, known, n=3)
-            hint = f"; did you mean {close}?" if close else f" ({len(known)} models known)"
-            raise IngestError(f"unknown model {model!r}: ingest its results first{hint}")
-        with store.transaction(con):
-            store.execute(con, "ingest_set_default_cost", model=model, cost=float(cost))
+    known = store.query(con, "ingest_model_names").model.tolist()
+    if model not in known:
+        close = difflib.get_close_matches(model, known, n=3)
+        hint = f"; did you mean {close}?" if close else f" ({len(known)} models known)"
+        raise IngestError(f"unknown model {model!r}: ingest its results first{hint}")
+    store.execute(con, "ingest_set_default_cost", model=model, cost=float(cost))

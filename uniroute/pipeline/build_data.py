@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,9 @@ from uniroute import store
 from uniroute.evaluation import EvalData, RoutingData, TrialSplit
 
 log = logging.getLogger(__name__)
+
+# Roles in a build: the models kept for tuning (or scoring) together label at least this share of the prompts.
+MIN_COMPLETE_SHARE = 0.5
 
 class BuildError(RuntimeError):
     """The store does not hold what a build needs; the message says what is missing."""
@@ -29,23 +31,21 @@ class StoreData:
     split: np.ndarray  # (N,) 'train' | 'val' | 'test'
 
 
-def load_store_data(db_path: Path) -> StoreData:
+def load_store_data(con: store.Connection) -> StoreData:
     """Active, costed models' results as (N, M) matrices; prompts get their stored split first.
 
     DuckDB computes the matrix coordinates, so the load stays a few columns of numbers per result even
     at 100M results (no prompt text repeated per row).
     """
-    with store.opened(db_path) as con:
-        with store.transaction(con):
-            store.execute(con, "assign_splits")
-        models = tuple(store.query(con, "build_models")["model"])
-        excluded = tuple(store.query(con, "build_excluded_models")["model"])
-        prompts = store.query(con, "build_prompts")
-        cells = store.query_arrow(con, "build_results")
+    store.execute(con, "assign_splits")
+    models = tuple(store.query(con, "build_models")["model"])
+    excluded = tuple(store.query(con, "build_excluded_models")["model"])
+    prompts = store.query(con, "build_prompts")
+    cells = store.query_arrow(con, "build_results")
     if excluded:
         log.warning("models without any cost are left out of the build: %s", list(excluded))
     if len(models) < 2 or len(prompts) == 0:
-        raise BuildError(f"{db_path} holds {len(models)} active models with costs and {len(prompts)} prompts; "
+        raise BuildError(f"the store holds {len(models)} active models with costs and {len(prompts)} prompts; "
                          "a build needs at least 2 models with results (ingest logs, `uniroute models set-cost`)")
     i = cells.column("i").to_numpy()
     j = cells.column("j").to_numpy()
@@ -63,33 +63,54 @@ def load_store_data(db_path: Path) -> StoreData:
     return StoreData(eval_data=data, text_hashes=tuple(prompts["text_hash"]), split=prompts["split"].to_numpy(object))
 
 
-def prompt_texts(db_path: Path) -> list[str]:
+def prompt_texts(con: store.Connection) -> list[str]:
     """Texts of every prompt a build will embed."""
-    with store.opened(db_path) as con:
-        return store.query(con, "build_prompts")["text"].tolist()
+    return store.query(con, "build_prompts")["text"].tolist()
+
+
+def complete_models(labelled: np.ndarray, candidates: np.ndarray, min_share: float = MIN_COMPLETE_SHARE) -> np.ndarray:
+    """The candidates (column indices of labelled (n, M)) kept so that at least min_share of the rows labelled by
+    any candidate are labelled by every kept one: the least-labelled model is dropped until that holds.
+
+    A model that answered few of these prompts (say, one onboarded from its validation results only) would
+    otherwise leave no prompt with a label from every model, and nothing to score or tune on.
+    """
+    kept = [int(m) for m in candidates if labelled[:, m].any()]
+    any_rows = labelled[:, kept].any(axis=1).sum() if kept else 0
+    while len(kept) > 1 and labelled[:, kept].all(axis=1).sum() < min_share * any_rows:
+        counts = labelled[:, kept].sum(axis=0)
+        kept.pop(int(np.argmin(counts)))  # ties: the first (lowest index), so the rule is deterministic
+    return np.array(sorted(kept), dtype=np.int64)
 
 
 def store_split(data: StoreData, seed: int) -> TrialSplit:
-    """The stored split as a TrialSplit in which the whole pool plays both training and test LLMs."""
-    models = np.arange(len(data.eval_data.routing.models))
+    """The stored split as a TrialSplit: which models tune on validation prompts and which are scored on test.
+
+    Training LLMs: models with training labels that, together, label most validation prompts (complete_models).
+    Test LLMs: models that, together, label most test prompts; test prompts are those labelled by all of them.
+    Every active, costed model with validation results still gets a Psi row and joins the router; these roles
+    only decide what the build tunes and scores on (docs/architecture.md, "Splits and roles").
+    """
     index = {name: np.nonzero(data.split == name)[0] for name in ("train", "val", "test")}
-    for name, rows in index.items():
-        if len(rows) < (2 if name != "train" else 3):
-            raise BuildError(f"only {len(rows)} {name} prompts in the store; a build needs more")
-    scores = data.eval_data.routing.scores
-    test = index["test"][~np.isnan(scores[np.ix_(index["test"], models)]).any(axis=1)]
-    if len(test) == 0:
-        raise BuildError("no test prompt has a result from every active model: cannot evaluate the build")
-    return TrialSplit(
-        train_models=models, test_models=models, train=index["train"], val=index["val"], test=test, fit_seed=seed
-    )
+    for name, least in (("train", 3), ("val", 2)):
+        if len(index[name]) < least:
+            raise BuildError(f"only {len(index[name])} {name} prompts in the store; a build needs at least {least}")
+    labelled = ~np.isnan(data.eval_data.routing.scores)
+    with_train_labels = np.nonzero(labelled[index["train"]].any(axis=0))[0]
+    train_models = complete_models(labelled[index["val"]], with_train_labels)
+    with_val_labels = np.nonzero(labelled[index["val"]].any(axis=0))[0]  # c(m) comes from validation prompts
+    test_models = complete_models(labelled[index["test"]], with_val_labels)
+    complete = labelled[np.ix_(index["test"], test_models)].all(axis=1)
+    test = index["test"][complete] if len(test_models) else index["test"][:0]
+    return TrialSplit(train_models=train_models, test_models=test_models, train=index["train"], val=index["val"],
+                      test=test, fit_seed=seed)
 
 
 def embed_prompts(
-    db_path: Path, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None
+    con: store.Connection, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None
 ) -> tuple[np.ndarray, Any]:
     """(N, d) embeddings from the store's cache (only uncached texts are embedded), and the embedder."""
     from uniroute import embed
 
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
-    return embed.embed_cached(db_path, list(texts), embedder), embedder
+    return embed.embed_cached(con, list(texts), embedder), embedder

@@ -3,25 +3,27 @@
 A model's Psi row is its mean loss per cluster on the validation prompts (a SQL group-by over the stored
 cluster assignments). Only validation prompts that arrived with the new results and have no cluster yet are
 embedded; old prompts are never re-embedded, nothing is re-clustered or retrained.
+
+Onboarding runs inside the caller's session, so ingesting the results and writing the child router version
+commit together. It is idempotent: a model whose Psi row and cost the champion already holds is reported as
+routable and no version is written.
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.routers.psi import psi_frame_from_store, psi_from_frame
-from uniroute.routers.tables import validation_proxy
 
 log = logging.getLogger(__name__)
 
@@ -32,135 +34,119 @@ class OnboardError(ValueError):
 
 @dataclass(frozen=True)
 class OnboardResult:
-    """A child router version that adds or refreshes models."""
+    """The router version that routes the models: a new child of the champion, or the champion itself."""
 
     router_id: str
     parent_id: str
-    models: tuple[str, ...]
+    models: tuple[str, ...]  # models added or refreshed by this run
+    unchanged: tuple[str, ...]  # models the champion already routed with the same Psi row and cost
     embedded_prompts: int
     seconds: float
-    mlflow_run_id: str | None
 
     def as_dict(self) -> dict:
-        return {**self.__dict__, "models": list(self.models)}
+        return {**self.__dict__, "models": list(self.models), "unchanged": list(self.unchanged)}
 
     def line(self) -> str:
+        if not self.models:
+            return (f"{', '.join(self.unchanged)} already routable in router {self.router_id}: "
+                    "nothing to change")
+        kept = f"; {', '.join(self.unchanged)} unchanged" if self.unchanged else ""
         return (
             f"onboarded {', '.join(self.models)} -> router {self.router_id} (parent {self.parent_id}), "
-            f"{self.embedded_prompts} new prompts embedded, {self.seconds:.2f}s"
+            f"{self.embedded_prompts} new prompts embedded{kept}, {self.seconds:.2f}s"
         )
 
 
-def assign_new_prompt_clusters(db_path: Path, clustering_id: str, prompts: pd.DataFrame, clusters: np.ndarray) -> None:
-    """Append (clustering_id, prompt_id, cluster) rows for prompts that had none."""
-    rows = pd.DataFrame(
-        {
-            "clustering_id": clustering_id,
-            "prompt_id": prompts["prompt_id"].to_numpy(),
-            "cluster": clusters.astype(np.int32),
-        }
-    )
-    with store.opened(db_path) as con, store.transaction(con):
-        store.write_frame(con, "cluster_assignments", rows)
+def _same_row(router, model: str, psi: np.ndarray, counts: np.ndarray, cost: float) -> bool:
+    """Whether the router already holds this model with exactly this Psi row, evidence and cost."""
+    if model not in router.models:
+        return False
+    i = router.models.index(model)
+    same_counts = router.psi_counts is None or np.array_equal(router.psi_counts[i], counts)
+    return bool(np.array_equal(router.psi[i], psi) and same_counts and router.costs[i] == cost)
 
 
-def onboard_models(
-    db_path: Path,
-    models: Sequence[str],
-    tracking_uri: str | None = None,
-    artifact_root: Path | None = None,
-) -> OnboardResult:
+def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False) -> OnboardResult:
     """Add or refresh `models` in a child of the champion router, from their validation results."""
     started = time.perf_counter()
     models = tuple(dict.fromkeys(str(m) for m in models))
     if not models:
         raise OnboardError("no model named: nothing to onboard")
-    champion = registry.load_champion(db_path, read_only=False)
-    router = champion.router
-    centroids = router.assigner
-    with store.opened(db_path) as con:
-        known = store.query(con, "model_status", models=list(models))
-        unknown = sorted(set(models) - set(known.model))
-        if unknown:
-            raise OnboardError(f"models {unknown} have no results in the store: ingest their validation results first")
-        with store.transaction(con):
-            store.execute(con, "reactivate_models", models=list(models))
-            store.execute(con, "assign_splits")
-        new_prompts = store.query(
-            con, "unassigned_val_prompts", clustering_id=champion.clustering_id, models=list(models)
-        )
+    champion = registry.load_champion(con)
+    known = store.query(con, "model_status", models=list(models))
+    unknown = sorted(set(models) - set(known.model))
+    if unknown:
+        raise OnboardError(f"models {unknown} have no results in the store: ingest their validation results first")
+    store.execute(con, "reactivate_models", models=list(models))
+    store.execute(con, "assign_splits")
+    centroids = registry.centroids_of(con, champion.clustering_id)
+    new_prompts = store.query(con, "unassigned_val_prompts", clustering_id=champion.clustering_id,
+                              models=list(models))
     if len(new_prompts):
         from uniroute import embed
 
-        embedder = champion.embedder()
-        router.check_embedder(embedder.embedder_id)
-        X = embed.embed_cached(db_path, new_prompts["text"].tolist(), embedder)
-        assign_new_prompt_clusters(db_path, champion.clustering_id, new_prompts, centroids.assign(X))
-    with store.opened(db_path) as con:
-        val_clusters = store.query(con, "val_prompt_clusters", clustering_id=champion.clustering_id)
-        frame = psi_frame_from_store(con, val_clusters)
-        costs = store.query(con, "model_val_costs").set_index("model")
+        embedder = champion.embedder(progress=progress)
+        champion.router.check_embedder(embedder.embedder_id)
+        X = embed.embed_cached(con, new_prompts["text"].tolist(), embedder)
+        store.write_frame(con, "cluster_assignments", pd.DataFrame({
+            "clustering_id": champion.clustering_id,
+            "prompt_id": new_prompts["prompt_id"].to_numpy(),
+            "cluster": centroids.assign(X).astype(np.int32),
+        }))
+    crashpoint("onboard:embedded")
+    val_clusters = store.query(con, "val_prompt_clusters", clustering_id=champion.clustering_id)
+    frame = psi_frame_from_store(con, val_clusters)
     frame = frame[frame["model"].isin(models)]
     missing = sorted(set(models) - set(frame["model"]))
     if missing:
         raise OnboardError(f"models {missing} have no results on validation prompts: nothing to build Psi from")
-    no_cost = [m for m in models if m not in costs.index or pd.isna(costs.loc[m, "cost"])]
+    costs = store.query(con, "model_val_costs").set_index("model")["cost"]
+    no_cost = [m for m in models if pd.isna(costs.get(m))]
     if no_cost:
         raise OnboardError(f"models {no_cost} have no cost: give one with `uniroute models set-cost MODEL COST`")
-    psi = psi_from_frame(frame, router.k)
+    psi = psi_from_frame(frame, champion.router.k)
+    router = champion.router
+    changed, unchanged = [], []
     for model in models:
         i = psi.models.index(model)
-        router = router.with_model(model, psi.values[i], float(costs.loc[model, "cost"]), psi.counts[i])
-    router_id = registry.new_router_id("kmeans")
-    run_id = None
-    if tracking_uri is not None and artifact_root is not None:
-        from uniroute.pipeline import tracking
-
-        psi_csv = Path(tempfile.mkdtemp(prefix="uniroute-onboard-")) / "psi.csv"
-        registry.psi_table(router).query("model in @models").to_csv(psi_csv, index=False)
-        record = tracking.log_onboard(
-            tracking_uri,
-            artifact_root,
-            router,
-            router_id,
-            champion.router_id,
-            params={
-                "models": ",".join(models),
-                "k": router.k,
-                "embedder_id": router.embedder_id,
-                "pool": ",".join(router.models),
-            },
-            metrics={"embedded_prompts": float(len(new_prompts))},
-            artifacts={"psi.csv": psi_csv},
-            embedder_name=registry.embedder_name(router.embedder_id),
-            val_embeddings=validation_proxy(router),
-        )
-        run_id = record.run_id
+        cost = float(costs[model])
+        if _same_row(router, model, psi.values[i], psi.counts[i], cost):
+            unchanged.append(model)
+            continue
+        router = router.with_model(model, psi.values[i], cost,
+                                   psi.counts[i] if router.psi_counts is not None else None)
+        changed.append(model)
+    if not changed:
+        result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), tuple(unchanged),
+                               len(new_prompts), time.perf_counter() - started)
+        log.info(result.line())
+        return result
+    router_id = registry.new_router_id(champion.kind)
     registry.save_router_version(
-        db_path,
+        con,
         router,
         router_id,
         champion.clustering_id,
         centroids,
-        kind="kmeans",
-        data_fingerprint=registry.data_fingerprint(db_path),
+        kind=champion.kind,
+        data_fingerprint=registry.data_fingerprint(con),
         val_area=champion.val_area,
         promoted=True,
-        reason=f"onboarded {', '.join(models)} onto {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
+        reason=f"onboarded {', '.join(changed)} onto {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
         parent_id=champion.router_id,
-        mlflow_run_id=run_id,
+        origin="onboard",
     )
-    result = OnboardResult(
-        router_id, champion.router_id, models, len(new_prompts), time.perf_counter() - started, run_id
-    )
+    crashpoint("onboard:written")
+    result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged), len(new_prompts),
+                           time.perf_counter() - started)
     log.info(result.line())
     return result
 
 
-def retire_model(db_path: Path, model: str) -> None:
-    """Take a model out of the pool: routing and publishing skip it from now on."""
-    with store.opened(db_path) as con:
-        known = store.query(con, "model_status", models=[model])
-        if known.empty:
-            raise OnboardError(f"no model {model!r} in the store")
-        store.execute(con, "retire_model", model=model)
+def missing_from_champion(con: store.Connection) -> list[str]:
+    """Active models with a cost and validation results that the champion router does not route."""
+    champion = store.query(con, "champion_id")
+    if champion.empty:
+        return []
+    routed = set(registry.load_champion(con).router.models)
+    return [m for m in store.query(con, "onboardable_models").model if m not in routed]

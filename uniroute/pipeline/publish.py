@@ -1,10 +1,11 @@
-"""Published routing tables: per cluster, the model to use at each budget and lambda, as atomic snapshots.
+"""Publishing: the champion's routing tables for the active pool, as a versioned snapshot recorded in the store.
 
-A snapshot is written to a temporary folder, renamed into `published/<version>/` and only then made
-`published/current` by an atomic symlink swap, so a reader never sees a half-written table and a crash
-mid-publish leaves the previous `current` in place.
+Order of a publish (inside the caller's session): the complete folder is written under its version name, the
+version is recorded in `publications` (with its tables) in the session's transaction, and only after that
+commits is `published/current` switched to it (`switch_current_after_commit`). A publisher killed before the
+commit leaves a folder no publication records (reconciliation removes it); killed after it, a `current` one
+version behind (reconciliation re-points it). `current` never names a version the store does not record.
 """
-
 
 from __future__ import annotations
 
@@ -18,28 +19,17 @@ from pathlib import Path
 import pandas as pd
 
 from uniroute import store
-from uniroute.pipeline import registry
-from uniroute.pipeline.snapshot import (
-    SNAPSHOT_FILES,
-    PublishError,
-    current_manifest,
-    new_version,
-    read_snapshot,
-    write_snapshot,
-)
+from uniroute.faults import crashpoint
+from uniroute.pipeline import registry, snapshot
+from uniroute.routers.serialize import router_to_bytes
 from uniroute.routers.tables import BUDGETS, NORMALISED_LAMBDAS, routing_tables, validation_weights
 
 log = logging.getLogger(__name__)
 
-def fingerprint(router_id: str, pool: tuple[str, ...]) -> str:
-    """What a snapshot depends on: the router, the pool and the grids. Same fingerprint, nothing to publish."""
-    payload = json.dumps({"router": router_id, "pool": sorted(pool), "budgets": BUDGETS, "lambdas": NORMALISED_LAMBDAS})
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
 
 @dataclass(frozen=True)
 class PublishResult:
-    """What a publish did: the version made current, or why nothing was published."""
+    """What a publish did: the version recorded, or why nothing was published."""
 
     published: bool
     version: str | None
@@ -47,72 +37,87 @@ class PublishResult:
     pool: tuple[str, ...]
     reason: str
     path: Path | None = None
-    mlflow_run_id: str | None = None
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "path": str(self.path) if self.path else None, "pool": list(self.pool)}
 
+    def line(self) -> str:
+        return f"published {self.version} -> {self.path}" if self.published else self.reason
 
-def publish_champion(
-    db_path: Path, published_dir: Path, tracking_uri: str | None, artifact_root: Path | None, force: bool = False
-) -> PublishResult:
-    """Publish routing tables for the champion router and the active pool, unless nothing changed."""
-    from uniroute.pipeline import tracking
 
-    champion = registry.load_champion(db_path, read_only=False)
+def fingerprint(router_id: str, pool: tuple[str, ...]) -> str:
+    """What a snapshot depends on: the router, the pool and the grids. Same fingerprint, nothing to publish."""
+    payload = json.dumps({"router": router_id, "pool": sorted(pool), "budgets": BUDGETS, "lambdas": NORMALISED_LAMBDAS})
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def latest_publication(con: store.Connection) -> dict | None:
+    """The store's newest publication row, or None."""
+    rows = store.query(con, "latest_publication")
+    return None if rows.empty else rows.iloc[0].to_dict()
+
+
+def publish_champion(con: store.Connection, published_dir: Path, force: bool = False) -> PublishResult:
+    """Write and record a snapshot for the champion and the active pool, unless nothing changed since the last."""
+    champion = registry.load_champion(con)
     router = champion.router
-    with store.opened(db_path) as con:
-        active = set(store.query(con, "active_models").model)
+    active = set(store.query(con, "active_models").model)
     pool = tuple(m for m in router.models if m in active)
     if not pool:
-        raise PublishError(f"champion {champion.router_id} has no active model to publish (all retired)")
+        raise snapshot.PublishError(f"champion {champion.router_id} has no active model to publish (all retired)")
     fp = fingerprint(champion.router_id, pool)
-    current = current_manifest(published_dir)
-    if current is not None and current.get("fingerprint") == fp and not force:
-        reason = f"nothing changed since {current['version']}"
-        return PublishResult(False, current["version"], champion.router_id, pool, reason)
+    latest = latest_publication(con)
+    if latest is not None and latest["fingerprint"] == fp and not force:
+        reason = f"nothing changed since {latest['version']}"
+        return PublishResult(False, latest["version"], champion.router_id, pool, reason)
     tables = routing_tables(router, pool, validation_weights(router))
-    version = new_version(fp)
+    version = snapshot.new_version(fp)
+    files = snapshot.table_files(tables, router.assigner.centers) if router.one_hot else {}
+    files[snapshot.ROUTER_FILE] = router_to_bytes(router)
+    files[snapshot.PSI_FILE] = snapshot.frame_bytes(registry.psi_table(router), "parquet")
+    if champion.fitted_embedder is not None:
+        from uniroute.embed import tfidf_to_bytes
+
+        files[snapshot.EMBEDDER_FILE] = tfidf_to_bytes(champion.fitted_embedder)
     manifest = {
         "router_id": champion.router_id,
-        "mlflow_run_id": champion.mlflow_run_id,
+        "kind": champion.kind,
         "embedder_id": router.embedder_id,
         "pool": list(pool),
         "fingerprint": fp,
         "created": datetime.now(UTC).isoformat(),
     }
-    path = write_snapshot(published_dir, version, tables, router.assigner.centers, manifest)
-    snapshot = read_snapshot(path)
-    run_id = None
-    if tracking_uri is not None and artifact_root is not None:
-        run_id = tracking.log_publish(
-            tracking_uri,
-            artifact_root,
-            router_id=champion.router_id,
-            params={"version": version, "pool": ",".join(pool), "fingerprint": fp},
-            artifacts={name: path / name for name in (*SNAPSHOT_FILES, "manifest.json")},
-        )
-    with store.opened(db_path) as con, store.transaction(con):
-        store.write_frame(
-            con,
-            "publications",
-            pd.DataFrame(
-                [
-                    {
-                        "version": version,
-                        "router_id": champion.router_id,
-                        "mlflow_run_id": run_id,
-                        "embedder_id": router.embedder_id,
-                        "pool": list(pool),
-                        "fingerprint": fp,
-                        "checksum": snapshot.manifest["checksum"],
-                        "path": str(path.resolve()),
-                        "created_at": datetime.now(UTC).replace(tzinfo=None),
-                    }
-                ]
-            ),
-        )
-        store.write_frame(con, "published_routes", tables.routes.assign(version=version))
-        store.write_frame(con, "published_budgets", tables.budgets.assign(version=version))
+    path = snapshot.write_folder(published_dir, version, files, manifest)
+    crashpoint("publish:folder-written")
+    checksum = snapshot.read_snapshot(path).manifest["checksum"]
+    store.write_frame(con, "publications", pd.DataFrame([{
+        "version": version, "router_id": champion.router_id, "embedder_id": router.embedder_id, "pool": list(pool),
+        "fingerprint": fp, "checksum": checksum, "path": str(path.resolve()),
+        "created_at": datetime.now(UTC).replace(tzinfo=None),
+    }]))
+    store.write_frame(con, "published_routes", tables.routes.assign(version=version))
+    store.write_frame(con, "published_budgets", tables.budgets.assign(version=version))
+    crashpoint("publish:recorded")
     log.info("published %s for router %s (%d models)", version, champion.router_id, len(pool))
-    return PublishResult(True, version, champion.router_id, pool, "published", path, run_id)
+    return PublishResult(True, version, champion.router_id, pool, "published", path)
+
+
+def switch_current_after_commit(s: store.Session, published_dir: Path, result: PublishResult) -> None:
+    """Make a recorded version current once the session commits (before it lets the next writer in)."""
+    if not result.published:
+        return
+
+    def switch() -> None:
+        crashpoint("publish:before-switch")
+        snapshot.make_current(published_dir, str(result.version))
+
+    s.after_commit.append(switch)
+
+
+def make_current_follow_store(con: store.Connection, published_dir: Path) -> str | None:
+    """Point `current` at the store's newest publication if it points elsewhere; the version it switched to."""
+    latest = latest_publication(con)
+    if latest is None or snapshot.current_version(published_dir) == latest["version"]:
+        return None
+    snapshot.make_current(published_dir, latest["version"])
+    return str(latest["version"])

@@ -1,13 +1,18 @@
-"""Router versions in the store: write a version (never overwrite), load one, find the champion."""
+"""Router versions in the store: write a version (never overwrite), load one, find the champion.
+
+A version is stored as plain rows (centroids, Psi, costs, metrics, curves) plus the router as npz bytes
+(`routers.serialize`, no pickle); a fitted embedder that cannot be rebuilt by name (TF-IDF) is stored once per
+embedder id in `fitted_embedders`, so every version built on it, child versions included, can embed prompts.
+Every function works on the caller's connection (a store session for writes).
+"""
 
 from __future__ import annotations
 
 import hashlib
-import pickle
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +20,7 @@ import pandas as pd
 from uniroute import store
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.router import Router
+from uniroute.routers.serialize import router_from_bytes, router_to_bytes
 
 
 @dataclass(frozen=True)
@@ -28,12 +34,11 @@ class RouterVersion:
     val_area: float | None
     promoted: bool
     reason: str
-    mlflow_run_id: str | None
     created_at: datetime
     router: Router
-    fitted_embedder: object | None = None  # the fitted TF-IDF embedder; None for embedders loaded by name
+    fitted_embedder: Any = None  # the fitted TF-IDF embedder; None for embedders loaded by name
 
-    def embedder(self, progress: bool = False):
+    def embedder(self, progress: bool = False) -> Any:
         """The embedder this router was fitted with: the stored fitted one, or loaded by its name."""
         if self.fitted_embedder is not None:
             return self.fitted_embedder
@@ -54,13 +59,33 @@ def new_router_id(kind: str) -> str:
 
 def clustering_id_of(centroids: Centroids) -> str:
     """Content id of a set of centroids: the same centres give the same id."""
-    return (
-        "kmeans-" + hashlib.sha256(np.ascontiguousarray(centroids.centers, dtype=np.float32).tobytes()).hexdigest()[:16]
-    )
+    digest = hashlib.sha256(np.ascontiguousarray(centroids.centers, dtype=np.float32).tobytes()).hexdigest()
+    return "kmeans-" + digest[:16]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def save_fitted_embedder(con: store.Connection, embedder: Any) -> None:
+    """Keep a fitted (TF-IDF) embedder under its id, once."""
+    from uniroute.embed import tfidf_to_bytes
+
+    if store.query(con, "fitted_embedder", embedder_id=embedder.embedder_id).empty:
+        store.write_frame(con, "fitted_embedders", pd.DataFrame(
+            [{"embedder_id": embedder.embedder_id, "state": tfidf_to_bytes(embedder), "created_at": _now()}]))
+
+
+def fitted_embedder(con: store.Connection, embedder_id: str) -> Any:
+    """The stored fitted embedder with this id, or None (embedders loaded by name are not stored)."""
+    from uniroute.embed import tfidf_from_bytes
+
+    rows = store.query(con, "fitted_embedder", embedder_id=embedder_id)
+    return None if rows.empty else tfidf_from_bytes(bytes(rows.state.iloc[0]), progress=False)
 
 
 def save_router_version(
-    db_path: Path,
+    con: store.Connection,
     router: Router,
     router_id: str,
     clustering_id: str,
@@ -71,64 +96,40 @@ def save_router_version(
     promoted: bool,
     reason: str,
     parent_id: str | None = None,
-    mlflow_run_id: str | None = None,
+    origin: str = "build",
+    candidate_of: str | None = None,
     metrics: pd.DataFrame | None = None,
     curves: pd.DataFrame | None = None,
-    fitted_embedder: object | None = None,
+    fitted_embedder: Any = None,
 ) -> None:
-    """Write a router version with its centroids, Psi, costs, metrics and curves in one transaction."""
-    k = router.k
-    psi_rows = psi_table(router).assign(router_id=router_id)
-    cost_rows = pd.DataFrame({"router_id": router_id, "model": list(router.models), "cost": router.costs.astype(float)})
-    version_row = pd.DataFrame(
-        [
-            {
-                "router_id": router_id,
-                "parent_id": parent_id,
-                "clustering_id": clustering_id,
-                "kind": kind,
-                "embedder_id": router.embedder_id,
-                "k": int(k),
-                "models": list(router.models),
-                "val_area": val_area,
-                "promoted": promoted,
-                "reason": reason,
-                "mlflow_run_id": mlflow_run_id,
-                "data_fingerprint": data_fingerprint,
-                "artifact": pickle.dumps(router, protocol=pickle.HIGHEST_PROTOCOL),
-                # Fitted embedders (TF-IDF) travel with the router so routing and onboarding can embed.
-                "embedder_artifact": None
-                if fitted_embedder is None
-                else pickle.dumps(fitted_embedder, protocol=pickle.HIGHEST_PROTOCOL),
-                "created_at": datetime.now(UTC).replace(tzinfo=None),
-            }
-        ]
-    )
-    with store.opened(db_path) as con, store.transaction(con):
-        exists = store.query(con, "centroids_exist", clustering_id=clustering_id)
-        if not bool(exists.iloc[0, 0]):
-            centers = centroids.centers.astype(np.float32)
-            store.write_frame(
-                con,
-                "centroids",
-                pd.DataFrame(
-                    {
-                        "clustering_id": clustering_id,
-                        "cluster": np.arange(len(centers), dtype=np.int32),
-                        "center": [row.tolist() for row in centers],
-                    }
-                ),
-            )
-        store.write_frame(con, "routers", version_row)
-        store.write_frame(con, "psi", psi_rows)
-        store.write_frame(con, "router_costs", cost_rows)
-        if metrics is not None and len(metrics):
-            store.write_frame(con, "router_metrics", metrics.assign(router_id=router_id))
-        if curves is not None and len(curves):
-            store.write_frame(con, "router_curves", curves.assign(router_id=router_id))
+    """Write a router version with its centroids, Psi, costs, metrics and curves (in the caller's transaction)."""
+    version_row = pd.DataFrame([{
+        "router_id": router_id, "parent_id": parent_id, "origin": origin, "candidate_of": candidate_of,
+        "clustering_id": clustering_id, "kind": kind, "embedder_id": router.embedder_id, "k": int(router.k),
+        "models": list(router.models), "val_area": val_area, "promoted": promoted, "reason": reason,
+        "data_fingerprint": data_fingerprint, "router": router_to_bytes(router), "created_at": _now(),
+    }])
+    if not bool(store.query(con, "centroids_exist", clustering_id=clustering_id).iloc[0, 0]):
+        centers = centroids.centers.astype(np.float32)
+        store.write_frame(con, "centroids", pd.DataFrame({
+            "clustering_id": clustering_id,
+            "cluster": np.arange(len(centers), dtype=np.int32),
+            "center": [row.tolist() for row in centers],
+        }))
+    if fitted_embedder is not None:
+        save_fitted_embedder(con, fitted_embedder)
+    store.write_frame(con, "routers", version_row)
+    store.write_frame(con, "psi", psi_table(router).assign(router_id=router_id))
+    store.write_frame(con, "router_costs", pd.DataFrame(
+        {"router_id": router_id, "model": list(router.models), "cost": router.costs.astype(float)}))
+    if metrics is not None and len(metrics):
+        store.write_frame(con, "router_metrics", metrics.assign(router_id=router_id))
+    if curves is not None and len(curves):
+        store.write_frame(con, "router_curves", curves.assign(router_id=router_id))
 
 
-def _version_from_row(row: pd.Series) -> RouterVersion:
+def _version_from_row(con: store.Connection, row: pd.Series) -> RouterVersion:
+    router = router_from_bytes(bytes(row["router"]))
     return RouterVersion(
         router_id=row["router_id"],
         parent_id=row["parent_id"] if isinstance(row["parent_id"], str) else None,
@@ -137,46 +138,46 @@ def _version_from_row(row: pd.Series) -> RouterVersion:
         val_area=None if pd.isna(row["val_area"]) else float(row["val_area"]),
         promoted=bool(row["promoted"]),
         reason=row["reason"],
-        mlflow_run_id=row["mlflow_run_id"] if isinstance(row["mlflow_run_id"], str) else None,
         created_at=row["created_at"],
-        router=pickle.loads(bytes(row["artifact"])),
-        fitted_embedder=None if row["embedder_artifact"] is None or pd.isna(row["embedder_artifact"])
-        else pickle.loads(bytes(row["embedder_artifact"])),
+        router=router,
+        fitted_embedder=fitted_embedder(con, router.embedder_id),
     )
 
 
-def load_router_version(db_path: Path, router_id: str, read_only: bool = True) -> RouterVersion:
+def load_router_version(con: store.Connection, router_id: str) -> RouterVersion:
     """A stored router version by id."""
-    with store.opened(db_path, read_only=read_only) as con:
-        rows = store.query(con, "router_by_id", router_id=router_id)
+    rows = store.query(con, "router_by_id", router_id=router_id)
     if rows.empty:
-        raise LookupError(f"no router version {router_id!r} in {db_path}")
-    return _version_from_row(rows.iloc[0])
+        raise LookupError(f"no router version {router_id!r} in the store")
+    return _version_from_row(con, rows.iloc[0])
 
 
-def load_champion(db_path: Path, kind: str = "kmeans", read_only: bool = True) -> RouterVersion:
-    """The newest promoted router version of a kind: the one that routes and gets published."""
-    with store.opened(db_path, read_only=read_only) as con:
-        rows = store.query(con, "router_champion", kind=kind)
+def load_champion(con: store.Connection) -> RouterVersion:
+    """The newest promoted router version: the one that routes and gets published."""
+    rows = store.query(con, "router_champion")
     if rows.empty:
-        raise LookupError(f"no champion {kind} router in {db_path}: run `uniroute build` first")
-    return _version_from_row(rows.iloc[0])
+        raise LookupError("no champion router in the store: run `uniroute build` first")
+    return _version_from_row(con, rows.iloc[0])
 
 
-def has_champion(db_path: Path, kind: str = "kmeans") -> bool:
-    """Whether a promoted router of this kind exists (False for a store without one, or no store)."""
-    if not Path(db_path).exists():
-        return False
-    with store.opened(db_path, read_only=True) as con:
-        return not store.query(con, "router_champion", kind=kind).empty
+def champion_id(con: store.Connection) -> str | None:
+    """The champion's router id, or None before the first build."""
+    rows = store.query(con, "champion_id")
+    return None if rows.empty else str(rows.router_id.iloc[0])
 
 
-def champion_val_area(db_path: Path, kind: str = "kmeans") -> float | None:
-    """The champion's validation Area, or None when there is no champion yet."""
-    try:
-        return load_champion(db_path, kind=kind, read_only=False).val_area
-    except LookupError:
-        return None
+def champion_val_area(con: store.Connection) -> float | None:
+    """The champion's validation Area, or None when there is no champion yet (or it has none)."""
+    rows = store.query(con, "champion_id")
+    return None if rows.empty or pd.isna(rows.val_area.iloc[0]) else float(rows.val_area.iloc[0])
+
+
+def centroids_of(con: store.Connection, clustering_id: str) -> Centroids:
+    """The stored centroids of one clustering."""
+    rows = store.query(con, "centroids_of", clustering_id=clustering_id)
+    if rows.empty:
+        raise LookupError(f"no centroids for clustering {clustering_id!r} in the store")
+    return Centroids(np.array(rows.center.tolist(), dtype=np.float32))
 
 
 def psi_table(router: Router) -> pd.DataFrame:
@@ -193,8 +194,7 @@ def psi_table(router: Router) -> pd.DataFrame:
     )
 
 
-def data_fingerprint(db_path: Path) -> str:
+def data_fingerprint(con: store.Connection) -> str:
     """A short hash of every ingested file: two builds on the same data share it."""
-    with store.opened(db_path) as con:
-        files = store.query(con, "data_fingerprint").iloc[0, 0]
+    files = store.query(con, "data_fingerprint").iloc[0, 0]
     return hashlib.sha256(files.encode()).hexdigest()[:16]

@@ -1,8 +1,19 @@
-"""Published routing snapshots on disk: written to a staging folder, renamed into `published/<version>/`, and
-made `published/current` by an atomic symlink swap, so a reader never sees a half-written table."""
+"""Published routing snapshots on disk: complete folders under `published/<version>/`, and `published/current`.
+
+A folder is written under a staging name and renamed into place only when every file and, last, its manifest
+(with a checksum over the files) are on disk: a folder with a manifest is complete. `current` is a symlink
+switched by rename(2), so a reader resolves it once and reads one whole version. Writing a folder and switching
+`current` are separate steps: publishing records the version in the store between them, and `current` always
+follows the store's newest publication (reconciliation re-points it after a crash).
+
+A snapshot carries what a reader needs without the store: the routing tables (Parquet and JSON), the
+centroids, each model's Psi, and the router itself as npz (no pickle), plus the fitted embedder where one
+cannot be rebuilt by name.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -16,11 +27,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from uniroute.routers.router import Router
+from uniroute.routers.serialize import router_from_bytes
 from uniroute.routers.tables import RoutingTables
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_FILES = ("routes.parquet", "routes.json", "budgets.parquet", "budgets.json", "centroids.parquet")
+TABLE_FILES = ("routes.parquet", "routes.json", "budgets.parquet", "budgets.json", "centroids.parquet")
+ROUTER_FILE = "router.npz"
+EMBEDDER_FILE = "embedder.npz"  # only when the router's embedder was fitted (TF-IDF)
+PSI_FILE = "psi.parquet"
+SNAPSHOT_FILES = TABLE_FILES  # every snapshot has these; published routers add ROUTER_FILE and PSI_FILE
+CURRENT = "current"
+STAGING_PREFIX = ".staging-"
+LINK_PREFIX = ".current-"
 
 
 class PublishError(RuntimeError):
@@ -29,20 +49,52 @@ class PublishError(RuntimeError):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A published version read back: its manifest and tables."""
+    """A published version read back (checksum verified): its manifest, tables and files."""
 
     path: Path
     manifest: dict
     routes: pd.DataFrame
     budgets: pd.DataFrame
+    files: dict[str, bytes]
+
+    @property
+    def version(self) -> str:
+        return str(self.manifest["version"])
+
+    def router(self) -> Router:
+        """The published router (PublishError for a snapshot written without one)."""
+        if ROUTER_FILE not in self.files:
+            raise PublishError(f"snapshot {self.version} carries no router")
+        return router_from_bytes(self.files[ROUTER_FILE])
+
+    def fitted_embedder_bytes(self) -> bytes | None:
+        return self.files.get(EMBEDDER_FILE)
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One of the Parquet files as a frame (e.g. "psi.parquet")."""
+        return pd.read_parquet(io.BytesIO(self.files[name]))
 
 
-def _frame_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
+def frame_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
+    """A frame as the bytes of a JSON (records) or Parquet file."""
     if fmt == "json":
         return frame.to_json(orient="records", indent=1).encode()
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()
+
+
+def table_files(tables: RoutingTables, centers: np.ndarray) -> dict[str, bytes]:
+    """The routing tables and centroids as snapshot files."""
+    return {
+        "routes.parquet": frame_bytes(tables.routes, "parquet"),
+        "routes.json": frame_bytes(tables.routes, "json"),
+        "budgets.parquet": frame_bytes(tables.budgets, "parquet"),
+        "budgets.json": frame_bytes(tables.budgets, "json"),
+        "centroids.parquet": frame_bytes(
+            pd.DataFrame({"cluster": np.arange(len(centers)), "center": [c.tolist() for c in centers]}), "parquet"
+        ),
+    }
 
 
 def checksum_of(files: dict[str, bytes]) -> str:
@@ -60,54 +112,52 @@ def _write_durably(path: Path, data: bytes) -> None:
         os.fsync(handle.fileno())
 
 
-def _remove_stale_staging(published_dir: Path) -> None:
-    """Delete staging folders left by publishers that were killed (their pid no longer runs)."""
-    for path in published_dir.glob(".staging-*"):
-        pid = int(path.name.rsplit("-", 1)[-1])
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
-            log.info("removed %s left by a killed publisher", path)
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
-def write_snapshot(
-    published_dir: Path, version: str, tables: RoutingTables, centers: np.ndarray, manifest: dict
-) -> Path:
-    """Write a complete snapshot under published/<version>/ and switch published/current to it atomically."""
+def write_folder(published_dir: Path, version: str, files: dict[str, bytes], manifest: dict) -> Path:
+    """Write a complete snapshot folder published/<version>/ (staged, then renamed); `current` is not touched."""
     published_dir.mkdir(parents=True, exist_ok=True)
     final = published_dir / version
     if final.exists():
         raise PublishError(f"published version {version} already exists at {final}")
-    files = {
-        "routes.parquet": _frame_bytes(tables.routes, "parquet"),
-        "routes.json": _frame_bytes(tables.routes, "json"),
-        "budgets.parquet": _frame_bytes(tables.budgets, "parquet"),
-        "budgets.json": _frame_bytes(tables.budgets, "json"),
-        "centroids.parquet": _frame_bytes(
-            pd.DataFrame({"cluster": np.arange(len(centers)), "center": [c.tolist() for c in centers]}), "parquet"
-        ),
-    }
     manifest = {**manifest, "version": version, "files": sorted(files), "checksum": checksum_of(files)}
-    _remove_stale_staging(published_dir)
-    staging = published_dir / f".staging-{version}-{os.getpid()}"
+    staging = published_dir / f"{STAGING_PREFIX}{version}-{os.getpid()}"
     staging.mkdir()
     for name, data in files.items():
         _write_durably(staging / name, data)
     # The manifest is written last: a folder with a manifest is complete.
     _write_durably(staging / "manifest.json", json.dumps(manifest, indent=1, default=str).encode())
     os.rename(staging, final)
-    link = published_dir / f".current-{os.getpid()}"
+    _fsync_dir(published_dir)
+    return final
+
+
+def make_current(published_dir: Path, version: str) -> None:
+    """Point published/current at a complete version by an atomic symlink swap."""
+    if not (published_dir / version / "manifest.json").exists():
+        raise PublishError(f"cannot make {version} current: {published_dir / version} is not a complete snapshot")
+    link = published_dir / f"{LINK_PREFIX}{os.getpid()}"
     if link.is_symlink():
         link.unlink()
     os.symlink(version, link)
-    os.replace(link, published_dir / "current")  # rename(2) over the old link: atomic for readers
-    dir_fd = os.open(published_dir, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return final
+    os.replace(link, published_dir / CURRENT)  # rename(2) over the old link: atomic for readers
+    _fsync_dir(published_dir)
+
+
+def write_snapshot(
+    published_dir: Path, version: str, tables: RoutingTables, centers: np.ndarray, manifest: dict,
+    extra_files: dict[str, bytes] | None = None,
+) -> Path:
+    """Write a complete snapshot folder and make it current (publishers that keep no store use this)."""
+    path = write_folder(published_dir, version, {**table_files(tables, centers), **(extra_files or {})}, manifest)
+    make_current(published_dir, version)
+    return path
 
 
 def read_snapshot(path: Path) -> Snapshot:
@@ -125,12 +175,19 @@ def read_snapshot(path: Path) -> Snapshot:
         manifest=manifest,
         routes=pd.read_parquet(io.BytesIO(files["routes.parquet"])),
         budgets=pd.read_parquet(io.BytesIO(files["budgets.parquet"])),
+        files=files,
     )
+
+
+def current_version(published_dir: Path) -> str | None:
+    """The version `current` points at, or None when nothing is published."""
+    link = Path(published_dir) / CURRENT
+    return os.readlink(link) if link.is_symlink() else None
 
 
 def read_current(published_dir: Path) -> Snapshot:
     """The snapshot `current` points at; the link is resolved once so every file comes from one version."""
-    current = published_dir / "current"
+    current = Path(published_dir) / CURRENT
     if not current.exists():
         raise PublishError(f"nothing published yet under {published_dir}: run `uniroute publish`")
     return read_snapshot(Path(os.path.realpath(current)))
@@ -142,6 +199,30 @@ def current_manifest(published_dir: Path) -> dict | None:
         return read_current(published_dir).manifest
     except PublishError:
         return None
+
+
+def stray_entries(published_dir: Path, versions: set[str]) -> list[Path]:
+    """Entries under published/ that no publication accounts for: folders of versions the store does not
+    record (a publisher killed before its commit), staging folders and leftover temporary links."""
+    if not published_dir.exists():
+        return []
+    out = []
+    for path in sorted(published_dir.iterdir()):
+        if path.name == CURRENT:
+            continue
+        if path.name.startswith((STAGING_PREFIX, LINK_PREFIX)) or (path.is_dir() and path.name not in versions):
+            out.append(path)
+    return out
+
+
+def remove_entry(path: Path) -> None:
+    """Delete a stray snapshot folder or link."""
+    if path.is_symlink() or path.is_file():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+    log.info("removed %s", path)
 
 
 def new_version(fp: str) -> str:

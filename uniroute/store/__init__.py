@@ -1,29 +1,53 @@
 """The store: the only door to DuckDB.
 
-Owns the connection and its sessions (one connection, one transaction per operation), the numbered schema in
-`sql/schema/`, the named statements in `sql/queries/` and the sandbox that runs a user's SQL. Every other
-package reaches DuckDB through here and never formats a value into SQL. It imports no other uniroute stage.
+Owns the connection and its sessions (`session`: the writer lock, one connection and one transaction per
+operation, recorded in the operations log), the numbered schema in `sql/schema/`, the named statements in
+`sql/queries/` and the sandbox that runs a user's SQL. Every other package reaches DuckDB through here and never
+formats a value into SQL. It imports no other uniroute stage.
 """
 
-from uniroute.store.connection import StoreError, connect, opened, transaction
+from uniroute.store.connection import Connection, StoreError, connect, opened, transaction
+from uniroute.store.lock import Holder, StoreBusy, current_holder
 from uniroute.store.queries import execute, query, query_arrow, query_text, registered, write_frame
-from uniroute.store.sandbox import READ_ONLY_STATEMENTS, read_only_query
+from uniroute.store.sandbox import (
+    READ_ONLY_STATEMENTS,
+    Sandbox,
+    SqlRefused,
+    SqlTimeout,
+    StoreLocked,
+    open_read_only,
+    read_only_query,
+    sandboxed_over,
+)
 from uniroute.store.schema import SQL_DIR, apply_schema, schema_files
+from uniroute.store.session import Session, session
 
 __all__ = [
+    "Connection",
     "READ_ONLY_STATEMENTS",
     "SQL_DIR",
+    "Holder",
+    "Sandbox",
+    "Session",
+    "SqlRefused",
+    "SqlTimeout",
+    "StoreBusy",
     "StoreError",
+    "StoreLocked",
     "apply_schema",
     "connect",
+    "current_holder",
     "execute",
+    "open_read_only",
     "opened",
     "query",
     "query_arrow",
     "query_text",
     "read_only_query",
     "registered",
+    "sandboxed_over",
     "schema_files",
+    "session",
     "transaction",
     "write_frame",
 ]

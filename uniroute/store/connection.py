@@ -8,7 +8,10 @@ from pathlib import Path
 
 import duckdb
 
-from uniroute.store.schema import apply_schema
+from uniroute.store.schema import IncompatibleStore, apply_schema
+
+# What operations receive from their caller's session: other packages name this type and never import duckdb.
+Connection = duckdb.DuckDBPyConnection
 
 
 class StoreError(RuntimeError):
@@ -37,7 +40,11 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
             f"cannot open the store {db_path} for writing: another process holds it (DuckDB allows one "
             f"writer; wait for the running pipeline step to finish) ({exc})"
         ) from exc
-    apply_schema(con)
+    try:
+        apply_schema(con)
+    except IncompatibleStore as exc:
+        con.close()
+        raise StoreError(f"{db_path}: {exc}") from exc
     return con
 
 

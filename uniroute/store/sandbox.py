@@ -1,39 +1,168 @@
-"""A user's SQL: read-only, checked statement by statement before it runs."""
+"""A user's SQL, sandboxed: read-only, no file or network access, bounded memory and time.
+
+Every connection that runs user SQL is locked down before the user's text reaches it: external access off
+(no file read or written, no ATTACH, no INSTALL), extension auto-install and auto-load off, a memory limit,
+and `lock_configuration` so no statement can loosen any of it. On top of that, each statement is parsed and
+only SELECT (and EXPLAIN of a SELECT, checked on what it wraps) may run. A wall-clock timer interrupts a
+query that runs too long. Refusals raise SqlRefused, which the CLI turns into one line and exit code 2.
+"""
 
 from __future__ import annotations
 
+import re
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
-from uniroute.store.connection import StoreError, opened
+from uniroute.store.connection import StoreError
 
-# Statement types a user's read-only query may contain. Anything else (COPY ... TO, ATTACH, SET,
-# INSERT, ...) is refused before it runs, since a read-only connection still lets COPY write files.
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+# Statement types a user's query may contain; EXPLAIN is allowed only around an allowed statement.
+READ_ONLY_STATEMENTS = {"SELECT"}
+DEFAULT_TIMEOUT_SECONDS = 30.0
+DEFAULT_MEMORY_LIMIT = "1GB"
+SANDBOX_THREADS = 2
+LOCKDOWN = (
+    "SET enable_external_access = false",
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+)
+_EXPLAIN = re.compile(
+    r"^\s*(?:(?:/\*.*?\*/|--[^\n]*(?:\n|$))\s*)*explain\s+(?:analy[sz]e\s+)?(?:\([^)]*\)\s*)?(?P<inner>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
-def read_only_query(db_path: Path, sql: str) -> pd.DataFrame:
-    """Run a user's SELECT on a read-only connection; anything that could write is refused."""
-    with opened(db_path, read_only=True) as con:
-        try:
-            statements = con.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot parse SQL: {exc}") from exc
-        if not statements:
-            raise StoreError("no SQL statement given")
-        for statement in statements:
-            kind = statement.type.name
-            if kind not in READ_ONLY_STATEMENTS:
-                raise StoreError(
-                    f"refused: `uniroute sql` is read-only and this is a {kind} statement: "
-                    f"{statement.query.strip()[:80]!r}"
-                )
-        result = None
-        for statement in statements:
+class SqlRefused(StoreError):
+    """User SQL that is not allowed to run (it would write, read files or the network, or change settings)."""
+
+
+class SqlTimeout(StoreError):
+    """User SQL interrupted after its time limit."""
+
+
+class StoreLocked(StoreError):
+    """The store file is held by a writer process, so it cannot be opened for reading now."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """Limits of a sandboxed connection."""
+
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, sandbox: Sandbox) -> duckdb.DuckDBPyConnection:
+    """Switch off file, network and extension access, cap memory and threads, then freeze the configuration."""
+    for statement in LOCKDOWN:
+        con.execute(statement)
+    con.execute("SET memory_limit = $limit", {"limit": sandbox.memory_limit})
+    con.execute(f"SET threads = {int(SANDBOX_THREADS)}")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
+def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
+    """The store opened read-only with file, network and extension access off; StoreLocked while a writer
+    process holds the file (DuckDB lets no other process open it then)."""
+    db_path = Path(db_path)
+    if not db_path.exists():
+        raise StoreError(f"no store at {db_path}: run `uniroute ingest` (or `make run`) first")
+    config = {
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+    }
+    try:
+        return duckdb.connect(str(db_path), read_only=True, config=config)
+    except duckdb.IOException as exc:
+        raise StoreLocked(f"the store {db_path} is held by a writer ({str(exc).splitlines()[0]})") from exc
+
+
+def open_store_sandbox(db_path: Path, sandbox: Sandbox) -> duckdb.DuckDBPyConnection:
+    """The store opened read-only and locked down; StoreLocked if a writer process holds the file."""
+    con = open_read_only(db_path)
+    try:
+        return lock_down(con, sandbox)
+    except BaseException:
+        con.close()
+        raise
+
+
+def checked_statements(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
+    """The statements of sql, each checked to be a SELECT (or an EXPLAIN of one); SqlRefused otherwise."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise SqlRefused(f"cannot parse the SQL: {str(exc).splitlines()[0]}") from exc
+    if not statements:
+        raise SqlRefused("no SQL statement given")
+    out = []
+    for statement in statements:
+        text = statement.query.strip()
+        kind = statement.type.name
+        if kind == "EXPLAIN":
+            match = _EXPLAIN.match(text)
+            inner = con.extract_statements(match.group("inner")) if match and match.group("inner").strip() else []
+            if len(inner) != 1 or inner[0].type.name not in READ_ONLY_STATEMENTS:
+                wrapped = inner[0].type.name if len(inner) == 1 else "something that is not one SELECT"
+                raise SqlRefused(f"refused: EXPLAIN wraps a {wrapped} statement; `uniroute sql` runs SELECT only: "
+                                 f"{text[:80]!r}")
+        elif kind not in READ_ONLY_STATEMENTS:
+            raise SqlRefused(f"refused: `uniroute sql` is read-only and this is a {kind} statement: {text[:80]!r}")
+        out.append(text)
+    return out
+
+
+def run_sandboxed(con: duckdb.DuckDBPyConnection, sql: str, sandbox: Sandbox) -> pd.DataFrame:
+    """Run user SQL on a locked-down connection: the last statement's rows, within the time limit."""
+    statements = checked_statements(con, sql)
+    timer = threading.Timer(sandbox.timeout_seconds, con.interrupt)
+    timer.daemon = True
+    timer.start()
+    result = pd.DataFrame()
+    try:
+        for text in statements:
             try:
-                result = con.execute(statement.query).df()
+                result = con.execute(text).df()
+            except duckdb.InterruptException as exc:
+                raise SqlTimeout(f"the query ran longer than {sandbox.timeout_seconds:g} s and was stopped "
+                                 "(give --timeout SECONDS for more)") from exc
+            except duckdb.PermissionException as exc:
+                raise SqlRefused(f"refused: {str(exc).splitlines()[0]}") from exc
             except duckdb.Error as exc:
-                raise StoreError(f"query failed: {exc}") from exc
-        return result
+                raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from exc
+    finally:
+        timer.cancel()
+    return result
+
+
+def read_only_query(db_path: Path, sql: str, sandbox: Sandbox | None = None) -> pd.DataFrame:
+    """Run a user's SELECT on the store, sandboxed; StoreLocked while a writer holds the store."""
+    sandbox = sandbox or Sandbox()
+    con = open_store_sandbox(db_path, sandbox)
+    try:
+        return run_sandboxed(con, sql, sandbox)
+    finally:
+        con.close()
+
+
+def sandboxed_over(tables: dict[str, object], views: dict[str, str], sql: str, sandbox: Sandbox) -> pd.DataFrame:
+    """Run user SQL on an in-memory database holding `tables` (Arrow or pandas) and `views` (name -> SELECT).
+
+    Table and view names and the view definitions come from the project's own code, never from the user."""
+    con = duckdb.connect()
+    try:
+        for name, table in tables.items():
+            con.register(f"_src_{name}", table)
+            con.execute(f'create table "{name}" as select * from "_src_{name}"')
+            con.unregister(f"_src_{name}")
+        for name, select in views.items():
+            con.execute(f'create view "{name}" as {select}')
+        lock_down(con, sandbox)
+        return run_sandboxed(con, sql, sandbox)
+    finally:
+        con.close()

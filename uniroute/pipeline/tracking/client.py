@@ -9,7 +9,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,17 +25,6 @@ REGISTERED_NAME = "uniroute-router"
 CHAMPION = "champion"
 CHALLENGER = "challenger"
 LOGGED_MODEL_NAME = "router"
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """What a build or onboarding run left in MLflow."""
-
-    run_id: str
-    model_version: str | None
-    alias: str | None
-    promoted: bool
-    reason: str
 
 
 @contextlib.contextmanager

@@ -5,32 +5,33 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
-import pickle
 import tempfile
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 if TYPE_CHECKING:
 
     from uniroute.routers.router import Router
 
-from uniroute.pipeline.tracking.client import LOGGED_MODEL_NAME, tracking_store
-from uniroute.pipeline.tracking.pyfunc import router_model_class
+from uniroute.pipeline.tracking.client import LOGGED_MODEL_NAME, model_versions, tracking_store
 
 log = logging.getLogger(__name__)
+
+MODEL_CODE = Path(__file__).resolve().with_name("router_model.py")  # models-from-code: no cloudpickle
 
 # Validation embeddings shipped with the model so a `budget` request can be turned into lambda at serve
 # time; a sample keeps the artifact small (2,000 x 384 float32 = 3 MB) and lambda_for_budget fast.
 MAX_VAL_ROWS = 2000
 VAL_SAMPLE_SEED = 0
+# A request as `mlflow models serve` receives it; MLflow routes it once when the model is logged.
+INPUT_EXAMPLE = pd.DataFrame({"prompt": ["Which of these is a prime number: 21, 27, 29 or 33?"]})
 # What the pyfunc needs at load time, pinned to this environment's versions. Recorded, never installed:
 # the model is served with `--env-manager local` in this venv (no environment creation, no network).
 MODEL_REQUIREMENTS = (
     "mlflow-skinny",
-    "cloudpickle",
     "numpy",
     "pandas",
     "scipy",
@@ -94,38 +95,55 @@ def register_router(
     router: Router,
     router_id: str,
     embedder_name: str,
+    fitted_embedder: bytes | None,
     val_embeddings: np.ndarray | None,
     registered_name: str,
+    tags: dict[str, str] | None = None,
 ) -> str:
-    """Log the router as a pyfunc in the active run, register it, and return the new version number."""
+    """Log the router as a models-from-code pyfunc in the active run, register it (with the version's tags);
+    the new version number."""
     import mlflow
+
+    from uniroute.routers.serialize import router_to_bytes
 
     with tempfile.TemporaryDirectory(prefix="uniroute-model-") as tmp:
         folder = Path(tmp)
-        (folder / "router.pkl").write_bytes(pickle.dumps(router, protocol=pickle.HIGHEST_PROTOCOL))
+        (folder / "router.npz").write_bytes(router_to_bytes(router))
         (folder / "meta.json").write_text(json.dumps({"embedder": embedder_name, "router_id": router_id}))
-        files = {"router": str(folder / "router.pkl"), "meta": str(folder / "meta.json")}
+        files = {"router": str(folder / "router.npz"), "meta": str(folder / "meta.json")}
+        if fitted_embedder is not None:
+            (folder / "embedder.npz").write_bytes(fitted_embedder)
+            files["embedder"] = str(folder / "embedder.npz")
         if val_embeddings is not None:
             rows, counts = compact_val(val_embeddings)
             np.savez(folder / "val_embeddings.npz", rows=rows, counts=counts)
             files["val_embeddings"] = str(folder / "val_embeddings.npz")
-        with warnings.catch_warnings():
-            # An input example would make MLflow load the model (and the embedder) inside the build just to
-            # validate it; the explicit signature already describes requests.
-            warnings.filterwarnings("ignore", message=".*An input example was not provided", category=UserWarning)
-            info = mlflow.pyfunc.log_model(
-                name=LOGGED_MODEL_NAME,
-                python_model=router_model_class()(),
-                artifacts=files,
-                signature=_router_signature(),
-                # The library travels with the model so the pickled Router and this class unpickle anywhere.
-                code_paths=[str(Path(__file__).resolve().parent)],
-                pip_requirements=_model_requirements(),
-                registered_model_name=registered_name,
-            )
-    if info.registered_model_version is None:
-        raise RuntimeError(f"MLflow logged the router {router_id} but did not register it as {registered_name!r}")
-    return str(info.registered_model_version)
+        info = mlflow.pyfunc.log_model(
+            name=LOGGED_MODEL_NAME,
+            python_model=str(MODEL_CODE),
+            artifacts=files,
+            signature=_router_signature(),
+            # MLflow checks the example by loading the model and routing it once, before registering.
+            input_example=INPUT_EXAMPLE,
+            pip_requirements=_model_requirements(),
+        )
+    # Registered through the client rather than log_model(registered_model_name=...), which prints to stderr.
+    client = mlflow.MlflowClient()
+    if not model_versions(client, registered_name) and not _registered(client, registered_name):
+        client.create_registered_model(registered_name)
+    version = client.create_model_version(registered_name, source=info.model_uri, run_id=info.run_id,
+                                          model_id=info.model_id, tags=tags)
+    return str(version.version)
+
+
+def _registered(client: Any, registered_name: str) -> bool:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_registered_model(registered_name)
+    except MlflowException:
+        return False
+    return True
 
 
 def load_router_model(model_uri: str, tracking_uri: str | None = None) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import pickle
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,13 +77,17 @@ def routed_frame(
 
 
 def _load_context(model: Any, context: Any) -> None:
-    """Unpickle the router, build its embedder (refusing a mismatch) and load the validation sample."""
-    from uniroute.embed import make_embedder
+    """Read the router (npz, no pickle), build its embedder (refusing a mismatch), load the validation sample."""
+    from uniroute.embed import make_embedder, tfidf_from_bytes
+    from uniroute.routers.serialize import router_from_bytes
 
     meta = json.loads(Path(context.artifacts["meta"]).read_text())
-    # The pickle is this pipeline's own artifact, read back from its own store.
-    router = pickle.loads(Path(context.artifacts["router"]).read_bytes())
-    embedder = make_embedder(meta["embedder"], progress=False)
+    router = router_from_bytes(Path(context.artifacts["router"]).read_bytes())
+    fitted = context.artifacts.get("embedder")
+    if fitted is not None:  # an embedder fitted on the build's prompts (TF-IDF) travels with the model
+        embedder = tfidf_from_bytes(Path(fitted).read_bytes())
+    else:
+        embedder = make_embedder(meta["embedder"], progress=False)
     router.check_embedder(embedder.embedder_id)
     val_path = context.artifacts.get("val_embeddings")
     model.router = router
@@ -92,7 +95,7 @@ def _load_context(model: Any, context: Any) -> None:
     model.router_id = meta["router_id"]
     model.X_val = None
     if val_path is not None:
-        with np.load(val_path) as saved:
+        with np.load(val_path, allow_pickle=False) as saved:
             model.X_val = np.repeat(saved["rows"], saved["counts"], axis=0)  # (n, d) as logged
 
 
@@ -129,14 +132,4 @@ def router_model_class() -> type:
         ) -> pd.DataFrame:
             return _predict(self, context, model_input, params)
 
-    # Pickled by reference as uniroute.tracking.RouterModel (resolved by the module __getattr__ below), so
-    # loading a model needs this module, never a by-value copy of the class.
-    RouterModel.__module__ = __name__
-    RouterModel.__qualname__ = "RouterModel"
     return RouterModel
-
-
-def __getattr__(name: str) -> Any:
-    if name == "RouterModel":
-        return router_model_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

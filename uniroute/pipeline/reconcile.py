@@ -1,0 +1,161 @@
+"""Reconciliation (`uniroute doctor`, and the start of every flow): check the invariants, repair what is derived.
+
+The store is the single source of truth. Everything else is derived from it and can be redone after a crash:
+
+1. runs that were killed are marked 'interrupted' in the operations log (the session does it, and reports them);
+2. every active model with validation results and a cost is routed by the champion (else: onboarded);
+3. `published/current` names the store's newest publication, whose folder is complete (else: re-pointed);
+4. no files the store does not account for: snapshot folders of unrecorded versions, staging folders, stray
+   links (removed), files claimed by a killed inbox run (reported: `uniroute inbox` finishes them);
+5. MLflow holds every router version and publication, and its alias `champion` names the store's champion
+   (else: logged, registered, re-pointed).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from uniroute import store
+from uniroute.pipeline import publish, registry, snapshot
+from uniroute.pipeline.onboard import OnboardError, missing_from_champion, onboard_models
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One checked invariant: 'ok', 'repaired' (it did not hold and now does) or 'broken' (it does not hold)."""
+
+    check: str
+    status: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<8} {self.check}: {self.detail}"
+
+
+@dataclass
+class Report:
+    """What reconciliation found and repaired."""
+
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, check: str, status: str, detail: str) -> None:
+        self.findings.append(Finding(check, status, detail))
+
+    @property
+    def healthy(self) -> bool:
+        return all(f.status != "broken" for f in self.findings)
+
+    @property
+    def repaired(self) -> list[Finding]:
+        return [f for f in self.findings if f.status == "repaired"]
+
+    def lines(self) -> list[str]:
+        return [f.line() for f in self.findings]
+
+
+def _check_pool(con: store.Connection, report: Report, repair: bool) -> None:
+    missing = missing_from_champion(con)
+    if not missing:
+        champion = registry.champion_id(con)
+        report.add("pool", "ok", f"every active model is routed by champion {champion}" if champion
+                   else "no champion yet (nothing built)")
+        return
+    if not repair:
+        report.add("pool", "broken", f"active models {missing} are not in the champion router")
+        return
+    try:
+        result = onboard_models(con, missing)
+    except (OnboardError, LookupError) as exc:
+        report.add("pool", "broken", f"active models {missing} are not in the champion router and cannot be "
+                   f"onboarded: {exc}")
+        return
+    report.add("pool", "repaired", f"onboarded {missing} (were missing from the champion) -> router {result.router_id}")
+
+
+def _check_published(con: store.Connection, published_dir: Path, report: Report, repair: bool) -> None:
+    latest = publish.latest_publication(con)
+    current = snapshot.current_version(published_dir)
+    if latest is None:
+        report.add("published", "ok" if current is None else "broken",
+                   "nothing published yet" if current is None else f"`current` names {current}, which the store "
+                   "does not record")
+    else:
+        try:
+            snapshot.read_snapshot(published_dir / latest["version"])
+        except snapshot.PublishError as exc:
+            report.add("published", "broken", f"the newest publication {latest['version']} is damaged: {exc}")
+            return
+        if current == latest["version"]:
+            report.add("published", "ok", f"`current` is the newest publication {current}")
+        elif repair:
+            snapshot.make_current(published_dir, latest["version"])
+            report.add("published", "repaired", f"`current` pointed at {current}; now at the newest publication "
+                       f"{latest['version']}")
+        else:
+            report.add("published", "broken", f"`current` is {current}, the newest publication is {latest['version']}")
+    versions = set(store.query(con, "publication_versions").version)
+    strays = snapshot.stray_entries(published_dir, versions)
+    if not strays:
+        report.add("files", "ok", "no stray snapshot folders")
+    elif repair:
+        for path in strays:
+            snapshot.remove_entry(path)
+        report.add("files", "repaired", f"removed {len(strays)} stray snapshot entries: "
+                   f"{', '.join(p.name for p in strays[:5])}{' ...' if len(strays) > 5 else ''}")
+    else:
+        report.add("files", "broken", f"{len(strays)} stray snapshot entries: {', '.join(p.name for p in strays[:5])}")
+
+
+def _check_inbox(inbox_dir: Path | None, report: Report) -> None:
+    if inbox_dir is None:
+        return
+    from uniroute.ingest.inbox import PROCESSING
+
+    claimed = sorted((inbox_dir / PROCESSING).glob("*")) if (inbox_dir / PROCESSING).exists() else []
+    if claimed:
+        report.add("inbox", "broken", f"{len(claimed)} file(s) claimed by an interrupted inbox run "
+                   f"({', '.join(p.name for p in claimed[:5])}); `uniroute inbox` finishes them")
+    else:
+        report.add("inbox", "ok", "no file left half-processed")
+
+
+def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool) -> None:
+    from uniroute.pipeline import tracking
+
+    if repair:
+        synced = tracking.sync_mlflow(con, tracking_uri, artifact_root)
+        for line in synced.lines():
+            report.add("mlflow", "repaired", line)
+    champion = registry.champion_id(con)
+    in_mlflow = tracking.mlflow_champion_router(tracking_uri)
+    if champion == in_mlflow:
+        report.add("mlflow", "ok", f"alias champion names the store's champion {champion}" if champion
+                   else "no champion yet")
+    else:
+        report.add("mlflow", "broken", f"MLflow's champion is router {in_mlflow}, the store's is {champion}")
+
+
+def reconcile(
+    s: store.Session,
+    published_dir: Path,
+    tracking_uri: str | None,
+    artifact_root: Path | None,
+    inbox_dir: Path | None = None,
+    repair: bool = True,
+) -> Report:
+    """Check every invariant in the caller's session and, with repair, restore what is derived from the store."""
+    report = Report()
+    report.add("operations", "repaired" if s.interrupted else "ok",
+               f"marked interrupted: {', '.join(s.interrupted)}" if s.interrupted else "no run was left unfinished")
+    _check_pool(s.con, report, repair)
+    _check_published(s.con, Path(published_dir), report, repair)
+    _check_inbox(inbox_dir, report)
+    if tracking_uri is not None and artifact_root is not None:
+        _check_mlflow(s.con, tracking_uri, Path(artifact_root), report, repair)
+    for finding in report.findings:
+        log.info(finding.line())
+    return report

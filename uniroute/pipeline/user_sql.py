@@ -1,0 +1,66 @@
+"""`uniroute sql`: a user's query on the store, or on the published snapshot while the store is busy.
+
+Both run in the store's sandbox (read-only, no file or network access, memory and time limits). While a writer
+holds the store, the query runs on an in-memory database holding the `current` snapshot's tables under the
+names the store uses for them (`current_routing_table`, `current_budgets`, `model_cluster_errors`, ...), and
+the answer says which published version it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from uniroute import store
+from uniroute.pipeline import snapshot
+
+# The store's views, rebuilt over a snapshot's tables (same names and columns as in sql/schema/004_views.sql).
+SNAPSHOT_VIEWS = {
+    "current_routing_table": "select version, router_id, cluster, grid, budget, lam, model from published_routes",
+    "current_budgets": "select version, grid, budget, lam, expected_score, expected_cost from published_budgets",
+    "model_cluster_errors": "select router_id, model, cluster, loss as error, 1 - loss as accuracy, n as prompts "
+                            "from psi",
+}
+
+
+@dataclass(frozen=True)
+class UserQuery:
+    """A query's rows and, when the store was busy, the line saying which snapshot answered."""
+
+    frame: pd.DataFrame
+    note: str | None = None
+
+
+def snapshot_tables(snap: snapshot.Snapshot) -> dict[str, pd.DataFrame]:
+    """The tables of a snapshot, keyed by the store table they mirror."""
+    router_id, version = snap.manifest["router_id"], snap.version
+    tables = {
+        "published_routes": snap.routes.assign(version=version, router_id=router_id),
+        "published_budgets": snap.budgets.assign(version=version),
+        "pool": pd.DataFrame({"model": snap.manifest["pool"]}),
+    }
+    if snapshot.PSI_FILE in snap.files:
+        tables["psi"] = snap.table(snapshot.PSI_FILE).assign(router_id=router_id)
+    return tables
+
+
+def run_user_sql(db_path: Path, published_dir: Path, sql: str, sandbox: store.Sandbox) -> UserQuery:
+    """Run a user's query, sandboxed, on the store or, while a writer holds it, on the current snapshot."""
+    try:
+        return UserQuery(store.read_only_query(db_path, sql, sandbox))
+    except store.StoreLocked:
+        holder = store.current_holder(db_path)
+        who = holder.line() if holder is not None else "another process"
+        try:
+            snap = snapshot.read_current(published_dir)
+        except snapshot.PublishError as exc:
+            raise store.StoreError(f"the store is held by {who} and nothing is published to answer from; "
+                                   "retry when it finishes") from exc
+    tables = snapshot_tables(snap)
+    views = {name: select for name, select in SNAPSHOT_VIEWS.items() if "psi" in tables or "psi" not in select}
+    frame = store.sandboxed_over(tables, views, sql, sandbox)
+    note = (f"the store is held by {who}: answered from published snapshot {snap.version} "
+            f"(tables: {', '.join(sorted([*tables, *views]))})")
+    return UserQuery(frame, note)
