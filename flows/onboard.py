@@ -8,7 +8,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.common import flow_settings, reconcile_store
-from flows.report import rename_run, report_onboarding
+from flows.report import onboard_run_name, rename_run, report_onboarding
 from flows.transient import RETRY_WHEN_STORE_BUSY
 from uniroute import store
 from uniroute.pipeline import onboard, registry
@@ -47,5 +47,5 @@ def onboard_models(models: str) -> dict:
     logger.info(result.line())
     reconcile_store(settings)
     report_onboarding(result, settings)
-    rename_run(f"onboarded {', '.join(result.models) or 'nothing new'} -> {result.router_id}")
+    rename_run(onboard_run_name(result))
     return result.as_dict()

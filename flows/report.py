@@ -108,16 +108,21 @@ def onboarding_markdown(result: OnboardResult, evidence: pd.DataFrame) -> str:
         summary = summary.assign(val_error=(summary.weighted_error / summary.weight).round(4)).drop(
             columns=["weighted_error", "weight"])
     return "\n".join([
-        f"# Onboarded {', '.join(result.models)}",
+        f"# Onboarding {', '.join(result.models + result.unchanged)}",
         "",
-        f"Router {result.router_id} (child of {result.parent_id}) on the same clusters; "
-        f"{result.embedded_prompts} new validation prompts embedded in {result.seconds:.2f} s.",
+        result.line()[0].upper() + result.line()[1:] + ".",
         "",
         markdown_table(summary),
         "",
         "on_fallback: clusters where the model answered no validation prompt (its overall mean error is used). "
         "val_error: its Psi row averaged with the clusters weighted by their validation prompts.",
     ])
+
+
+def onboard_run_name(result: OnboardResult) -> str:
+    if not result.models:  # the run's reconciliation (or an earlier run) already made them routable
+        return f"{', '.join(result.unchanged)} already routable in {result.router_id}"
+    return f"onboarded {', '.join(result.models)} -> {result.router_id}"
 
 
 def publish_run_name(result: PublishResult) -> str:
@@ -177,11 +182,12 @@ def report_build(result: BuildResult, settings: Settings) -> None:
 
 def report_onboarding(result: OnboardResult, settings: Settings) -> None:
     """Artifacts of an onboarding: summary per new model and its evidence per cluster."""
-    evidence = _read(settings.db_path, "models_evidence", router_id=result.router_id, models=list(result.models))
+    models = list(result.models + result.unchanged)
+    evidence = _read(settings.db_path, "models_evidence", router_id=result.router_id, models=models)
     if evidence is None:
         return
     create_markdown_artifact(onboarding_markdown(result, evidence), key="uniroute-onboarding",
-                             description=f"Onboarding {', '.join(result.models)}")
+                             description=f"Onboarding {', '.join(models)}")
     records = evidence.assign(coverage=evidence["coverage"].map(_number)).to_dict("records")
     create_table_artifact(records, key="uniroute-onboarding-evidence",
                           description="Validation answers behind each new Psi cell")

@@ -158,7 +158,7 @@ def test_build_run_is_named_for_its_router_and_leaves_artifacts(pipeline, tmp_pa
     assert set(artifacts) == {"uniroute-build", "uniroute-build-evaluation", "uniroute-deferral-curves",
                               "uniroute-mlflow-run"}
     summary = artifacts["uniroute-build"].data
-    assert summary.startswith(f"# Nightly build: {build['router_id']}") and "| this build (LearnedMap) |" in summary
+    assert summary.startswith(f"# Nightly build: {build['router_id']}") and "| this build (candidate) |" in summary
     assert {row["method"] for row in json.loads(artifacts["uniroute-build-evaluation"].data)} == set(build["metrics"])
     image_url = artifacts["uniroute-deferral-curves"].data
     settings = pipeline.settings
@@ -216,8 +216,10 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
     parent = _version(settings.db_path, pipeline.build["router_id"])
     np.testing.assert_array_equal(champion.router.assigner.centers, parent.router.assigner.centers)
     name, artifacts = _flow_run_and_artifacts(onboarding.id)
-    assert name == f"onboarded {newcomer} -> {champion.router_id}"
-    assert f"# Onboarded {newcomer}" in artifacts["uniroute-onboarding"].data
+    # The run's own reconciliation may have onboarded the newcomer before its onboarding step: either name is true.
+    assert name in (f"onboarded {newcomer} -> {champion.router_id}",
+                    f"{newcomer} already routable in {champion.router_id}")
+    assert f"| {newcomer} |" in artifacts["uniroute-onboarding"].data
     state = publish_routing_tables(return_state=True)
     second = state.result()
     assert second["published"] and newcomer in second["pool"]

@@ -11,6 +11,7 @@ from flows.report import (
     evaluation_rows,
     inbox_run_name,
     mlflow_links,
+    onboard_run_name,
     onboarding_markdown,
     publish_markdown,
     publish_run_name,
@@ -92,8 +93,11 @@ def test_onboarding_markdown_counts_the_evidence_of_each_new_model(db_path):
     db = write_views_store(db_path)
     evidence = _query(db, "models_evidence", router_id="R2", models=["c"])
     assert evidence[["cluster", "val_answers", "uses_fallback"]].values.tolist() == [[0, 3, False], [1, 0, True]]
-    text = onboarding_markdown(OnboardResult("R2", "R1", ("c",), (), 4, 0.5), evidence)
-    assert "Router R2 (child of R1) on the same clusters; 4 new validation prompts embedded in 0.50 s." in text
+    result = OnboardResult("R2", "R1", ("c",), (), 4, 0.5)
+    text = onboarding_markdown(result, evidence)
+    assert text.startswith("# Onboarding c\n\nOnboarded c -> router R2 (parent R1), 4 new prompts embedded, 0.50s.")
+    assert onboard_run_name(result) == "onboarded c -> R2"
+    assert onboard_run_name(OnboardResult("R2", "R1", (), ("c",), 0, 0.1)) == "c already routable in R2"
     # 2 clusters, 1 with evidence, 1 on fallback; error (.1 * 3 + .5 * 1) / 4 with clusters weighted by their prompts
     assert "| c | 2 | 1 | 1 | 3 | 0.2 |" in text
 
