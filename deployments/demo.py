@@ -53,6 +53,13 @@ def demo_logs(settings: Settings, work: Path) -> tuple[pd.DataFrame, str]:
     return pd.read_parquet(summary.logs_path), f"synthetic logs ({settings.shared_datasets} not found)"
 
 
+def drop_into_inbox(frame: pd.DataFrame, path: Path) -> None:
+    """Write a file into the inbox the way writers should: as NAME.part, renamed to NAME once complete."""
+    partial = path.with_name(path.name + ".part")
+    frame.to_parquet(partial, index=False)
+    partial.rename(path)
+
+
 def held_back_model(logs: pd.DataFrame) -> str:
     """The LLM to hold back: the one with the best mean score, so that its arrival visibly changes routing."""
     means = logs.groupby("model")["score"].mean().sort_values(ascending=False)
@@ -109,14 +116,16 @@ def main(argv: list[str] | None = None) -> None:
     newcomer = held_back_model(logs)
     print(f"{len(logs):,} results from {source}; {logs.model.nunique()} LLMs; holding back {newcomer!r}")
     settings.inbox_dir.mkdir(parents=True)
-    logs[logs.model != newcomer].to_parquet(settings.inbox_dir / "benchmark_logs.parquet", index=False)
+    drop_into_inbox(logs[logs.model != newcomer], settings.inbox_dir / "benchmark_logs.parquet")
 
-    from deployments.deployments import ONBOARDING, wait_until_served
     from deployments.serve import prefect_server, server_environment
 
     with prefect_server(settings, logs_dir / "prefect-server.log") as api_url:
+        # Before anything imports Prefect: its settings are read once, and every flow of this run must talk to
+        # this server, never to a temporary one Prefect would start on its own.
         os.environ["PREFECT_API_URL"] = api_url
         print(f"Prefect server: {api_url.removesuffix('/api')}")
+        from deployments.deployments import ONBOARDING, wait_until_served
         from flows.build import nightly_build
         from flows.ingest import ingest_inbox
         from flows.publish import publish_routing_tables
@@ -139,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
             wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
             landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]
-            landed.to_parquet(settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet", index=False)
+            drop_into_inbox(landed, settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet")
             since = time.time()
             ingested = ingest_inbox()
             print(f"inbox: {json.dumps(ingested, default=str)[:300]}")

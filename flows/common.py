@@ -24,7 +24,7 @@ def reconcile_store(settings: Settings) -> list[str]:
     logger = get_run_logger()
     with store.session(settings.db_path, "reconcile", wait_seconds=settings.store_wait_seconds,
                        on_wait=logger.info) as s:
-        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts,
+        report = reconcile(s, settings.published_dir, *settings.tracking,
                            inbox_dir=settings.inbox_dir)
     for finding in report.findings:
         if finding.status != "ok":

@@ -36,6 +36,7 @@ class Settings(BaseSettings):
     seed: int = 0
     dask_address: str | None = None
     dask_workers: int = 2
+    mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)
     store_wait_seconds: float = 120.0  # how long a writer waits for another operation to release the store
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0
@@ -60,6 +61,11 @@ class Settings(BaseSettings):
     @property
     def mlflow_uri(self) -> str:
         return f"sqlite:///{(self.home / 'mlflow.db').resolve()}"
+
+    @property
+    def tracking(self) -> tuple[str, Path] | tuple[None, None]:
+        """(tracking URI, artifact root) for reconciliation, or (None, None) when MLflow is switched off."""
+        return (self.mlflow_uri, self.mlflow_artifacts) if self.mlflow else (None, None)
 
     @property
     def mlflow_artifacts(self) -> Path:

@@ -75,7 +75,7 @@ def reconcile_after(settings: Settings) -> None:
     from uniroute.pipeline.reconcile import reconcile
 
     with session(settings, "reconcile") as s:
-        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts)
+        report = reconcile(s, settings.published_dir, *settings.tracking)
     for finding in report.findings:
         if finding.status == "broken":
             say(f"warning: {finding.check}: {finding.detail} (see `uniroute doctor`)")

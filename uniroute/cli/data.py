@@ -146,7 +146,8 @@ def sql(
     sandbox = Sandbox(timeout_seconds=timeout or settings.sql_timeout_seconds, memory_limit=settings.sql_memory_limit)
     with one_line_errors():
         try:
-            result = run_user_sql(settings.db_path, settings.published_dir, statement, sandbox)
+            result = run_user_sql(settings.db_path, settings.published_dir, statement, sandbox,
+                                  wait_seconds=settings.store_wait_seconds, on_wait=say)
         except SqlRefused as exc:
             fail(str(exc), code=EXIT_REFUSED)
     if result.note:

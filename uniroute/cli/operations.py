@@ -65,16 +65,19 @@ def onboard(
         settings, "onboard", inputs=",".join(map(str, results))
     ) as s:
         models: list[str] = []
+        problems: list[str] = []
         for path in results:
             summary = ingest_file(s.con, path, split="val", progress=not as_json)
             models += [m for m in summary.models if m not in models]
+            if summary.first_problem:
+                problems.append(f"{path.name}: {summary.rows_quarantined:,} rows quarantined, {summary.first_problem}")
         if not models:
-            raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard")
+            why = f" ({'; '.join(problems)})" if problems else ""
+            raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard{why}")
         result = onboard_models(s.con, models)
         s.detail = result.line()
-    if result.models:
-        with one_line_errors():
-            reconcile_after(settings)
+    with one_line_errors():
+        reconcile_after(settings)
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
@@ -123,9 +126,8 @@ def publish_command(
         result = publish_champion(s.con, settings.published_dir, force=force)
         switch_current_after_commit(s, settings.published_dir, result)
         s.detail = result.line()
-    if result.published:
-        with one_line_errors():
-            reconcile_after(settings)
+    with one_line_errors():
+        reconcile_after(settings)
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
@@ -226,7 +228,7 @@ def doctor(
 
     settings = settings_from_env()
     with one_line_errors(), session(settings, "doctor", inputs="check" if check else "repair") as s:
-        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts,
+        report = reconcile(s, settings.published_dir, *settings.tracking,
                            inbox_dir=settings.inbox_dir, repair=not check)
         s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
     if as_json:

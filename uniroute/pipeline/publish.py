@@ -113,11 +113,3 @@ def switch_current_after_commit(s: store.Session, published_dir: Path, result: P
 
     s.after_commit.append(switch)
 
-
-def make_current_follow_store(con: store.Connection, published_dir: Path) -> str | None:
-    """Point `current` at the store's newest publication if it points elsewhere; the version it switched to."""
-    latest = latest_publication(con)
-    if latest is None or snapshot.current_version(published_dir) == latest["version"]:
-        return None
-    snapshot.make_current(published_dir, latest["version"])
-    return str(latest["version"])
