@@ -110,7 +110,7 @@ def onboarding_markdown(result: OnboardResult, evidence: pd.DataFrame) -> str:
     return "\n".join([
         f"# Onboarding {', '.join(result.models + result.unchanged)}",
         "",
-        result.line()[0].upper() + result.line()[1:] + ".",
+        result.line() + ".",
         "",
         markdown_table(summary),
         "",

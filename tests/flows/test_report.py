@@ -95,7 +95,7 @@ def test_onboarding_markdown_counts_the_evidence_of_each_new_model(db_path):
     assert evidence[["cluster", "val_answers", "uses_fallback"]].values.tolist() == [[0, 3, False], [1, 0, True]]
     result = OnboardResult("R2", "R1", ("c",), (), 4, 0.5)
     text = onboarding_markdown(result, evidence)
-    assert text.startswith("# Onboarding c\n\nOnboarded c -> router R2 (parent R1), 4 new prompts embedded, 0.50s.")
+    assert text.startswith("# Onboarding c\n\nonboarded c -> router R2 (parent R1), 4 new prompts embedded, 0.50s.")
     assert onboard_run_name(result) == "onboarded c -> R2"
     assert onboard_run_name(OnboardResult("R2", "R1", (), ("c",), 0, 0.1)) == "c already routable in R2"
     # 2 clusters, 1 with evidence, 1 on fallback; error (.1 * 3 + .5 * 1) / 4 with clusters weighted by their prompts

@@ -69,7 +69,7 @@ def write_views_store(db_path: Path) -> Path:
         "routed_at": [datetime(2026, 11, 2, 8), datetime(2026, 11, 2, 8), datetime(2026, 11, 2, 8),
                       datetime(2026, 11, 2, 17), datetime(2026, 11, 3, 1)],
     })
-    with store.opened(db_path) as con, store.transaction(con):
+    with store.opened(db_path) as con:
         store.write_frame(con, "routers", routers_frame())
         store.write_frame(con, "psi", _psi())
         store.write_frame(con, "router_costs", costs)
