@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> None:
         say(f"4. {newcomer!r} answers the validation prompts; its results land in the inbox")
         runner_env = server_environment(settings) | {"PREFECT_API_URL": api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
         with open(logs_dir / "onboarding-runner.log", "ab") as runner_log:
-            runner = subprocess.Popen([sys.executable, "-m", "deployments.serve_onboarding"], env=runner_env,
-                                      stdout=runner_log, stderr=subprocess.STDOUT)
+            runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING],
+                                      env=runner_env, stdout=runner_log, stderr=subprocess.STDOUT)
         try:
             wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id

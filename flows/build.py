@@ -8,6 +8,7 @@ from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
 from flows.common import flow_settings, reconcile_store
+from flows.report import build_run_name, rename_run, report_build, started
 from uniroute import embed, ingest, store
 from uniroute.pipeline import build, build_data
 from uniroute.settings import Settings
@@ -39,7 +40,7 @@ def embed_on_dask(db_path: str, embedder_name: str, wait_seconds: float) -> int:
     return embed_new_prompts.submit(db_path, embedder_name, wait_seconds).result()
 
 
-@flow(name="uniroute-nightly-build")
+@flow(name="uniroute-nightly-build", flow_run_name=started("build"))
 def nightly_build() -> dict:
     """Reconcile, ingest the inbox, embed new prompts on Dask, then build a router version (MLflow follows)."""
     settings = flow_settings()
@@ -60,4 +61,6 @@ def nightly_build() -> dict:
         s.detail = result.line()
     logger.info(result.line())
     reconcile_store(settings)
+    report_build(result, settings)
+    rename_run(build_run_name(result))
     return {**result.as_dict(), "prompts_embedded_on_dask": on_dask}

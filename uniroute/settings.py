@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0
     sql_memory_limit: str = "1GB"
+    # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.
+    prefect_port: int = 4200
+    mlflow_port: int = 5000
     shared_datasets: Path = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 
     @property
@@ -75,6 +78,14 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def mlflow_ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.mlflow_port}"
 
 
 def apply_offline_environment(settings: Settings | None = None) -> None:
