@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
@@ -11,10 +13,10 @@ from uniroute.settings import Settings, apply_offline_environment
 
 
 @task(name="embed-new-prompts")
-def embed_new_prompts(db_path: str, texts: list[str], embedder_name: str) -> int:
+def embed_new_prompts(db_path: str, texts: list[str], embedder_name: str, cache_dir: str) -> int:
     """Embed the uncached prompts in batches on the Dask cluster's workers; returns the prompts looked up."""
     with get_dask_client() as client:
-        embedder = embed.make_embedder(embedder_name, progress=False)
+        embedder = embed.make_embedder(embedder_name, progress=False, cache_dir=Path(cache_dir))
         return len(embed.embed_cached(db_path, texts, embedder, client=client))
 
 
@@ -27,9 +29,9 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
 
 
 @flow(name="uniroute-embed")
-def embed_on_dask(db_path: str, embedder_name: str) -> int:
+def embed_on_dask(db_path: str, embedder_name: str, cache_dir: str) -> int:
     """Runs with the Dask task runner chosen at run time (see nightly_build)."""
-    return embed_new_prompts.submit(db_path, build_data.prompt_texts(db_path), embedder_name).result()
+    return embed_new_prompts.submit(db_path, build_data.prompt_texts(db_path), embedder_name, cache_dir).result()
 
 
 @flow(name="uniroute-nightly-build")
@@ -44,7 +46,7 @@ def nightly_build() -> dict:
     on_dask = 0
     if settings.embedder != "tfidf":
         on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
-            str(settings.db_path), settings.embedder
+            str(settings.db_path), settings.embedder, str(settings.cache_dir)
         )
     result = build.run_build(settings.db_path, settings.embedder, settings.seed, settings.mlflow_uri,
                              settings.mlflow_artifacts)
