@@ -13,7 +13,9 @@ from uniroute.cli.app import JsonFlag, app, fail, print_frame, settings_from_env
 
 @app.command("build")
 def build_command(
-    embedder: Annotated[str | None, typer.Option(help="minilm (default) or tfidf.")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
+    )] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for K-means and the LearnedMap.")] = None,
     as_json: JsonFlag = False,
 ):
