@@ -59,7 +59,9 @@ def teacher_token_vectors(token_ids: np.ndarray, cls_id: int, sep_id: int) -> np
 
     bert = AutoModel.from_pretrained(str(minilm_path())).eval()
     threads = torch.get_num_threads()
-    # One thread: the same reduction order on every machine, so the same table and fingerprint from a rebuild.
+    # One thread: the cores are shared. The table's bits still depend on the process's thread environment (a
+    # rebuild under OMP_NUM_THREADS=1 got another fingerprint than one with the default threads: benchmarks/results/
+    # embedding.json, `build`), which is why the fingerprint is in the id: a router refuses vectors from another build.
     torch.set_num_threads(1)
     parts = []
     try:
