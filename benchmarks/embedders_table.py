@@ -149,7 +149,13 @@ def render(result: dict[str, Any]) -> str:
                   "similarities (20,000 random pairs) compare any two embedders. Building and the cold process "
                   "were measured by " + ", ".join(_stamp(result, s) for s in ("build", "route") if s in result) + ".",
                   ""]
-    parts += speed_table(result) + ["", "## Routing Area per embedder", ""]
+    parts += speed_table(result)
+    if build := _section(result, "build"):
+        same = ", ".join(f"`{n}` {'yes' if b['same_file_as_home_cache'] else 'no'}" for n, b in build.items())
+        parts += ["", "Rebuilt in a fresh folder (this benchmark's thread settings), is the model file bit-identical "
+                  f"to the one in the cache the evaluations used? {same}. Where it is not, the fingerprint in the "
+                  "id differs, and routers fitted on the other build refuse its vectors."]
+    parts += ["", "## Routing Area per embedder", ""]
     if "routing" in result:
         r = result["routing"]
         parts += [f"`uniroute evaluate`, {r['trials']} trials, seed {r['seed']}, methods {', '.join(r['methods'])}; "
@@ -164,9 +170,10 @@ def render(result: dict[str, Any]) -> str:
         for name in next(iter(_section(result, "routing").values()))["embedders"]:
             if losses := significant_losses(result, name):
                 parts += [f"- `{name}` is significantly below `minilm` on: {'; '.join(losses)}."]
-            if missing := unmeasured(result, name):
+            if name != "minilm" and (missing := unmeasured(result, name)):
                 parts += [f"- `{name}` is not compared with `minilm` yet on: {', '.join(missing)} (run "
-                          "`python -m benchmarks.embedding --sections routing` to complete the evaluations)."]
+                          "`python -m benchmarks.embedding --sections routing --home <the home of the saved runs>` "
+                          "to complete them)."]
     return "\n".join(parts) + "\n"
 
 
