@@ -49,7 +49,8 @@ def main() -> None:
 
     data = ev.eval_data_from_frame(ev.long_frame(SHARED / args.dataset))
     t0 = time.perf_counter()
-    X, embedder_id = ev.prompt_embeddings(data.prompts, args.embedder, settings.db_path, args.seed)
+    X, embedder_id = ev.prompt_embeddings(data.prompts, args.embedder, settings.db_path, args.seed,
+                                         cache_dir=settings.cache_dir)
     embed_seconds = time.perf_counter() - t0
     config = ev.EvalConfig(seed=args.seed, val_sizes=() if args.no_val_sizes else VAL_SIZES)
 

@@ -25,7 +25,7 @@ def reconcile_store(settings: Settings) -> list[str]:
     with store.session(settings.db_path, "reconcile", wait_seconds=settings.store_wait_seconds,
                        on_wait=logger.info) as s:
         report = reconcile(s, settings.published_dir, *settings.tracking,
-                           inbox_dir=settings.inbox_dir)
+                           inbox_dir=settings.inbox_dir, cache_dir=settings.cache_dir)
     for finding in report.findings:
         if finding.status in ("repaired", "broken"):
             logger.warning(finding.line())

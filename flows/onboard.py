@@ -20,7 +20,8 @@ MODELS_LABEL = "uniroute.models"  # event resource label: comma-separated model 
 
 # The one run nobody schedules again: if a build holds the store past the session's wait, try again later.
 @task(name="onboard-on-champion", cache_policy=NO_CACHE, **RETRY_WHEN_STORE_BUSY)
-def onboard_on_champion(db_path: Path, wait_seconds: float, names: list[str], models: str) -> OnboardResult | None:
+def onboard_on_champion(db_path: Path, wait_seconds: float, names: list[str], models: str,
+                        cache_dir: Path) -> OnboardResult | None:
     """Psi rows for `names` on the champion's frozen clusters; None when there is no champion yet."""
     logger = get_run_logger()
     with store.session(db_path, "onboard", inputs=models, wait_seconds=wait_seconds, on_wait=logger.info) as s:
@@ -28,7 +29,7 @@ def onboard_on_champion(db_path: Path, wait_seconds: float, names: list[str], mo
             # Results that land before the first build are picked up by that build; nothing to onboard onto.
             logger.info("no champion router yet: %s will join at the next build", ", ".join(names))
             return None
-        result = onboard.onboard_models(s.con, names)
+        result = onboard.onboard_models(s.con, names, cache_dir=cache_dir)
         s.detail = result.line()
     return result
 
@@ -40,7 +41,7 @@ def onboard_models(models: str) -> dict:
     logger = get_run_logger()
     names = [m for m in (x.strip() for x in models.split(",")) if m]
     reconcile_store(settings)
-    result = onboard_on_champion(settings.db_path, settings.store_wait_seconds, names, models)
+    result = onboard_on_champion(settings.db_path, settings.store_wait_seconds, names, models, settings.cache_dir)
     if result is None:
         rename_run(f"onboard {', '.join(names)}: waits for the first build")
         return {"skipped": True, "models": names}

@@ -75,7 +75,7 @@ def reconcile_after(settings: Settings) -> None:
     from uniroute.pipeline.reconcile import reconcile
 
     with session(settings, "reconcile") as s:
-        report = reconcile(s, settings.published_dir, *settings.tracking)
+        report = reconcile(s, settings.published_dir, *settings.tracking, cache_dir=settings.cache_dir)
     for finding in report.findings:
         if finding.status == "broken":
             say(f"warning: {finding.check}: {finding.detail} (see `uniroute doctor`)")

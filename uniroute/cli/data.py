@@ -73,7 +73,7 @@ def inbox(
 
         with one_line_errors(OnboardError), session(settings, "onboard", inputs=",".join(landed)) as s:
             if registry.champion_id(s.con) is not None:
-                onboarded = onboard_models(s.con, landed)
+                onboarded = onboard_models(s.con, landed, cache_dir=settings.cache_dir)
                 s.detail = onboarded.line()
         if onboarded is not None:
             reconcile_after(settings)

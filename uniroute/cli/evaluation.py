@@ -32,7 +32,9 @@ def evaluate(
     out: Annotated[Path, typer.Option(help="JSON result file; the deferral-curve PNG is written beside it.")],
     trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed; trial t uses numpy default_rng((seed, t)).")] = 0,
-    embedder: Annotated[str | None, typer.Option(help="minilm or tfidf (default: UNIROUTE_EMBEDDER).")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
+    )] = None,
     methods: Annotated[str, typer.Option(help="Comma-separated methods to compare.")] = (
         "zero,knn,kmeans,learnedmap,mlp,matfac"
     ),
@@ -68,7 +70,7 @@ def evaluate(
         texts = ev.prompt_texts(eval_data.prompts, prompt_part)
     except ValueError as exc:
         fail(str(exc))
-    X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed)
+    X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed, cache_dir=settings.cache_dir)
     typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
                f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
 

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from uniroute.embed.minilm import MiniLMEmbedder, load_minilm
+from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
+from uniroute.embed.static import StaticEmbedder, load_static
 from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
-EMBEDDERS = ("minilm", "tfidf")
+EMBEDDERS = ("minilm", "minilm-onnx", "static", "tfidf")
+# The embedders whose model file is built once from the local MiniLM into a cache folder.
+BUILT_EMBEDDERS = ("minilm-onnx", "static")
+
+AnyEmbedder = MiniLMEmbedder | MiniLMOnnxEmbedder | StaticEmbedder | TfidfEmbedder
 
 
 def make_embedder(
@@ -23,10 +26,23 @@ def make_embedder(
     seed: int = 0,
     batch_size: int = 128,
     progress: bool = True,
-) -> MiniLMEmbedder | TfidfEmbedder:
-    """The embedder called `name` ("minilm" or "tfidf"; tfidf is fitted on fit_texts)."""
+    cache_dir: Path | None = None,
+) -> AnyEmbedder:
+    """The embedder called `name` (one of EMBEDDERS).
+
+    `minilm-onnx` and `static` build their model file from the local MiniLM into cache_dir the first time
+    (`Settings.cache_dir`, passed in by the edges); `tfidf` is fitted on fit_texts. batch_size is MiniLM's
+    (sentence-transformers) batch; the ONNX embedder uses its own, smaller, length-sorted batches.
+    """
+    if name in BUILT_EMBEDDERS and cache_dir is None:
+        raise ValueError(f"the {name} embedder builds its model file once into a cache folder: pass cache_dir "
+                         "(Settings.cache_dir, under UNIROUTE_HOME)")
     if name == "minilm":
         return load_minilm(batch_size=batch_size, progress=progress)
+    if name == "minilm-onnx":
+        return load_minilm_onnx(cache_dir, progress=progress)
+    if name == "static":
+        return load_static(cache_dir, progress=progress)
     if name == "tfidf":
         if fit_texts is None:
             raise ValueError("the tfidf embedder is fitted on the training prompts: pass fit_texts")

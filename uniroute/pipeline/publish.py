@@ -75,10 +75,8 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
     files = snapshot.table_files(tables, router.assigner.centers) if router.one_hot else {}
     files[snapshot.ROUTER_FILE] = router_to_bytes(router)
     files[snapshot.PSI_FILE] = snapshot.frame_bytes(registry.psi_table(router), "parquet")
-    if champion.fitted_embedder is not None:
-        from uniroute.embed import tfidf_to_bytes
-
-        files[snapshot.EMBEDDER_FILE] = tfidf_to_bytes(champion.fitted_embedder)
+    if champion.embedder_state is not None:  # the embedder travels with the router (embed.portable)
+        files[snapshot.EMBEDDER_FILE] = champion.embedder_state
     manifest = {
         "router_id": champion.router_id,
         "kind": champion.kind,
