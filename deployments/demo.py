@@ -33,13 +33,16 @@ def say(message: str) -> None:
 
 
 def fresh_home(settings: Settings) -> None:
-    """Start from an empty UNIROUTE_HOME; refuse to wipe one the demo did not create."""
+    """Start from an empty UNIROUTE_HOME (but its built embedder models); refuse to wipe one the demo did not create."""
     home = settings.home
     if home.exists() and any(home.iterdir()) and not (home / DEMO_MARKER).exists():
         sys.exit(f"error: {home} holds state the demo did not create; set UNIROUTE_HOME to an empty folder")
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
-    (home / DEMO_MARKER).write_text("created by `make run`; rerunning `make run` wipes this folder\n")
+    if home.exists():
+        for path in home.iterdir():
+            if path != settings.cache_dir:  # models built from the local MiniLM are kept: building takes a minute
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / DEMO_MARKER).write_text("created by `make run`; rerunning `make run` wipes this folder but cache/\n")
 
 
 def demo_logs(settings: Settings, work: Path) -> tuple[pd.DataFrame, str]:
