@@ -140,3 +140,23 @@ def psi_frame_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.Dat
 def psi_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame, k: int) -> Psi:
     """Psi of every active model from the store's results on the prompts in prompt_clusters."""
     return psi_from_frame(psi_frame_from_store(con, prompt_clusters), k)
+
+
+def shrunk_values(values: np.ndarray, counts: np.ndarray, strength: float) -> np.ndarray:
+    """(M, K) Psi cells shrunk toward each model's overall mean loss: (n * cell + s * overall) / (n + s).
+
+    A cell backed by n labelled prompts keeps the weight n / (n + s) on its own mean, so a sparse cell leans on
+    the model's overall error and a well-measured one keeps its own; s = 0 returns values unchanged. The
+    overall mean is the count-weighted mean of the cells (every labelled prompt once).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    if strength < 0 or not np.isfinite(strength):
+        raise ValueError(f"shrinkage strength must be finite and >= 0, got {strength}")
+    if strength == 0:
+        return values.copy()
+    totals = counts.sum(axis=1, keepdims=True)
+    if (totals == 0).any():
+        raise ValueError("shrinking Psi needs at least one labelled prompt per model")
+    overall = (counts * values).sum(axis=1, keepdims=True) / totals
+    return (counts * values + strength * overall) / (counts + strength)
