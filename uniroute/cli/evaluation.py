@@ -33,8 +33,10 @@ def evaluate(
     trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed; trial t uses numpy default_rng((seed, t)).")] = 0,
     embedder: Annotated[str | None, typer.Option(help="minilm or tfidf (default: UNIROUTE_EMBEDDER).")] = None,
-    methods: Annotated[str, typer.Option(help="Comma-separated methods to compare.")] = (
-        "zero,knn,kmeans,learnedmap,mlp,matfac"
+    methods: Annotated[str, typer.Option(help="Comma-separated methods to compare: zero, the router kinds knn, "
+                                         "kmeans, kmeans_shrunk and learnedmap, auto (the kind chosen on "
+                                         "validation), and the clairvoyant oracles mlp and matfac.")] = (
+        "zero,knn,kmeans,kmeans_shrunk,learnedmap,auto,mlp,matfac"
     ),
     val_sizes: Annotated[str | None, typer.Option(
         "--val-sizes", help="Validation-size study, e.g. 25,50,100,200,400,all: writes <out>_valsize.json/.png."

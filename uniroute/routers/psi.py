@@ -160,3 +160,36 @@ def shrunk_values(values: np.ndarray, counts: np.ndarray, strength: float) -> np
         raise ValueError("shrinking Psi needs at least one labelled prompt per model")
     overall = (counts * values).sum(axis=1, keepdims=True) / totals
     return (counts * values + strength * overall) / (counts + strength)
+
+
+SPARSE_CELL = 10  # a Psi cell backed by fewer labelled prompts is flagged sparse
+INTERVAL_Z = 1.96  # 95% Wilson score interval
+
+
+def cell_frame(models: Sequence[str], values: np.ndarray, counts: np.ndarray, strength: float = 0.0) -> pd.DataFrame:
+    """One row per (model, cluster): measured error, its count, a 95% interval, the shrunk error, sparse flag.
+
+    Columns model, cluster, error, n, error_lo, error_hi, shrunk_error, sparse. The interval is Wilson's score
+    interval for a mean of n losses in [0, 1] ([0, 1] when n = 0); shrunk_error is what a router with this
+    shrinkage strength routes by (shrunk_values). What the `model_cluster_errors` view shows.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.int64)
+    n = counts.astype(np.float64)
+    z2 = INTERVAL_Z**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = (values + z2 / (2 * n)) / (1 + z2 / n)
+        half = INTERVAL_Z * np.sqrt(values * (1 - values) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    lo = np.where(counts > 0, np.clip(centre - half, 0.0, 1.0), 0.0)
+    hi = np.where(counts > 0, np.clip(centre + half, 0.0, 1.0), 1.0)
+    m, k = values.shape
+    return pd.DataFrame({
+        "model": np.repeat(np.asarray(models, dtype=object), k),
+        "cluster": np.tile(np.arange(k, dtype=np.int32), m),
+        "error": values.ravel(),
+        "n": counts.ravel(),
+        "error_lo": lo.ravel(),
+        "error_hi": hi.ravel(),
+        "shrunk_error": shrunk_values(values, counts, strength).ravel(),
+        "sparse": (counts < SPARSE_CELL).ravel(),
+    })
