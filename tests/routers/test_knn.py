@@ -82,3 +82,14 @@ def test_knn_router_onboards_a_model_by_its_labels_on_the_references() -> None:
         r.with_model("blank", np.full(4, np.nan), 1.0)
     with pytest.raises(ValueError, match=r"expected \(4,\)"):
         r.with_model("short", np.zeros(3), 1.0)
+
+
+def test_nearest_order_is_the_same_whether_sorted_fully_or_partitioned() -> None:
+    rng = np.random.default_rng(3)
+    X_ref = rng.normal(size=(40, 5)).astype(np.float32)
+    X_ref[7] = X_ref[3]  # an exact tie: the lower index comes first
+    X_q = rng.normal(size=(30, 5)).astype(np.float32)
+    full = nearest_order(X_q, X_ref, 40)  # a full sort (k >= n_ref / 4)
+    for k in (1, 5, 9):  # partition, then sort the k nearest
+        np.testing.assert_array_equal(nearest_order(X_q, X_ref, k), full[:, :k])
+    assert all(list(row).index(3) < list(row).index(7) for row in full)

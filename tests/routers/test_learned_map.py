@@ -102,22 +102,6 @@ def test_batchnorm_statistics_are_those_of_the_training_set():
     np.testing.assert_allclose(stats.var[0], X.var(axis=0), rtol=1e-4)
 
 
-def test_early_stopping_keeps_the_epoch_with_the_lowest_validation_loss():
-    from uniroute.routers.learned_map_net import masked_log_loss, train_learned_map_net
-
-    X, losses, _ = _data(n=300)
-    Xv, lv, _ = _data(n=200, seed=3)
-    kept = train_learned_map_net(X, losses, PSI, seed=0, epochs=4, lr=0.005, batch_size=64, X_val=Xv, losses_val=lv)
-    # Training is seeded, so a run of e epochs is the first e epochs of the 4-epoch run.
-    val_loss = []
-    for e in range(1, 5):
-        last = train_learned_map_net(X, losses, PSI, seed=0, epochs=e, lr=0.005, batch_size=64)
-        assert last.epoch == e and last.val_log_loss is None
-        val_loss.append(masked_log_loss(LearnedMap(**last.layers).membership(Xv), PSI.T, lv))
-    assert kept.epoch == 1 + int(np.argmin(val_loss))
-    assert kept.val_log_loss == pytest.approx(min(val_loss), rel=1e-5)
-
-
 def test_fractional_losses_are_soft_labels():
     X, losses, _ = _data(n=300)
     soft = np.where(np.isnan(losses), NAN, 0.25 + 0.5 * np.nan_to_num(losses))  # 0.25 / 0.75

@@ -255,7 +255,9 @@ class CandidateFits:
         if key not in self._sample_orders or self._sample_orders[key].shape[1] < k:
             smp = self.samples(n_val, purpose)[r]
             queries = np.concatenate([self.data.X_train[smp.rest], self.data.X_val[smp.vrows]])
-            width = max(k, min(4 * k, 100))  # room for the next rungs of the search
+            n_ref = smp.sample.size
+            # Room for the next rungs of the search; past a quarter of the references a full sort costs no more.
+            width = n_ref if 4 * k >= n_ref else max(k, min(4 * k, 100))
             self._sample_orders[key] = nearest_order(queries, self.data.X_train[smp.sample], width)
         return self._sample_orders[key]
 

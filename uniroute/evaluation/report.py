@@ -99,6 +99,7 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
         "n_test_prompts_mean": float(np.mean([r["n_test_prompts"] for r in results])),
         "n_val_prompts": int(results[0]["n_val_prompts"]),
         "trial_seconds_mean": float(np.mean([r["seconds"]["total"] for r in results])),
+        "trial_cpu_seconds_mean": float(np.mean([r["cpu_seconds"] for r in results])),
         "method_seconds_mean": {
             k: float(np.mean([r["seconds"][k] for r in results])) for k in results[0]["seconds"] if k != "total"
         },

@@ -63,8 +63,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_KIND = "kmeans_shrunk"
 Z = 2.0  # standard errors by which another kind must beat the default
-BOOTSTRAP = 50  # resamples of the training LLMs and the measured prompts
-BOOTSTRAP_PROMPTS = 1000  # prompts (of the first fresh sample) the resamples draw from
+BOOTSTRAP = 40  # resamples of the training LLMs and the measured prompts
+BOOTSTRAP_PROMPTS = 600  # prompts (of the first fresh sample) the resamples draw from
 REFERENCE_SAMPLE = 5000  # validation prompts a soft-map router keeps to turn budgets into lambda
 
 

@@ -58,6 +58,8 @@ def top_k_order(sims: np.ndarray, k: int) -> np.ndarray:
     """
     n_ref = sims.shape[1]
     k = min(k, n_ref)
+    if 4 * k >= n_ref:  # a full stable sort is cheaper than partitioning and sorting this many, same order
+        return np.argsort(-sims, axis=1, kind="stable")[:, :k]
     every = np.broadcast_to(np.arange(n_ref), sims.shape)
     top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < n_ref else every
     top_sims = np.take_along_axis(sims, top, axis=1)

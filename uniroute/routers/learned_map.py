@@ -105,23 +105,13 @@ def _check_inputs(X: np.ndarray, losses: np.ndarray, psi_values: np.ndarray) -> 
 def fit_learned_map(
     X: np.ndarray, losses: np.ndarray, psi_values: np.ndarray, seed: int, epochs: int = 5, lr: float = 0.005,
     batch_size: int = 64, clusters: Centroids | None = None,
-    X_val: np.ndarray | None = None, losses_val: np.ndarray | None = None,
 ) -> LearnedMap:
     """Fit Phi on training prompts X (n, d) against training LLMs' losses (n, M) with their Psi (M, K).
 
-    With X_val and losses_val (the same LLMs' labels on validation prompts), the epoch with the lowest
-    validation log loss is kept (early stopping; the paper keeps the last of its 5 epochs).
+    The paper trains the dynamic-pool map for a fixed 5 epochs ("training for too long can lead to
+    overfitting") with no early stopping, and so does this; clusters are the K-means clusters Psi is measured on.
     """
     X, losses, psi_values = _check_inputs(X, losses, psi_values)
-    if (X_val is None) != (losses_val is None):
-        raise ValueError("give both X_val and losses_val for early stopping, or neither")
-    if X_val is not None:
-        X_val = as_float32_matrix(X_val, X.shape[1], what="X_val")
-        losses_val = np.asarray(losses_val, dtype=np.float64)
-        if losses_val.shape != (X_val.shape[0], losses.shape[1]):
-            raise ValueError(f"losses_val {losses_val.shape} must be ({X_val.shape[0]}, {losses.shape[1]})")
-    trained = train_learned_map_net(X, losses, psi_values, seed=seed, epochs=epochs, lr=lr, batch_size=batch_size,
-                                    X_val=X_val, losses_val=losses_val)
-    log.info("learned map: K=%d on %d prompts, kept epoch %d of %d", psi_values.shape[1], X.shape[0],
-             trained.epoch, epochs)
-    return LearnedMap(**trained.layers, clusters=clusters)
+    layers = train_learned_map_net(X, losses, psi_values, seed=seed, epochs=epochs, lr=lr, batch_size=batch_size)
+    log.info("learned map: K=%d on %d prompts, %d epochs", psi_values.shape[1], X.shape[0], epochs)
+    return LearnedMap(**layers, clusters=clusters)
