@@ -32,6 +32,7 @@ TRIALS, SEED = 100, 0
 AUTO_TOLERANCE = 0.001  # auto's mean Area may be this far below the best router kind's (issue 11)
 AUTO_ALPHA = 0.05  # and never significantly below any kind at this level (paired sign test)
 CHECK_SIZES = (25, 50)  # validation sizes checked besides "all"
+CRITERION_KINDS = ("knn", "kmeans", "learnedmap")  # the kinds issue 11 holds auto against
 
 DATASETS: dict[str, dict[str, str]] = {
     "routerbench_subset": {
@@ -62,16 +63,17 @@ admissible routers. QNC is the mean over the trials where the curve reaches the 
 (`QNC = inf` is the share where it never does).
 
 The router kinds are UniRoute (K-means), UniRoute (K-means, count-aware Psi) — each Psi cell shrunk toward the
-LLM's overall error by s pseudo-prompts, s chosen on validation —, UniRoute (LearnedMap) and K-NN over the
-validation prompts. Each kind's K or k (and s) is chosen per trial with the training LLMs only, by *simulated
-onboarding*: their Psi (or K-NN table) is measured on a random sample of as many training prompts as there are
-validation prompts — as a new LLM's is — and the routing Area among them is measured on other prompts; the
-search climbs a ladder of values until that Area turns down (`uniroute/evaluation/candidates.py`,
-`grids.py`). `auto` is the product's choice among the four kinds, made inside each trial from the training
-LLMs' leave-one-out Area on the validation prompts (`uniroute/evaluation/selection.py`), so its test Area
-measures the whole procedure. In the method tables `*` marks an Area significantly below UniRoute (LearnedMap)
-and `†` below UniRoute (K-means) (paired two-sided sign test over the trials, alpha = 0.01); `auto` is tested
-against every kind at alpha = 0.05."""
+LLM's overall error by s pseudo-prompts, s in {0, 2, 5, 10, 20, 50} chosen on validation —, UniRoute
+(LearnedMap, on K-means' K) and K-NN over the validation prompts. Each kind's K or k (and s) is chosen per trial
+with the training LLMs only, by *simulated onboarding*: their Psi (or K-NN table) is measured on a random sample
+of as many training prompts as there are validation prompts — as a new LLM's is — and the routing Area among
+them is measured on other prompts; K and k climb a ladder until that Area turns down
+(`uniroute/evaluation/candidates.py`, `grids.py`). `auto` is the product's choice of kind, made inside each
+trial from the same training-LLM data (`uniroute/evaluation/selection.py`): K-means with count-aware Psi unless
+another kind's Area on fresh simulated onboardings beats it by more than two standard errors (bootstrap over
+prompts and training LLMs). Its test Area measures that whole procedure. In the method tables `*` marks an Area
+significantly below UniRoute (LearnedMap) and `†` below UniRoute (K-means) (paired two-sided sign test over the
+trials, alpha = 0.01); `auto` is tested against every kind at alpha = 0.05."""
 
 
 def command(dataset: str) -> str:
@@ -108,8 +110,8 @@ def auto_checks(report: dict[str, Any], study: dict[str, Any] | None) -> list[di
                           {k: _auto_against(study["sign_tests"], k, i) for k in kinds}))
     checks = []
     for label, areas, tests in sizes:
-        best = max(kinds, key=lambda k: areas[k])
-        below = [k for k, (w, los, p) in tests.items() if los > w and p < AUTO_ALPHA]
+        best = max(CRITERION_KINDS, key=lambda k: areas[k])
+        below = [k for k, (w, los, p) in tests.items() if k in CRITERION_KINDS and los > w and p < AUTO_ALPHA]
         checks.append({"size": label, "auto": areas["auto"], "best": best, "best_area": areas[best],
                        "within": areas["auto"] >= areas[best] - AUTO_TOLERANCE, "significantly_below": below,
                        "tests": tests})
@@ -131,14 +133,16 @@ def summary(reports: dict[str, tuple[dict[str, Any], dict[str, Any] | None]]) ->
     methods = [m for m in METHODS if all(m in r["methods"] for r, _ in reports.values())]
     head = "| dataset | LLMs | val prompts | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |"
     lines = [head, "|---|---:|---:|" + "---:|" * len(methods)]
+    trials = sorted({r["trials"] for r, _ in reports.values()})
+    seeds = sorted({r["seed"] for r, _ in reports.values()})
     for dataset, (r, _) in reports.items():
         admissible = [m for m in methods if not r["methods"][m]["oracle"]]
         top = max(admissible, key=lambda m: r["methods"][m]["area"])
         cells = [f"{r['methods'][m]['area']:.4f}" for m in methods]
         cells[methods.index(top)] = f"**{cells[methods.index(top)]}**"
         lines.append(f"| {dataset} | {len(r['models'])} | {r['n_val_prompts']} | " + " | ".join(cells) + " |")
-    check = ["| dataset | validation prompts | auto | best kind | auto − best | auto vs each kind (wins-losses) "
-             "| criterion |", "|---|---|---:|---|---:|---|---|"]
+    check = ["| dataset | validation prompts | auto | best of K-NN, K-means, LearnedMap | auto − best "
+             "| auto vs each kind (wins-losses) | criterion |", "|---|---|---:|---|---:|---|---|"]
     for dataset, (r, s) in reports.items():
         check += _check_lines(dataset, auto_checks(r, s))
     edges = ["| dataset | " + " | ".join(f"{METHOD_LABELS[k]} at edge / at bound" for k in KIND_METHODS) + " |",
@@ -148,10 +152,11 @@ def summary(reports: dict[str, tuple[dict[str, Any], dict[str, Any] | None]]) ->
                  if k in r["grid_edges"] else "—" for k in KIND_METHODS]
         edges.append(f"| {dataset} | " + " | ".join(cells) + " |")
     return "\n".join([
-        f"**Summary over the three datasets** ({TRIALS} trials each, seed {SEED}, MiniLM; bold: the best "
-        "admissible method):", "", *lines, "",
-        f"**`auto` against the best router kind** (issue 11: auto's mean Area at least the best kind's minus "
-        f"{AUTO_TOLERANCE}, and never significantly below any kind, paired sign test at alpha = {AUTO_ALPHA}):",
+        f"**Summary over the datasets** ({'/'.join(map(str, trials))} trials each, seed {'/'.join(map(str, seeds))}, "
+        "MiniLM; bold: the best admissible method):", "", *lines, "",
+        f"**`auto` against the router kinds** (issue 11: auto's mean Area at least the best of K-NN, K-means and "
+        f"LearnedMap minus {AUTO_TOLERANCE}, and never significantly below any of them, paired sign test at "
+        f"alpha = {AUTO_ALPHA}; the sign tests against K-means with count-aware Psi are shown too):",
         "", *check, "",
         "**Grid edges**: share of trials whose chosen K or k is the largest value searched while larger ones were "
         "left unsearched (an edge: the grid was too small), and the share at a principled bound (1, or as many as "
@@ -204,11 +209,11 @@ def dataset_section(dataset: str, report: dict[str, Any], study: dict[str, Any] 
     info = DATASETS[dataset]
     excluded = report.get("excluded_models") or []
     about = (f"{report['n_prompts']:,} prompts, {len(report['models'])} LLMs with a cost"
-             + (f" ({', '.join(f'`{m}`' for m in excluded)} have no cost and are left out)" if excluded else "")
+             + (f" (left out for want of a cost: {', '.join(f'`{m}`' for m in excluded)})" if excluded else "")
              + f"; {info['about']}; {report['trials']} trials, seed {report['seed']}, {report['n_val_prompts']} "
              f"validation and {report['n_test_prompts_mean']:.0f} test prompts per trial on average, "
-             f"{report['seconds'] / 60:.0f} minutes on {report['workers']} workers.")
-    parts = [f"### {info['title']}", about, "```", command(dataset), "```", markdown_report(report, study),
+             f"{report['seconds'] / 60:.0f} minutes on {report['workers'] or 'no'} Dask workers.")
+    parts = [f"### {info['title']}", about, f"```\n{command(dataset)}\n```", markdown_report(report, study),
              f"![{info['title']} deferral curves](results/{dataset}.png)"]
     if study is not None:
         parts.append(f"![{info['title']} validation-size study](results/{dataset}_valsize.png)")
