@@ -35,8 +35,10 @@ def evaluate(
     embedder: Annotated[str | None, typer.Option(
         help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
     )] = None,
-    methods: Annotated[str, typer.Option(help="Comma-separated methods to compare.")] = (
-        "zero,knn,kmeans,learnedmap,mlp,matfac"
+    methods: Annotated[str, typer.Option(help="Comma-separated methods to compare: zero, the router kinds knn, "
+                                         "kmeans, kmeans_shrunk and learnedmap, auto (the kind chosen on "
+                                         "validation), and the clairvoyant oracles mlp and matfac.")] = (
+        "zero,knn,kmeans,kmeans_shrunk,learnedmap,auto,mlp,matfac"
     ),
     val_sizes: Annotated[str | None, typer.Option(
         "--val-sizes", help="Validation-size study, e.g. 25,50,100,200,400,all: writes <out>_valsize.json/.png."
