@@ -8,7 +8,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: env run test bench serve lint clean
+.PHONY: env run test bench serve stop status lint clean
 
 env: $(STAMP)
 
@@ -31,8 +31,17 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
 
+# Prefect on 4200 and MLflow on 5000 (UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT) in the background, with a
+# runner serving prefect.yaml's deployments; logs and pid files in $UNIROUTE_HOME/logs. `make serve
+# SERVE_ARGS=--no-runner` starts only the servers, for a `prefect worker`. stop and status never install.
 serve: $(STAMP)
-	$(BIN)/python -m deployments.serve
+	$(BIN)/python -m deployments.service start $(SERVE_ARGS)
+
+stop:
+	@$(BIN)/python -m deployments.service stop
+
+status:
+	@$(BIN)/python -m deployments.service status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,17 +1,24 @@
-"""Embedding throughput: `uniroute.embed.embed_cached` (cold and warm cache) beside bare sentence-transformers.
+"""The embedders side by side: speed against bare sentence-transformers, agreement with `minilm`, and routing Area.
 
-Texts: 1,000 distinct prompts of the shared mmlu_pro_cot29/long.parquet (seeded sample). The baseline is
-`SentenceTransformer.encode` on a plainly loaded all-MiniLM-L6-v2 (same weights, same 256-token cap, float32),
-so the ratio cold/direct is our overhead: hashing, the DuckDB lookup, batching, writing the cache. Both
-models are loaded and warmed up before timing; runs alternate and the medians are reported (the cores
-here are shared and contended, STACK.md).
+One run measures, on the same 2,000 distinct real prompts (a seeded third from each shared dataset; RouterBench's
+last block, as its evaluation embeds it):
+- throughput of each embedder through `embed_batches` (the in-process path of the product), and of bare
+  `SentenceTransformer.encode` on a plainly loaded all-MiniLM-L6-v2 (same weights, float32, 256-token cap,
+  batch 128): the speed-up column is bare time / embedder time. One thread each (torch and ONNX Runtime),
+  runs alternate in a rotating order, medians reported (the cores are shared, STACK.md);
+- agreement with `minilm`: cosine of the two vectors of a prompt (only where both live in the same 384-d
+  space), the share of prompts whose nearest other prompt is the same, and the Spearman correlation of
+  pairwise similarities over 20,000 random pairs (comparable across spaces, so the static embedder too);
+- the cost of building each model file once (fresh cache folder) and of a cold process that loads an
+  embedder and embeds two prompts (what `uniroute route` pays);
+- routing Area on the three datasets: `uniroute evaluate --trials 20 --seed 0 --methods zero,knn,kmeans,
+  learnedmap` per embedder (RouterBench with `--prompt-part last-block`), reusing a result file of
+  benchmarks/results/embedders/ when it was made with the same settings and embedder id, and a paired
+  sign test of each embedder against `minilm` over the 20 trials per method.
 
-Also measured: a warm-cache pass over the same prompts, TF-IDF (fit + cold pass), a bfloat16 vs float32
-check of MiniLM (speed and cosine), and a cache lookup at scale (350k stored 384-d vectors, filled by a
-random "embedder" so that only the cache is timed).
-
-Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.embedding [--prompts 1000] [--repeats 2]`;
-results go to benchmarks/results/embedding.json.
+Results: benchmarks/results/embedding.json, and docs/results/embedders.md generated from it
+(`benchmarks/embedders_table.py`). Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.embedding
+[--home DIR] [--repeats 2]`; the evaluations are CPU-heavy (MiniLM embeds about 36k prompts once per home).
 """
 
 from __future__ import annotations
@@ -20,150 +27,249 @@ import argparse
 import json
 import logging
 import os
-import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
+from benchmarks.embedders_table import write_table
+from benchmarks.measure import REPO, load_average, machine_info, now_utc
 from uniroute import embed
+from uniroute import evaluation as ev
 from uniroute.settings import apply_offline_environment
 
-RESULTS = Path(__file__).resolve().parent / "results" / "embedding.json"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+RESULTS = REPO / "benchmarks" / "results" / "embedding.json"
+EVALUATIONS = REPO / "benchmarks" / "results" / "embedders"
+SHARED = REPO.parent / "shared" / "datasets"
+DATASETS = {"routerbench_subset": "last-block", "routerdc_model7": "full", "mmlu_pro_cot29": "full"}
+# The embedders compared, by label: the factory's three, and the float32 ONNX graph as the exactness check.
+MEASURED = ("minilm", "minilm-onnx", "minilm-onnx-f32", "static")
+ROUTED = ("minilm", "minilm-onnx", "static")
+METHODS = ("zero", "knn", "kmeans", "learnedmap")
+TRIALS, SEED = 20, 0
+ROUTE_PROMPTS = ["Which planet has the most moons?", "Write a haiku about autumn rain."]
+
+log = logging.getLogger("benchmarks.embedding")
 
 
 def sample_prompts(n: int, seed: int = 0) -> list[str]:
-    """n distinct prompt texts of mmlu_pro_cot29 (seeded sample, in prompt_id order)."""
-    table = pq.read_table(SHARED / "mmlu_pro_cot29" / "long.parquet", columns=["prompt_id", "prompt"])
-    frame = table.to_pandas().drop_duplicates("prompt_id").sort_values("prompt_id")
-    return frame.sample(n, random_state=seed)["prompt"].tolist()
+    """n distinct prompt texts, a seeded third from each dataset, as each dataset's evaluation embeds them."""
+    texts: list[str] = []
+    for i, (name, part) in enumerate(DATASETS.items()):
+        frame = pq.read_table(SHARED / name / "long.parquet", columns=["prompt_id", "prompt"]).to_pandas()
+        frame = frame.drop_duplicates("prompt_id").sort_values("prompt_id")
+        take = n // len(DATASETS) + (1 if i < n % len(DATASETS) else 0)
+        texts += ev.prompt_texts(frame.sample(take, random_state=seed)["prompt"].tolist(), part)
+    return texts
 
 
-class RandomEmbedder:
-    """Unit vectors from a seeded generator: stands in for a model when only the cache is timed."""
-
-    embedder_id = "random:bench:d384"
-    dim = 384
-    progress = False
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        rng = np.random.default_rng(len(texts))
-        vectors = rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+def make_measured(label: str, cache_dir: Path, threads: int) -> Any:
+    """The embedder under a label of MEASURED, at `threads` threads."""
+    if label == "minilm":
+        return embed.load_minilm(progress=False)
+    if label in ("minilm-onnx", "minilm-onnx-f32"):
+        quantization = "none" if label.endswith("f32") else "int8-per-channel"
+        return embed.load_minilm_onnx(cache_dir, quantization=quantization, threads=threads, progress=False)
+    return embed.load_static(cache_dir, progress=False)
 
 
-def timed(fn, *args, **kwargs) -> tuple[float, object]:
+def timed(fn, *args, **kwargs) -> tuple[float, Any]:
     started = time.perf_counter()
     result = fn(*args, **kwargs)
     return time.perf_counter() - started, result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--prompts", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (the cores are shared)")
-    parser.add_argument("--bf16-prompts", type=int, default=64)
-    parser.add_argument("--lookup-rows", type=int, default=350_000)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
-    apply_offline_environment()
+def agreement(reference: np.ndarray, vectors: np.ndarray, seed: int = 0, pairs: int = 20_000) -> dict[str, Any]:
+    """How close (n, d) vectors are to (n, 384) minilm vectors of the same prompts (both unit rows)."""
+    from scipy.stats import spearmanr
 
+    out: dict[str, Any] = {}
+    if vectors.shape == reference.shape:
+        cosine = np.sum(vectors * reference, axis=1)
+        out["cosine_to_minilm"] = {"mean": round(float(cosine.mean()), 5), "min": round(float(cosine.min()), 5),
+                                   "p01": round(float(np.quantile(cosine, 0.01)), 5)}
+    sims_ref, sims = reference @ reference.T, vectors @ vectors.T  # (n, n)
+    np.fill_diagonal(sims_ref, -2.0)
+    np.fill_diagonal(sims, -2.0)
+    out["same_nearest_neighbour"] = round(float((sims_ref.argmax(1) == sims.argmax(1)).mean()), 4)
+    rng = np.random.default_rng(seed)
+    i, j = rng.integers(0, len(reference), (2, pairs))
+    keep = i != j
+    out["pairwise_similarity_spearman"] = round(float(spearmanr(sims_ref[i[keep], j[keep]],
+                                                                sims[i[keep], j[keep]]).statistic), 4)
+    return out
+
+
+def throughput(texts: list[str], cache_dir: Path, threads: int, repeats: int) -> dict[str, Any]:
+    """Seconds per pass over texts for bare sentence-transformers and each embedder, and their agreement."""
     import torch
     from sentence_transformers import SentenceTransformer
 
-    torch.set_num_threads(args.threads)
-    texts = sample_prompts(args.prompts)
-    ours = embed.make_embedder("minilm", progress=False)
-    plain = SentenceTransformer(str(embed.minilm_path()), device="cpu")
-    ours.encode(texts[:8])
-    plain.encode(texts[:8])
+    torch.set_num_threads(threads)
+    bare = SentenceTransformer(str(embed.minilm_path()), device="cpu")
+    embedders = {label: make_measured(label, cache_dir, threads) for label in MEASURED}
+    runners = {"bare-sentence-transformers": lambda: bare.encode(texts, batch_size=128, normalize_embeddings=True)}
+    runners |= {label: (lambda e=e: embed.embed_batches(texts, e)) for label, e in embedders.items()}
+    bare.encode(texts[:8])  # warm-up: sessions, tables and lazy imports stay out of the timing
+    for e in embedders.values():
+        e.encode(texts[:8])
+    seconds: dict[str, list[float]] = {label: [] for label in runners}
+    vectors: dict[str, np.ndarray] = {}
+    labels = list(runners)
+    for r in range(repeats):
+        for label in labels[r % len(labels):] + labels[: r % len(labels)]:
+            took, vectors[label] = timed(runners[label])
+            seconds[label].append(round(took, 2))
+            log.warning("repeat %d %s: %.1f s (%.1f prompts/s)", r, label, took, len(texts) / took)
+    bare_s = statistics.median(seconds["bare-sentence-transformers"])
+    out: dict[str, Any] = {"bare-sentence-transformers": {"seconds": seconds["bare-sentence-transformers"],
+                                                          "prompts_per_s": round(len(texts) / bare_s, 1)}}
+    for label, e in embedders.items():
+        median = statistics.median(seconds[label])
+        out[label] = {"embedder_id": e.embedder_id, "dim": e.dim, "seconds": seconds[label],
+                      "prompts_per_s": round(len(texts) / median, 1), "speedup_vs_bare": round(bare_s / median, 2),
+                      **agreement(vectors["minilm"], vectors[label])}
+    return out
 
-    direct_s, cold_s, warm_s = [], [], []
-    agreement = None
-    for _ in range(args.repeats):
-        seconds, direct = timed(plain.encode, texts, batch_size=128, normalize_embeddings=True)
-        direct_s.append(seconds)
-        with tempfile.TemporaryDirectory() as tmp:
-            db_path = Path(tmp) / "bench.duckdb"
-            seconds, cold = timed(embed.embed_cached, db_path, texts, ours)
-            cold_s.append(seconds)
-            seconds, warm = timed(embed.embed_cached, db_path, texts, ours)
-            warm_s.append(seconds)
-        assert np.array_equal(cold, warm)
-        # Prompts within 256 tokens embed identically either way; longer ones differ (we keep the tail).
-        agreement = float(np.median(np.sum(direct * cold, axis=1)))
 
-    # bfloat16 against float32 on the same prompts: speed and cosine.
-    bf16 = embed.MiniLMEmbedder(bfloat16=True, progress=False)
-    few = texts[: args.bf16_prompts]
-    bf16.encode(few[:4])
-    f32_seconds, f32_vectors = timed(ours.encode, few)
-    bf16_seconds, bf16_vectors = timed(bf16.encode, few)
-    cosine = np.sum(f32_vectors * bf16_vectors, axis=1)
-    sims_f32, sims_bf16 = f32_vectors @ f32_vectors.T, bf16_vectors @ bf16_vectors.T
-    np.fill_diagonal(sims_f32, -2.0)
-    np.fill_diagonal(sims_bf16, -2.0)
+def embedder_id(name: str, cache_dir: Path) -> str:
+    """The id of an embedder of ROUTED built in cache_dir."""
+    return embed.make_embedder(name, cache_dir=cache_dir, progress=False).embedder_id
 
-    # TF-IDF: fitted on the 1,000 prompts, then a cold pass through the cache.
-    fit_seconds, tfidf = timed(embed.fit_tfidf, texts, seed=0, progress=False)
+
+def build_fresh(cache_dir: Path, threads: int) -> dict[str, Any]:
+    """Seconds to build each model file into a fresh folder, and whether it is the same file as cache_dir's."""
+    import torch
+
+    torch.set_num_threads(threads)
+    out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        tfidf_seconds, _ = timed(embed.embed_cached, Path(tmp) / "bench.duckdb", texts, tfidf)
+        for name, load in (("minilm-onnx", embed.load_minilm_onnx), ("static", embed.load_static)):
+            seconds, built = timed(load, Path(tmp), progress=False)
+            out[name] = {"seconds": round(seconds, 1), "embedder_id": built.embedder_id,
+                         "same_file_as_home_cache": built.embedder_id == embedder_id(name, cache_dir)}
+    return out
 
-    # The cache at scale: store lookup_rows vectors, then look all of them up again.
-    many = [f"cache benchmark prompt {i}" for i in range(args.lookup_rows)]
-    with tempfile.TemporaryDirectory() as tmp:
-        db_path = Path(tmp) / "bench.duckdb"
-        fill_seconds, _ = timed(embed.embed_cached, db_path, many, RandomEmbedder())
-        lookup_seconds = [timed(embed.embed_cached, db_path, many, RandomEmbedder())[0] for _ in range(3)]
 
-    n = len(texts)
-    direct_med, cold_med, warm_med = (statistics.median(s) for s in (direct_s, cold_s, warm_s))
-    result = {
-        "what": "MiniLM prompts/s: embed_cached (cold, warm) vs SentenceTransformer.encode on the same prompts",
-        "command": f".venv/bin/python -m benchmarks.embedding --prompts {args.prompts} --repeats {args.repeats} "
-                   f"--threads {args.threads} --bf16-prompts {args.bf16_prompts}",
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],  # the cores may be shared
-        "data": f"{n} distinct prompts of mmlu_pro_cot29/long.parquet (seeded sample)",
-        "embedder_id": ours.embedder_id,
-        "torch_threads": args.threads,
-        "repeats": args.repeats,
-        "direct_prompts_per_s": round(n / direct_med, 1),
-        "embed_cached_cold_prompts_per_s": round(n / cold_med, 1),
-        "embed_cached_warm_prompts_per_s": round(n / warm_med, 1),
-        "cold_over_direct_time_ratio": round(cold_med / direct_med, 3),
-        "seconds": {"direct": direct_s, "cold": cold_s, "warm": warm_s},
-        "median_cosine_ours_vs_direct": round(agreement, 5),
-        "bfloat16_check": {
-            "prompts": len(few),
-            "float32_prompts_per_s": round(len(few) / f32_seconds, 1),
-            "bfloat16_prompts_per_s": round(len(few) / bf16_seconds, 1),
-            "cosine_min": round(float(cosine.min()), 5),
-            "cosine_median": round(float(np.median(cosine)), 5),
-            "nearest_neighbour_agreement": round(float((sims_f32.argmax(1) == sims_bf16.argmax(1)).mean()), 4),
-        },
-        "tfidf": {
-            "fit_seconds_on_prompts": round(fit_seconds, 2),
-            "embed_cached_cold_prompts_per_s": round(n / tfidf_seconds, 1),
-            "embedder_id": tfidf.embedder_id,
-        },
-        "cache_lookup": {
-            "rows": args.lookup_rows,
-            "fill_seconds": round(fill_seconds, 2),
-            "warm_lookup_seconds": [round(s, 2) for s in lookup_seconds],
-            "warm_lookup_rows_per_s": round(args.lookup_rows / statistics.median(lookup_seconds)),
-        },
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+def cold_route_seconds(name: str, cache_dir: Path, repeats: int = 3) -> dict[str, float]:
+    """A fresh process: import + load the embedder, then embed two prompts (medians of `repeats`)."""
+    code = ("import json, sys, time; t0 = time.perf_counter(); from pathlib import Path; from uniroute import embed\n"
+            "e = embed.make_embedder(sys.argv[1], cache_dir=Path(sys.argv[2]), progress=False)\n"
+            "t1 = time.perf_counter()\n"
+            f"e.encode({ROUTE_PROMPTS!r}); t2 = time.perf_counter()\n"
+            "print(json.dumps({'load': t1 - t0, 'encode': t2 - t1, 'torch': 'torch' in sys.modules}))\n")
+    runs = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", code, name, str(cache_dir)], capture_output=True, text=True,
+                             check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        runs.append({**json.loads(out.stdout.strip().splitlines()[-1]), "process": time.perf_counter() - started})
+    return {"process_seconds": round(statistics.median(r["process"] for r in runs), 2),
+            "load_seconds": round(statistics.median(r["load"] for r in runs), 2),
+            "encode_seconds": round(statistics.median(r["encode"] for r in runs), 3),
+            "imports_torch": any(r["torch"] for r in runs)}
+
+
+def evaluation(dataset: str, name: str, home: Path, embedder_id: str, run: bool = True) -> dict[str, Any] | None:
+    """The saved `uniroute evaluate` result of one embedder on one dataset, run first if missing or stale
+    (or None then, without `run`)."""
+    path = EVALUATIONS / f"{dataset}.{name}.json"
+    part = DATASETS[dataset]
+    saved = json.loads(path.read_text()) if path.exists() else None
+    fresh = saved is not None and saved["trials"] == TRIALS and saved["seed"] == SEED and \
+        saved["embedder_id"] == embedder_id and saved["prompt_part"] == part and set(METHODS) <= set(saved["methods"])
+    if not fresh and not run:
+        log.warning("no result of %s on %s with %s yet: left out", name, dataset, embedder_id)
+        return None
+    if not fresh:
+        log.warning("evaluating %s on %s (%d trials)", name, dataset, TRIALS)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "uniroute", "evaluate", "--data", str(SHARED / dataset), "--trials",
+                        str(TRIALS), "--seed", str(SEED), "--embedder", name, "--methods", ",".join(METHODS),
+                        "--prompt-part", part, "--out", str(path), "--json"], check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "UNIROUTE_HOME": str(home), "PYTHONPATH": str(REPO)})
+        saved = json.loads(path.read_text())
+    return saved
+
+
+def routing(home: Path, ids: dict[str, str], run: bool = True) -> dict[str, Any]:
+    """Per dataset: each embedder's mean Area per method, and its paired sign test against minilm's trials.
+
+    Without `run`, only saved results are collected; a missing one is recorded as None (not measured).
+    """
+    out: dict[str, Any] = {}
+    for dataset in DATASETS:
+        runs = {name: evaluation(dataset, name, home, ids[name], run) for name in ROUTED}
+        base = runs["minilm"]["per_trial_area"] if runs["minilm"] else None
+        out[dataset] = {"prompt_part": DATASETS[dataset], "embedders": {
+            name: None if saved is None else {
+                "embedder_id": saved["embedder_id"], "n_prompts": saved["n_prompts"],
+                "seconds": round(saved["seconds"], 1),
+                "file": str((EVALUATIONS / f"{dataset}.{name}.json").relative_to(REPO)),
+                "area": {m: round(saved["methods"][m]["area"], 4) for m in METHODS},
+                "vs_minilm": None if base is None else
+                {m: ev.sign_test(saved["per_trial_area"][m], base[m]) for m in METHODS}}
+            for name, saved in runs.items()}}
+    return out
+
+
+SECTIONS = ("throughput", "build", "route", "routing")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--prompts", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch and ONNX Runtime threads (shared cores)")
+    parser.add_argument("--home", type=Path, default=REPO / ".uniroute" / "bench-embedders",
+                        help="UNIROUTE_HOME of the evaluations (its embedding cache and built model files)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help="which parts to measure now; the others keep their figures in --out")
+    parser.add_argument("--no-evaluate", action="store_true",
+                        help="routing: collect the saved evaluations only, run none (missing ones stay empty)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    if unknown := set(sections) - set(SECTIONS):
+        parser.error(f"unknown sections {sorted(unknown)}; known: {', '.join(SECTIONS)}")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    apply_offline_environment()
+    cache_dir = args.home / "cache"
+    # Sections measured at different times share one file; each records its own command, time and load.
+    result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
+    result = {k: v for k, v in result.items() if k in SECTIONS}
+    result.update({
+        "what": "embedders side by side: speed vs bare sentence-transformers, agreement with minilm, routing Area",
+        "machine": machine_info(),
+        "prompts": f"{args.prompts} distinct prompts: a seeded third of each of {', '.join(DATASETS)}",
+    })
+    for section in sections:
+        flags = {"throughput": f" --prompts {args.prompts} --repeats {args.repeats} --threads {args.threads}",
+                 "build": f" --threads {args.threads}", "route": "",
+                 "routing": " --no-evaluate" if args.no_evaluate else ""}[section]
+        stamp = {"command": f"OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.embedding --sections {section}{flags}",
+                 "started": now_utc(), "load_average_before": load_average(), "threads": args.threads}
+        if section == "throughput":
+            figures = throughput(sample_prompts(args.prompts), cache_dir, args.threads, args.repeats)
+            stamp["repeats"] = args.repeats
+        elif section == "build":
+            figures = build_fresh(cache_dir, args.threads)
+        elif section == "route":
+            figures = {name: cold_route_seconds(name, cache_dir) for name in ROUTED}
+        else:
+            ids = {name: embedder_id(name, cache_dir) for name in ROUTED}
+            figures = routing(args.home, ids, run=not args.no_evaluate)
+            stamp.update(trials=TRIALS, seed=SEED, methods=list(METHODS))
+        result[section] = {**stamp, "load_average_after": load_average(), "figures": figures}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out} and {write_table(result)}")
 
 
 if __name__ == "__main__":

@@ -33,13 +33,16 @@ def say(message: str) -> None:
 
 
 def fresh_home(settings: Settings) -> None:
-    """Start from an empty UNIROUTE_HOME; refuse to wipe one the demo did not create."""
+    """Start from an empty UNIROUTE_HOME (but its built embedder models); refuse to wipe one the demo did not create."""
     home = settings.home
     if home.exists() and any(home.iterdir()) and not (home / DEMO_MARKER).exists():
         sys.exit(f"error: {home} holds state the demo did not create; set UNIROUTE_HOME to an empty folder")
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
-    (home / DEMO_MARKER).write_text("created by `make run`; rerunning `make run` wipes this folder\n")
+    if home.exists():
+        for path in home.iterdir():
+            if path != settings.cache_dir:  # models built from the local MiniLM are kept: building takes a minute
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / DEMO_MARKER).write_text("created by `make run`; rerunning `make run` wipes this folder but cache/\n")
 
 
 def demo_logs(settings: Settings, work: Path) -> tuple[pd.DataFrame, str]:
@@ -51,6 +54,13 @@ def demo_logs(settings: Settings, work: Path) -> tuple[pd.DataFrame, str]:
 
     summary = write_synthetic_logs(work / "synthetic", n_prompts=3000, n_models=10, n_topics=8, seed=0)
     return pd.read_parquet(summary.logs_path), f"synthetic logs ({settings.shared_datasets} not found)"
+
+
+def drop_into_inbox(frame: pd.DataFrame, path: Path) -> None:
+    """Write a file into the inbox the way writers should: as NAME.part, renamed to NAME once complete."""
+    partial = path.with_name(path.name + ".part")
+    frame.to_parquet(partial, index=False)
+    partial.rename(path)
 
 
 def held_back_model(logs: pd.DataFrame) -> str:
@@ -109,14 +119,16 @@ def main(argv: list[str] | None = None) -> None:
     newcomer = held_back_model(logs)
     print(f"{len(logs):,} results from {source}; {logs.model.nunique()} LLMs; holding back {newcomer!r}")
     settings.inbox_dir.mkdir(parents=True)
-    logs[logs.model != newcomer].to_parquet(settings.inbox_dir / "benchmark_logs.parquet", index=False)
+    drop_into_inbox(logs[logs.model != newcomer], settings.inbox_dir / "benchmark_logs.parquet")
 
-    from deployments.deployments import ONBOARDING, wait_until_served
     from deployments.serve import prefect_server, server_environment
 
     with prefect_server(settings, logs_dir / "prefect-server.log") as api_url:
+        # Before anything imports Prefect: its settings are read once, and every flow of this run must talk to
+        # this server, never to a temporary one Prefect would start on its own.
         os.environ["PREFECT_API_URL"] = api_url
         print(f"Prefect server: {api_url.removesuffix('/api')}")
+        from deployments.deployments import ONBOARDING, wait_until_served
         from flows.build import nightly_build
         from flows.ingest import ingest_inbox
         from flows.publish import publish_routing_tables
@@ -133,14 +145,13 @@ def main(argv: list[str] | None = None) -> None:
         say(f"4. {newcomer!r} answers the validation prompts; its results land in the inbox")
         runner_env = server_environment(settings) | {"PREFECT_API_URL": api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
         with open(logs_dir / "onboarding-runner.log", "ab") as runner_log:
-            runner = subprocess.Popen([sys.executable, "-m", "deployments.serve_onboarding"], env=runner_env,
-                                      stdout=runner_log, stderr=subprocess.STDOUT)
+            runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING],
+                                      env=runner_env, stdout=runner_log, stderr=subprocess.STDOUT)
         try:
-            wait_until_served(ONBOARDING)
-            time.sleep(3)  # the trigger's automation is created with the deployment
+            wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
             landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]
-            landed.to_parquet(settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet", index=False)
+            drop_into_inbox(landed, settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet")
             since = time.time()
             ingested = ingest_inbox()
             print(f"inbox: {json.dumps(ingested, default=str)[:300]}")
@@ -154,6 +165,12 @@ def main(argv: list[str] | None = None) -> None:
         say("5. Republish and look at the new routing table")
         second = publish_routing_tables()
         print(f"published {second['version']}")
+        # Send what the flows logged and emitted while the server still runs (else: errors at exit).
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all()
+        EventsWorker.drain_all()
     show("newcomer's share of clusters per budget (current routing table)", sql(settings, f"""
         select budget, count(*) filter (where model = '{newcomer}') as clusters_to_newcomer,
                count(*) as clusters

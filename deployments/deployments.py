@@ -1,55 +1,62 @@
-"""The Prefect deployments: nightly build, publishing every 15 minutes, inbox watcher, event-triggered onboarding."""
+"""The Prefect deployments, as prefect.yaml declares them: served by `make serve`, deployed by `prefect deploy`.
+
+prefect.yaml is the one place schedules, triggers and concurrency limits are written down; this module turns
+its entries into deployments that `prefect.serve` runs without a work pool.
+"""
 
 from __future__ import annotations
 
+import importlib
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
-from prefect.events import DeploymentEventTrigger
+import yaml
+from prefect.client.schemas.objects import ConcurrencyLimitConfig
+from prefect.deployments.runner import RunnerDeployment
+from prefect.events import DeploymentTriggerTypes
+from prefect.schedules import Cron, Interval, Schedule
+from pydantic import TypeAdapter
 
-from flows.build import nightly_build
-from flows.ingest import ingest_inbox
-from flows.onboard import MODELS_LABEL, RESULTS_LANDED, onboard_models
-from flows.publish import publish_routing_tables
-
-NIGHTLY_CRON = "0 2 * * *"
-PUBLISH_EVERY = timedelta(minutes=15)
-INBOX_EVERY = timedelta(minutes=1)
-
-
-def onboarding_trigger() -> DeploymentEventTrigger:
-    """Run onboarding for the models an ingested file brought validation results for."""
-    return DeploymentEventTrigger(
-        expect={RESULTS_LANDED},
-        match={"prefect.resource.id": "uniroute.results.*"},
-        parameters={"models": "{{ event.resource.get('" + MODELS_LABEL + "') }}"},
-    )
-
-
+PREFECT_YAML = Path(__file__).resolve().parent.parent / "prefect.yaml"
 ONBOARDING = "uniroute-onboard/on-results-landed"
 
 
-def onboarding_deployment():
-    """Onboarding, triggered by `uniroute.results.landed`."""
-    return onboard_models.to_deployment(name="on-results-landed", triggers=[onboarding_trigger()],
-                                        description="Make models routable when their validation results land")
+def deployment_specs(path: Path = PREFECT_YAML) -> list[dict[str, Any]]:
+    """The `deployments` entries of prefect.yaml."""
+    return yaml.safe_load(path.read_text())["deployments"]
 
 
-def all_deployments() -> list:
-    """Every deployment, ready for `prefect.serve(*all_deployments())`."""
-    return [
-        nightly_build.to_deployment(name="nightly", cron=NIGHTLY_CRON, description="Nightly retraining"),
-        publish_routing_tables.to_deployment(
-            name="every-15-minutes", interval=PUBLISH_EVERY, description="Publish routing tables when something changed"
-        ),
-        ingest_inbox.to_deployment(
-            name="inbox-watcher", interval=INBOX_EVERY, description="Ingest new files in $UNIROUTE_HOME/inbox"
-        ),
-        onboard_models.to_deployment(
-            name="on-results-landed",
-            triggers=[onboarding_trigger()],
-            description="Make models routable when their validation results land",
-        ),
-    ]
+def _flow(entrypoint: str):
+    """The flow object of a `flows/<file>.py:<function>` entrypoint, imported as a module of this repository."""
+    path, name = entrypoint.split(":")
+    return getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), name)
+
+
+def _schedule(spec: dict[str, Any]) -> Schedule:
+    """A prefect.yaml schedule entry (`cron` or `interval` in seconds, optional timezone)."""
+    rest = {k: v for k, v in spec.items() if k not in ("cron", "interval")}
+    if "cron" in spec:
+        return Cron(spec["cron"], **rest)
+    return Interval(timedelta(seconds=spec["interval"]), **rest)
+
+
+def runner_deployment(spec: dict[str, Any]) -> RunnerDeployment:
+    """One prefect.yaml entry as a deployment to serve: same name, schedules, triggers and concurrency limit."""
+    limit = spec.get("concurrency_limit")
+    return _flow(spec["entrypoint"]).to_deployment(
+        name=spec["name"],
+        description=spec.get("description"),
+        tags=spec.get("tags"),
+        schedules=[_schedule(s) for s in spec.get("schedules") or []],
+        triggers=[TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in spec.get("triggers") or []],
+        concurrency_limit=ConcurrencyLimitConfig(**limit) if isinstance(limit, dict) else limit,
+    )
+
+
+def all_deployments() -> list[RunnerDeployment]:
+    """Every deployment of prefect.yaml, ready for `prefect.serve(*all_deployments())`."""
+    return [runner_deployment(spec) for spec in deployment_specs()]
 
 
 def wait_until_served(deployment: str, timeout: float = 180.0, triggered: bool = False) -> None:

@@ -1,12 +1,12 @@
-"""`make serve`: a local Prefect server and MLflow UI on 127.0.0.1, and every deployment served.
+"""The servers uniroute runs beside its flows: a Prefect server and the MLflow UI on 127.0.0.1.
 
-Everything stays under $UNIROUTE_HOME (Prefect's SQLite database in prefect/, MLflow in mlflow.db);
-telemetry is off. Ctrl-C stops the servers.
+Their commands and environment (state under $UNIROUTE_HOME, offline, quiet) are shared by `make serve`
+(deployments/service.py: background processes on fixed ports) and by `make run` and the tests, which start
+them for the length of a `with` block on a free port.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import subprocess
@@ -19,13 +19,35 @@ from pathlib import Path
 from uniroute.settings import Settings, apply_offline_environment
 
 BIN = Path(sys.executable).parent
+HOST = "127.0.0.1"
 
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((HOST, 0))
         return sock.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    """Whether a server could listen on 127.0.0.1:port now."""
+    with socket.socket() as sock:
+        # As the servers do: connections of a stopped server lingering in TIME_WAIT do not hold the port.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def answers(url: str) -> bool:
+    """Whether an HTTP endpoint answers 200 right now."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
 
 
 def wait_for(url: str, seconds: float, proc: subprocess.Popen) -> None:
@@ -33,13 +55,9 @@ def wait_for(url: str, seconds: float, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with code {proc.returncode} before {url} answered")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
+            raise RuntimeError(f"{Path(proc.args[0]).name} exited with code {proc.returncode} before {url} answered")
+        if answers(url):
+            return
         time.sleep(0.5)
     raise TimeoutError(f"{url} did not answer within {seconds:.0f} s")
 
@@ -52,12 +70,29 @@ def server_environment(settings: Settings) -> dict[str, str]:
     env.update(
         PREFECT_HOME=str(settings.prefect_home.resolve()),
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_API_HOST="127.0.0.1",
+        PREFECT_SERVER_API_HOST=HOST,
         PREFECT_UI_ENABLED="true",
         UNIROUTE_HOME=str(settings.home.resolve()),
+        # MLflow's server-side jobs (GenAI trace scoring and archival) start seven worker processes that uniroute
+        # never uses, and hold a stop for over 20 s.
+        MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",  # `mlflow models serve` needs the venv's bin
     )
     return env
+
+
+def prefect_server_command(port: int) -> tuple[list[str], str]:
+    """`prefect server start` on 127.0.0.1:port (SQLite under PREFECT_HOME), and its API URL."""
+    return [str(BIN / "prefect"), "server", "start", "--host", HOST, "--port", str(port)], f"http://{HOST}:{port}/api"
+
+
+def mlflow_ui_command(settings: Settings, port: int) -> tuple[list[str], str]:
+    """The MLflow UI over the tracking store under UNIROUTE_HOME on 127.0.0.1:port, and its URL."""
+    settings.mlflow_artifacts.mkdir(parents=True, exist_ok=True)
+    command = [str(BIN / "mlflow"), "ui", "--backend-store-uri", settings.mlflow_uri,
+               "--default-artifact-root", str(settings.mlflow_artifacts.resolve()),
+               "--host", HOST, "--port", str(port), "--workers", "1"]  # one user's UI; the cores are shared
+    return command, f"http://{HOST}:{port}"
 
 
 @contextmanager
@@ -77,55 +112,16 @@ def running(command: list[str], env: dict[str, str], log_path: Path, health_url:
 
 
 @contextmanager
-def prefect_server(settings: Settings, log_path: Path):
-    """A `prefect server start` on 127.0.0.1 (SQLite under PREFECT_HOME); yields its API URL."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/api"
-    command = [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+def prefect_server(settings: Settings, log_path: Path, port: int | None = None):
+    """A Prefect server for the block (a free port unless given); yields its API URL."""
+    command, url = prefect_server_command(port or free_port())
     with running(command, server_environment(settings), log_path, f"{url}/health"):
         yield url
 
 
 @contextmanager
-def mlflow_ui(settings: Settings, log_path: Path):
-    """The MLflow UI over the tracking store under UNIROUTE_HOME; yields its URL."""
-    port = free_port()
-    settings.mlflow_artifacts.mkdir(parents=True, exist_ok=True)
-    url = f"http://127.0.0.1:{port}"
-    command = [str(BIN / "mlflow"), "ui", "--backend-store-uri", settings.mlflow_uri,
-               "--default-artifact-root", str(settings.mlflow_artifacts.resolve()),
-               "--host", "127.0.0.1", "--port", str(port)]
-    with running(command, server_environment(settings), log_path, url):
+def mlflow_ui(settings: Settings, log_path: Path, port: int | None = None):
+    """The MLflow UI for the block (a free port unless given); yields its URL."""
+    command, url = mlflow_ui_command(settings, port or free_port())
+    with running(command, server_environment(settings), log_path, f"{url}/health"):
         yield url
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--no-mlflow-ui", action="store_true", help="do not start the MLflow UI")
-    args = parser.parse_args(argv)
-    settings = Settings()
-    settings.home.mkdir(parents=True, exist_ok=True)
-    logs = settings.home / "logs"
-    logs.mkdir(exist_ok=True)
-    with prefect_server(settings, logs / "prefect-server.log") as api_url:
-        os.environ["PREFECT_API_URL"] = api_url
-        with mlflow_ui(settings, logs / "mlflow-ui.log") if not args.no_mlflow_ui else _nothing() as mlflow_url:
-            from prefect import serve
-
-            from deployments.deployments import all_deployments
-
-            print(f"Prefect UI:  {api_url.removesuffix('/api')}")
-            print(f"Prefect API: {api_url}")
-            if mlflow_url:
-                print(f"MLflow UI:   {mlflow_url}")
-            print(f"State:       {settings.home.resolve()}  (inbox: {settings.inbox_dir.resolve()})")
-            serve(*all_deployments(), print_starting_message=True)
-
-
-@contextmanager
-def _nothing():
-    yield None
-
-
-if __name__ == "__main__":
-    main()

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
 from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
 from flows.common import flow_settings, reconcile_store
+from flows.report import build_run_name, rename_run, report_build, started
 from uniroute import embed, ingest, store
 from uniroute.pipeline import build, build_data
 from uniroute.settings import Settings
 
 
 @task(name="embed-new-prompts")
-def embed_new_prompts(db_path: str, embedder_name: str, wait_seconds: float) -> int:
+def embed_new_prompts(db_path: str, embedder_name: str, cache_dir: str, wait_seconds: float) -> int:
     """Embed the uncached prompts in batches on the Dask cluster's workers; returns the prompts looked up."""
     with get_dask_client() as client, store.session(db_path, "embed", inputs=embedder_name,
                                                      wait_seconds=wait_seconds, atomic=False) as s:
-        embedder = embed.make_embedder(embedder_name, progress=False)
+        embedder = embed.make_embedder(embedder_name, progress=False, cache_dir=Path(cache_dir))
         return len(embed.embed_cached(s.con, build_data.prompt_texts(s.con), embedder, client=client))
 
 
@@ -24,17 +28,20 @@ def dask_task_runner(settings: Settings) -> DaskTaskRunner:
     """A local Dask cluster by default; UNIROUTE_DASK_ADDRESS points at an existing scheduler."""
     if settings.dask_address:
         return DaskTaskRunner(address=settings.dask_address)
+    # A dashboard on a free port (a fixed one may be taken: a warning users cannot act on); the cluster's own
+    # INFO lines and shutdown notices stay out of the flow's log.
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.dask_workers, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": None})
+                                          "processes": True, "dashboard_address": "127.0.0.1:0",
+                                          "silence_logs": logging.ERROR})
 
 
 @flow(name="uniroute-embed")
-def embed_on_dask(db_path: str, embedder_name: str, wait_seconds: float) -> int:
+def embed_on_dask(db_path: str, embedder_name: str, cache_dir: str, wait_seconds: float) -> int:
     """Runs with the Dask task runner chosen at run time (see nightly_build)."""
-    return embed_new_prompts.submit(db_path, embedder_name, wait_seconds).result()
+    return embed_new_prompts.submit(db_path, embedder_name, cache_dir, wait_seconds).result()
 
 
-@flow(name="uniroute-nightly-build")
+@flow(name="uniroute-nightly-build", flow_run_name=started("build"))
 def nightly_build() -> dict:
     """Reconcile, ingest the inbox, embed new prompts on Dask, then build a router version (MLflow follows)."""
     settings = flow_settings()
@@ -43,16 +50,18 @@ def nightly_build() -> dict:
     for outcome in ingest.process_inbox(settings.db_path, settings.inbox_dir,
                                         settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info):
         logger.info("inbox %s: %s", outcome.name, outcome.status)
-    # TF-IDF is fitted on this build's training prompts inside the build, so only MiniLM embeds ahead.
+    # TF-IDF is fitted on this build's training prompts inside the build; every other embedder embeds ahead.
     on_dask = 0
     if settings.embedder != "tfidf":
         on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
-            str(settings.db_path), settings.embedder, settings.store_wait_seconds
+            str(settings.db_path), settings.embedder, str(settings.cache_dir), settings.store_wait_seconds
         )
     with store.session(settings.db_path, "build", inputs=f"embedder={settings.embedder} seed={settings.seed}",
                        wait_seconds=settings.store_wait_seconds, on_wait=logger.info) as s:
-        result = build.run_build(s.con, settings.embedder, settings.seed)
+        result = build.run_build(s.con, settings.embedder, settings.seed, cache_dir=settings.cache_dir)
         s.detail = result.line()
     logger.info(result.line())
     reconcile_store(settings)
+    report_build(result, settings)
+    rename_run(build_run_name(result))
     return {**result.as_dict(), "prompts_embedded_on_dask": on_dask}

@@ -24,9 +24,11 @@ def reconcile_store(settings: Settings) -> list[str]:
     logger = get_run_logger()
     with store.session(settings.db_path, "reconcile", wait_seconds=settings.store_wait_seconds,
                        on_wait=logger.info) as s:
-        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts,
-                           inbox_dir=settings.inbox_dir)
+        report = reconcile(s, settings.published_dir, *settings.tracking,
+                           inbox_dir=settings.inbox_dir, cache_dir=settings.cache_dir)
     for finding in report.findings:
-        if finding.status != "ok":
+        if finding.status in ("repaired", "broken"):
             logger.warning(finding.line())
+        elif finding.status == "synced":
+            logger.info(finding.line())
     return [f.line() for f in report.findings if f.status != "ok"]

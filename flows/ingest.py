@@ -7,10 +7,11 @@ from prefect.events import emit_event
 
 from flows.common import flow_settings, reconcile_store
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
+from flows.report import inbox_run_name, rename_run, started
 from uniroute import ingest
 
 
-@flow(name="uniroute-ingest-inbox")
+@flow(name="uniroute-ingest-inbox", flow_run_name=started("inbox"))
 def ingest_inbox() -> list[dict]:
     """Ingest the inbox (files move to done/ or failed/); emit `uniroute.results.landed` per file with new models."""
     settings = flow_settings()
@@ -28,4 +29,5 @@ def ingest_inbox() -> list[dict]:
                 payload={"file": outcome.name, "models": list(outcome.landed_models)},
             )
             logger.info("emitted %s for %s", RESULTS_LANDED, ", ".join(outcome.landed_models))
+    rename_run(inbox_run_name(outcomes))
     return [outcome.as_dict() for outcome in outcomes]

@@ -5,11 +5,12 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 
 from flows.common import flow_settings, reconcile_store
+from flows.report import publish_run_name, rename_run, report_publish, started
 from uniroute import store
 from uniroute.pipeline import publish
 
 
-@flow(name="uniroute-publish")
+@flow(name="uniroute-publish", flow_run_name=started("publish"))
 def publish_routing_tables(force: bool = False) -> dict:
     """Publish a new snapshot if the champion or the pool changed since the newest one."""
     settings = flow_settings()
@@ -23,4 +24,6 @@ def publish_routing_tables(force: bool = False) -> dict:
     logger.info("%s: %s", result.version, result.reason)
     if result.published:
         reconcile_store(settings)
+    report_publish(result, settings)
+    rename_run(publish_run_name(result))
     return result.as_dict()

@@ -13,6 +13,10 @@ with conflicts as (
             when 'split' then format(
                 'prompt_id {} is stored with split {} but this file says {}',
                 to_json(p.prompt_id), to_json(ps.stored_split), to_json(p.split))
+            when 'same_text' then format(
+                'prompt_id {} has the same text as the stored prompt_id {}, which model {} scored {} (from {}); {} here',
+                to_json(p.prompt_id), to_json(e.other_prompt_id), to_json(m.model),
+                cast(e.stored_score as varchar), e.stored_result_source, cast(e.score as varchar))
             else format(
                 '({}, {}) conflicts with the stored result from {}: {} stored, {} here',
                 to_json(p.prompt_id), to_json(m.model), e.stored_result_source,

@@ -52,9 +52,17 @@ def test_an_attribute_embedder_on_a_real_frozen_embedder_embeds_unlabelled_promp
 @pytest.mark.slow
 def test_the_factory_distils_the_seven_attributes_on_minilm() -> None:
     labels = np.array([[1, 0, 0, 0, 0, 1, 0]] * 2 + [[0, 0, 0, 0, 1, 0, 0]] * 2)
-    embedder = make_embedder("attributes", fit_texts=CODE[:2] + PROSE[:2], progress=False, attribute_labels=labels)
+    embedder = make_embedder("attributes", fit_texts=CODE[:2] + PROSE[:2], progress=False, attribute_labels=labels,
+                             attribute_base="minilm")
     assert embedder.dim == 8 and embedder.encode(["hello"]).shape == (1, 8)
     assert embedder.embedder_id.endswith(embedder.base.embedder_id)
+
+
+def test_without_labels_the_factory_refuses_attributes_in_one_line() -> None:
+    # What build and onboarding get when UNIROUTE_EMBEDDER=attributes: its routers could not be stored.
+    with pytest.raises(ValueError, match="for evaluation only") as info:
+        make_embedder("attributes", progress=False)
+    assert "\n" not in str(info.value) and "static" in str(info.value)
 
 
 def test_labels_file_errors_name_the_row_and_value(tmp_path) -> None:

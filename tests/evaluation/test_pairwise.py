@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.evaluation.test_runner import synthetic_embeddings, synthetic_long
+from tests.evaluation.synthetic import synthetic_embeddings, synthetic_long
 from uniroute.evaluation import EvalConfig, eval_data_from_frame, evaluate, trial_split
-from uniroute.evaluation.pairwise import sparse_battles, trial_battles
+from uniroute.evaluation.pairwise import PRIORS, sparse_battles, trial_battles
 
 
 def test_sparse_battles_pair_two_labelled_models_and_the_better_score_wins() -> None:
@@ -52,5 +52,7 @@ def test_the_pairwise_router_beats_zero_routing_on_topic_data() -> None:
     assert areas["pairwise"] > areas["zero"], areas
     assert areas["pairwise"] < areas["kmeans"] + 0.02, areas  # sparse battles carry less than every label
     for r in results:
-        assert r["chosen"]["pairwise"] in r["tuning"]["pairwise"]
-        assert all(v < 0 for v in r["tuning"]["pairwise"].values())  # mean log-likelihoods per battle
+        tuning = r["tuning"]["pairwise"]
+        assert str(tuning["value"]) in tuning["areas"] and tuning["prior"] in PRIORS
+        assert all(v < 0 for v in tuning["areas"].values())  # mean log-likelihoods per battle
+    assert sum(report["k"]["pairwise"]["prior_counts"].values()) == 4

@@ -2,51 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 
+from tests.evaluation.synthetic import synthetic_embeddings, synthetic_long
 from uniroute.evaluation import (
     eval_data_from_frame,
 )
-
-# ---- the whole pipeline on tiny synthetic data ---------------------------------------------------------------
-TOPIC_WORDS = [
-    ["integral", "derivative", "matrix", "prime", "equation", "theorem"],
-    ["python", "function", "loop", "compile", "array", "recursion"],
-    ["enzyme", "protein", "cell", "membrane", "gene", "mitosis"],
-    ["treaty", "empire", "revolution", "dynasty", "parliament", "war"],
-]
-
-
-def synthetic_long(n_prompts: int = 300, n_models: int = 8, seed: int = 0) -> pd.DataFrame:
-    """Prompts from 4 topics (text made of topic words); each model is strong on some topics; one has no cost."""
-    rng = np.random.default_rng(seed)
-    topic = rng.integers(0, len(TOPIC_WORDS), n_prompts)
-    skill = rng.uniform(0.1, 0.95, (n_models, len(TOPIC_WORDS)))
-    base_cost = np.linspace(1.0, 8.0, n_models)
-    rows = []
-    for i in range(n_prompts):
-        words = rng.choice(TOPIC_WORDS[topic[i]], 5).tolist() + [f"w{rng.integers(50)}"]
-        text = f"question {i}: " + " ".join(words)
-        for m in range(n_models):
-            cost = None if m == n_models - 1 else float(base_cost[m] * rng.uniform(0.9, 1.1))
-            rows.append((f"p{i:04d}", text, f"model-{m}", float(rng.random() < skill[m, topic[i]]), cost))
-    return pd.DataFrame(rows, columns=["prompt_id", "prompt", "model", "score", "cost"])
-
-
-def synthetic_embeddings(data, seed: int = 0):
-    """Embeddings that carry the topic: a bag of topic words projected to 16 dimensions, L2-normalised."""
-    rng = np.random.default_rng(seed)
-    vocab = {w: j for j, w in enumerate(w for ws in TOPIC_WORDS for w in ws)}
-    proj = rng.standard_normal((len(vocab), 16))
-    X = np.zeros((len(data.prompts), 16))
-    for i, text in enumerate(data.prompts):
-        for w in text.split():
-            if w in vocab:
-                X[i] += proj[vocab[w]]
-    X += 0.3 * rng.standard_normal(X.shape)
-    return (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -67,18 +28,26 @@ def test_three_trials_in_process_report(synthetic) -> None:
     for s in report["methods"].values():
         assert 0 < s["area50"] < s["area"] <= s["peak"] <= 1
         assert 0 <= s["qnc_inf_frac"] <= 1
-    assert len(report["sign_tests"]) == 15
+    assert len(report["sign_tests"]) == len(DEFAULT_METHODS) * (len(DEFAULT_METHODS) - 1) // 2
     for t in report["sign_tests"].values():
         assert t["wins"] + t["losses"] <= 3 and 0 < t["p"] <= 1
-    for m in ("knn", "kmeans", "learnedmap"):
+    for m in ("knn", "kmeans", "kmeans_shrunk", "learnedmap"):
         assert sum(report["k"][m]["chosen_counts"].values()) == 3
-    assert report["k"]["kmeans"]["candidates"] == [3]  # 30 val prompts: n_val / 50 < 3
-    assert report["k"]["knn"]["candidates"] == [5, 10]
+        assert report["grid_edges"][m]["at_edge"] == 0.0  # the ladder climbs until the Area turns down
+    assert report["k"]["kmeans"]["searched"][0] == 1 and report["k"]["knn"]["searched"][0] == 1
+    assert all(1 <= int(k) <= 30 for k in report["k"]["knn"]["chosen_counts"])  # at most the 30 val prompts
+    # auto serves one of the kinds in every trial, and its Area is that kind's Area in that trial
+    assert sum(report["auto"]["chosen_counts"].values()) == 3
+    for r in results:
+        chosen = r["selection"]["kind"]
+        assert r["metrics"]["auto"]["area"] == r["metrics"][chosen]["area"]
+        assert set(r["selection"]["val_area"]) == {"knn", "kmeans", "kmeans_shrunk", "learnedmap"}
     # Prompts routed by topic beat the input-blind ZeroRouter on data whose skills differ by topic.
-    for m in ("knn", "kmeans", "learnedmap", "mlp"):
+    for m in ("knn", "kmeans", "learnedmap", "auto", "mlp"):
         assert report["methods"][m]["area"] > report["methods"]["zero"]["area"], m
     assert study is not None and study["sizes"] == [10, 30]
     assert len(study["methods"]["knn"]["mean"]) == 2 and all(h >= 0 for h in study["methods"]["knn"]["half_width"])
+    assert sum(study["chosen"]["auto"][0].values()) == 3
 
 
 def test_dask_workers_give_the_in_process_results(synthetic) -> None:
@@ -91,7 +60,7 @@ def test_dask_workers_give_the_in_process_results(synthetic) -> None:
     dask = trial_results(X, data.routing, 2, config, workers=2)
     for a, b in zip(local, dask, strict=True):
         assert a["trial"] == b["trial"] and a["test_models"] == b["test_models"]
-        assert a["chosen"] == b["chosen"] and a["valsize"] == b["valsize"]
+        assert a["tuning"] == b["tuning"] and a["valsize"] == b["valsize"]
         for m in config.methods:
             assert a["metrics"][m] == pytest.approx(b["metrics"][m], rel=1e-12, abs=1e-12)
 
@@ -122,6 +91,7 @@ def test_cli_evaluate_three_trials_with_tfidf(tmp_path, home, monkeypatch) -> No
     assert out.with_suffix(".png").stat().st_size > 0
     study = json.loads((tmp_path / "results" / "synthetic_valsize.json").read_text())
     assert study["sizes"] == [12, 24] and set(study["methods"]) == {"knn", "kmeans", "learnedmap"}
+    assert "auto" not in report["methods"] and report["auto"] is None
     assert (tmp_path / "results" / "synthetic_valsize.png").stat().st_size > 0
     # the same command again reads the embeddings from the store's cache and gives the same numbers
     again = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "again.json")])

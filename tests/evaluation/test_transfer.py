@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.evaluation.test_runner import TOPIC_WORDS, synthetic_embeddings, synthetic_long
+from tests.evaluation.synthetic import TOPIC_WORDS, synthetic_embeddings, synthetic_long
 from uniroute.evaluation import (
     TransferConfig,
     eval_data_from_frame,
@@ -98,7 +98,8 @@ def test_a_transfer_run_reports_every_method_with_the_usual_metrics(pairwise: bo
         assert 0 < s["area"] <= s["peak"] <= 1
     for r in results:
         assert r["train_models"] == r["test_models"] == list(data.routing.models)
-        assert set(r["chosen"]) == set(methods) - {"zero"}
+        assert set(r["tuning"]) == set(methods) - {"zero"}
+        assert all(str(t["value"]) in t["areas"] for t in r["tuning"].values())
 
 
 def _checked(battles: pd.DataFrame) -> pd.DataFrame:

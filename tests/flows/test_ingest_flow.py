@@ -17,7 +17,9 @@ def test_inbox_flow_ingests_moves_and_summarises(prefect_harness, home, monkeypa
         "prompt_id,prompt,model,score,cost,split\np1,Q one,m_new,1,0.5,val\np2,Q two,m_old,0,0.5,train\n")
     (inbox / "broken.csv").write_text("prompt_id,prompt\np1,Q one\n")
 
-    outcomes = ingest_inbox()
+    state = ingest_inbox(return_state=True)
+    outcomes = state.result()
+    assert _run_name(state) == "inbox: 1 failed, 1 ingested; results landed for m_new"
 
     assert [(o["name"], o["status"]) for o in outcomes] == [("broken.csv", "failed"), ("val.csv", "ingested")]
     failed, done = outcomes
@@ -30,4 +32,18 @@ def test_inbox_flow_ingests_moves_and_summarises(prefect_harness, home, monkeypa
     assert sorted(p.name for p in inbox.iterdir()) == ["done", "failed"]
     with store.opened(home / "uniroute.duckdb") as con:
         assert con.execute("select count(*) from results").fetchone() == (2,)
-    assert ingest_inbox() == []  # nothing new
+    state = ingest_inbox(return_state=True)
+    assert state.result() == [] and _run_name(state) == "inbox: nothing new"
+
+
+def _run_name(state) -> str:
+    """The name the flow run ended with in the Prefect API."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_flow_run(state.state_details.flow_run_id)
+
+    return asyncio.run(read()).name

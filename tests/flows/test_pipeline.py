@@ -8,6 +8,7 @@ with its validation results, as a new model would.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -53,7 +54,11 @@ def _slice(shared_datasets: Path) -> pd.DataFrame:
 def pipeline(tmp_path_factory, prefect_harness, shared_datasets):
     """A home where the nightly build flow has run on the logs without the held-back model."""
     home = tmp_path_factory.mktemp("pipeline") / "home"
-    previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="minilm", UNIROUTE_DASK_WORKERS="2")
+    from deployments.serve import free_port
+
+    # The build's artifacts link to the MLflow UI on this port (never the default 5000: it may be in use).
+    previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="minilm", UNIROUTE_DASK_WORKERS="2",
+                    UNIROUTE_MLFLOW_PORT=str(free_port()))
     try:
         settings = Settings()
         logs = _slice(shared_datasets)
@@ -62,8 +67,9 @@ def pipeline(tmp_path_factory, prefect_harness, shared_datasets):
         logs[logs.model != newcomer].to_parquet(settings.inbox_dir / "logs.parquet", index=False)
         from flows.build import nightly_build
 
-        build = nightly_build()
-        yield SimpleNamespace(settings=settings, logs=logs, newcomer=newcomer, build=build, api_url=prefect_harness)
+        state = nightly_build(return_state=True)
+        yield SimpleNamespace(settings=settings, logs=logs, newcomer=newcomer, build=state.result(),
+                              build_run=state.state_details.flow_run_id, api_url=prefect_harness)
     finally:
         _restore(previous)
 
@@ -126,7 +132,44 @@ def test_dask_build_equals_single_process_build(pipeline, tmp_path):
     np.testing.assert_array_equal(a.psi, b.psi)
 
 
-def _wait_for_onboarding_run(since: float, timeout: float) -> str:
+def _flow_run_and_artifacts(flow_run_id) -> tuple[str, dict]:
+    """A flow run's name and its artifacts by key."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async def read():
+        async with get_client() as client:
+            run = await client.read_flow_run(flow_run_id)
+            found = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+            return run.name, {a.key: a for a in found}
+
+    return asyncio.run(read())
+
+
+def test_build_run_is_named_for_its_router_and_leaves_artifacts(pipeline, tmp_path):
+    import urllib.request
+
+    from deployments.serve import mlflow_ui
+
+    build = pipeline.build
+    name, artifacts = _flow_run_and_artifacts(pipeline.build_run)
+    assert name == f"built {build['router_id']} K={build['k']} {len(build['models'])} models (champion)"
+    assert set(artifacts) == {"uniroute-build", "uniroute-build-evaluation", "uniroute-deferral-curves",
+                              "uniroute-mlflow-run"}
+    summary = artifacts["uniroute-build"].data
+    assert summary.startswith(f"# Nightly build: {build['router_id']}") and "| this build (candidate) |" in summary
+    assert {row["method"] for row in json.loads(artifacts["uniroute-build-evaluation"].data)} == set(build["metrics"])
+    image_url = artifacts["uniroute-deferral-curves"].data
+    settings = pipeline.settings
+    assert image_url.startswith(f"{settings.mlflow_ui_url}/get-artifact?path=deferral_curves.png")
+    # The MLflow UI `make serve` runs, on the port the artifact links to, serves the build's deferral-curve plot.
+    with (mlflow_ui(settings, tmp_path / "mlflow-ui.log", port=settings.mlflow_port),
+          urllib.request.urlopen(image_url, timeout=30) as response):
+        assert response.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _wait_for_onboarding_run(since: float, timeout: float):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 
@@ -138,7 +181,7 @@ def _wait_for_onboarding_run(since: float, timeout: float) -> str:
     while time.monotonic() < deadline:
         for run in asyncio.run(runs()):
             if run.created.timestamp() >= since - 5 and run.state is not None and run.state.is_final():
-                return run.state.name
+                return run
         time.sleep(1)
     raise AssertionError(f"no onboarding flow run finished within {timeout} s")
 
@@ -154,7 +197,7 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
     first = publish_routing_tables()
     assert first["published"] and newcomer not in first["pool"]
     env = {**os.environ, "PREFECT_API_URL": pipeline.api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
-    runner = subprocess.Popen([sys.executable, "-m", "deployments.serve_onboarding"], cwd=REPO, env=env)
+    runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING], cwd=REPO, env=env)
     try:
         wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
         val = read_only_query(settings.db_path, "select prompt_id from prompt_splits where split = 'val'")
@@ -163,7 +206,8 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
         since = time.time()
         outcome = ingest_inbox()
         assert any(newcomer in o["landed_models"] for o in outcome)
-        assert _wait_for_onboarding_run(since, timeout=240) == "Completed"
+        onboarding = _wait_for_onboarding_run(since, timeout=240)
+        assert onboarding.state.name == "Completed"
     finally:
         runner.terminate()
         runner.wait(timeout=30)
@@ -171,10 +215,43 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
     assert champion.parent_id == pipeline.build["router_id"] and newcomer in champion.router.models
     parent = _version(settings.db_path, pipeline.build["router_id"])
     np.testing.assert_array_equal(champion.router.assigner.centers, parent.router.assigner.centers)
-    second = publish_routing_tables()
+    name, artifacts = _flow_run_and_artifacts(onboarding.id)
+    # The run's own reconciliation may have onboarded the newcomer before its onboarding step: either name is true.
+    assert name in (f"onboarded {newcomer} -> {champion.router_id}",
+                    f"{newcomer} already routable in {champion.router_id}")
+    assert f"| {newcomer} |" in artifacts["uniroute-onboarding"].data
+    state = publish_routing_tables(return_state=True)
+    second = state.result()
     assert second["published"] and newcomer in second["pool"]
+    name, artifacts = _flow_run_and_artifacts(state.state_details.flow_run_id)
+    assert name == f"published {second['version']}"
+    assert f"## Changes since {first['version']} (budget grid)" in artifacts["uniroute-publication"].data
     assert publish_routing_tables()["published"] is False  # nothing changed, nothing published
     current = read_current(settings.published_dir)
     assert current.manifest["router_id"] == champion.router_id
     routes = read_only_query(settings.db_path, "select model from current_routing_table where grid = 'lambda'")
     assert newcomer in set(routes.model)  # the strongest LLM takes traffic at small lambda
+
+
+def test_user_views_agree_with_the_published_tables(pipeline):
+    """On real data: the views' traffic shares reproduce each published expected score, and the newcomer shows."""
+    from uniroute.store import read_only_query
+
+    db = pipeline.settings.db_path
+    check = read_only_query(db, """
+        select r.version, r.grid, r.budget, r.lam, any_value(b.expected_score) as published,
+               sum(r.share * (1 - psi.loss)) as recomputed
+        from publication_routes as r
+        join psi on psi.router_id = r.router_id and psi.model = r.model and psi.cluster = r.cluster
+        join published_budgets as b on b.version = r.version and b.grid = r.grid and b.lam = r.lam
+             and b.budget is not distinct from r.budget
+        group by all""")
+    assert len(check) == 2 * 20  # two publications x (10 budgets + 10 lambdas)
+    np.testing.assert_allclose(check.recomputed, check.published, rtol=1e-9)
+    totals = read_only_query(db, "select version, grid, budget, lam, sum(traffic_share) as total "
+                                 "from traffic_share group by all")
+    np.testing.assert_allclose(totals.total, 1.0)
+    newcomer = read_only_query(db, "select * from onboarded_traffic where normalised_lambda = 0 and grid = 'lambda'")
+    assert newcomer.model.tolist() == [pipeline.newcomer] and newcomer.traffic_share.iloc[0] > 0
+    diff = read_only_query(db, "select * from publication_diff where consecutive and grid = 'budget'")
+    assert set(diff[diff.model == pipeline.newcomer].pool_change) == {"added"}

@@ -116,14 +116,15 @@ def test_routerbench_split_prompt_merges_across_files_in_either_order(db_path, t
 def test_routerdc_generative_scores_are_kept_and_probabilities_become_correctness(db_path, tmp_path):
     grid = write(tmp_path / "gsm_like-test.json", json.dumps([
         {"question": "Q1", "scores": {"m1": 0.3, "m2": 1}}, {"question": "Q2", "scores": {"m1": 0, "m2": 0.7}}]))
+    # Another question: the same text with other scores would be quarantined as a conflict (test_bad_input).
     prob = write(tmp_path / "mc_like_train.json", json.dumps([
-        {"question": "Q1", "scores": {"m1": 0.8123, "m2": 0}, "cluster_id": 3}]))
+        {"question": "QM1", "scores": {"m1": 0.8123, "m2": 0}, "cluster_id": 3}]))
     assert ingest(db_path, grid, progress=False).format == "routerdc-json"
     ingest(db_path, prob, progress=False)
     pid = "rdc-" + hashlib.sha1(b"gsm_like\0Q1").hexdigest()[:16]
     assert rows(db_path, f"select model, score, raw_score from results where prompt_id = '{pid}' order by 1") == [
         ("m1", 0.3, None), ("m2", 1.0, None)]
-    pid = "rdc-" + hashlib.sha1(b"mc_like\0Q1").hexdigest()[:16]  # the _train suffix is not the task's name
+    pid = "rdc-" + hashlib.sha1(b"mc_like\0QM1").hexdigest()[:16]  # the _train suffix is not the task's name
     assert rows(db_path, f"select model, score, raw_score from results where prompt_id = '{pid}' order by 1") == [
         ("m1", 1.0, 0.8123), ("m2", 0.0, 0.0)]
 

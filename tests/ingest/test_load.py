@@ -180,3 +180,37 @@ def test_killed_mid_ingest_leaves_the_store_as_before_and_a_rerun_works(db_path,
     summary = ingest(db_path, big, progress=False)
     assert (summary.rows_accepted, summary.new_prompts, summary.new_models) == (2_000_000, 200_000, 10)
     assert rows(db_path, "select count(*) from results") == [(2_000_002,)]
+
+
+def test_the_same_text_under_two_ids_with_conflicting_scores_is_quarantined(db_path, tmp_path):
+    # In one file: p2 repeats p1's text; m1 scored it 1 there and 0 here, so the later row cannot stand.
+    path = write(tmp_path / "a.csv", long_csv("p1,Same question,m1,1,0.5", "p2,Same question,m1,0,0.5",
+                                              "p3,Other question,m1,1,0.5", "p4,Other question,m2,1,0.5"))
+    summary = ingest(db_path, path, progress=False)
+    assert (summary.rows_accepted, summary.rows_quarantined) == (3, 1)
+    assert rows(db_path, "select row_number, reason from quarantine") == [(
+        2, 'prompt_id "p2" has the same text as prompt_id "p1" on row 1, and model "m1" scored it 1.0 there, '
+           '0.0 here')]
+    assert summary.shared_texts == 2  # p3/p4 share a text under different models: no conflict, kept, reported
+    # Against the store: a later file with the same text under a new id and another score for m1.
+    later = ingest(db_path, write(tmp_path / "b.csv", long_csv("q9,Same question,m1,0,0.5",
+                                                               "q8,Other question,m3,1,0.5")), progress=False)
+    assert (later.rows_accepted, later.rows_quarantined, later.shared_texts) == (1, 1, 1)
+    reason = rows(db_path, "select reason from quarantine where row_number = 1 and path like '%b.csv'")[0][0]
+    assert reason.startswith('prompt_id "q9" has the same text as the stored prompt_id "p1", which model "m1" '
+                             "scored 1.0 (from ")
+    assert "1 prompt ids share their text with another prompt id" in later.line()
+
+
+def test_a_routerdc_pair_named_train_and_test_is_one_task(db_path, tmp_path):
+    folder = tmp_path / "my_benchmark"
+    entry = {"question": "What is 2 + 2?", "scores": {"m1": 1, "m2": 0}}
+    train = write(folder / "train.json", json.dumps([entry, {"question": "Q only in train", "scores": {"m1": 1}}]))
+    test = write(folder / "test.json", json.dumps([entry, {"question": "What is 2 + 2?", "scores": {"m3": 1}}]))
+    ingest(db_path, train, progress=False)
+    ingest(db_path, test, progress=False)
+    assert rows(db_path, "select distinct benchmark from prompts") == [("my_benchmark",)]
+    # the question in both files is one prompt, with the results of both
+    assert rows(db_path, "select count(*) from prompts") == [(2,)]
+    assert rows(db_path, "select count(*) from results where prompt_id in (select prompt_id from prompts "
+                         "where text = 'What is 2 + 2?')") == [(3,)]

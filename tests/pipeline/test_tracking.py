@@ -342,7 +342,7 @@ def test_a_tfidf_router_is_served_with_its_fitted_embedder(db_path, tracking):
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     with uniroute_store.session(db_path, "test") as s:
         registry.save_router_version(s.con, router, "r-tfidf", registry.clustering_id_of(centroids), centroids,
-                                     "kmeans", "fp", 0.7, True, "test", fitted_embedder=embedder)
+                                     "kmeans", "fp", 0.7, True, "test", embedder=embedder)
     _sync(db_path, tracking)
     model = load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=tracking[0])
     got = model.predict(pd.DataFrame({"prompt": NEW_PROMPTS}))

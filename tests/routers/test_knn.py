@@ -45,3 +45,51 @@ def test_knn_gammas_skip_missing_labels_and_fall_back() -> None:
     assert g[1][0].tolist() == [1.0, 0.5]
     assert g[2][0].tolist() == [0.5, 0.5]
     assert g[3][0].tolist() == [pytest.approx(2 / 3), 1.0]
+
+
+# ---- K-NN as a router kind ---------------------------------------------------------------------------------
+def _knn_router(k: int = 2):
+    from uniroute.routers.knn import KnnRouter
+
+    # Four references on the unit circle; model "cheap" is right on the first two, "dear" on all.
+    refs = np.array([[1, 0], [0.8, 0.6], [0, 1], [-1, 0]], dtype=np.float32)
+    labels = np.array([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+    return KnnRouter("emb", ("cheap", "dear"), np.array([1.0, 4.0]), labels, refs, ("p0", "p1", "p2", "p3"), k)
+
+
+def test_knn_router_routes_by_its_label_table() -> None:
+    r = _knn_router()
+    q = np.array([[1, 0.1], [-0.9, 0.3]], dtype=np.float32)
+    np.testing.assert_allclose(r.gamma(q), [[0.0, 0.0], [1.0, 0.0]])
+    assert r.route_names(q).tolist() == ["cheap", "dear"]  # tie on the first prompt goes to the cheaper
+    assert r.route_names(q, lam=1.0).tolist() == ["cheap", "cheap"]
+    assert r.kind == "knn" and r.k == 2 and not r.one_hot
+    # Budget 0.25 of the dearest model's cost: only the cheap model fits on average over the references.
+    lam = r.lambda_for_budget(None, 0.25)
+    assert r.costs[r.route(r.refs, lam)].mean() <= 1.0
+
+
+def test_knn_router_onboards_a_model_by_its_labels_on_the_references() -> None:
+    r = _knn_router()
+    row = r.label_row(["p3", "p0", "zz"], np.array([0.0, 1.0, 0.0]))  # "zz" is not a reference: ignored
+    np.testing.assert_array_equal(row, [1.0, np.nan, np.nan, 0.0])
+    r2 = r.with_model("new", row, 0.5)
+    assert r2.models == ("cheap", "dear", "new") and r2.labels.shape == (3, 4)
+    q = np.array([[-0.9, 0.3]], dtype=np.float32)  # nearest references p3 and p2: "new" is right on p3
+    assert r2.route_names(q).tolist() == ["new"]
+    assert r2.without_model("new").models == r.models
+    with pytest.raises(ValueError, match=r"no label on any reference"):
+        r.with_model("blank", np.full(4, np.nan), 1.0)
+    with pytest.raises(ValueError, match=r"expected \(4,\)"):
+        r.with_model("short", np.zeros(3), 1.0)
+
+
+def test_nearest_order_is_the_same_whether_sorted_fully_or_partitioned() -> None:
+    rng = np.random.default_rng(3)
+    X_ref = rng.normal(size=(40, 5)).astype(np.float32)
+    X_ref[7] = X_ref[3]  # an exact tie: the lower index comes first
+    X_q = rng.normal(size=(30, 5)).astype(np.float32)
+    full = nearest_order(X_q, X_ref, 40)  # a full sort (k >= n_ref / 4)
+    for k in (1, 5, 9):  # partition, then sort the k nearest
+        np.testing.assert_array_equal(nearest_order(X_q, X_ref, k), full[:, :k])
+    assert all(list(row).index(3) < list(row).index(7) for row in full)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from uniroute.routers.kmeans import Centroids
-from uniroute.routers.learned_map import LearnedMap, export_network, fit_learned_map, train_network
+from uniroute.routers.learned_map import LearnedMap, fit_learned_map
 from uniroute.routers.router import Router
 
 NAN = np.nan
@@ -48,22 +48,58 @@ def test_learned_map_is_seeded():
     assert not np.array_equal(a.w1, c.w1)
 
 
-def test_numpy_export_matches_the_torch_network_in_eval_mode():
-    import torch
+def test_gradients_match_finite_differences():
+    from uniroute.routers import learned_map_net as net_mod
+
+    rng = np.random.default_rng(0)
+    net = net_mod.LearnedMapNet(5, 3, rng)
+    net.params = [p.astype(np.float64) + 0.1 * rng.standard_normal(p.shape) for p in net.params]
+    x, y = rng.standard_normal((9, 5)), rng.random((9, 2))
+    mask = (rng.random((9, 2)) < 0.8).astype(float)
+    psi_t = rng.uniform(0.1, 0.9, (3, 2))
+
+    def loss() -> float:
+        g0, b0, w1, c1, g1, b1, w2, c2, g2, b2, w3, c3 = net.params
+
+        def bn(a, g, b):
+            return (a - a.mean(0)) / np.sqrt(a.var(0) + net_mod.BN_EPS) * g + b
+
+        h = np.maximum(bn(bn(x, g0, b0) @ w1 + c1, g1, b1), 0) @ w2 + c2
+        z = np.maximum(bn(h, g2, b2), 0) @ w3 + c3
+        e = np.exp(z - z.max(1, keepdims=True))
+        gamma = (e / e.sum(1, keepdims=True)) @ psi_t
+        return float((-(y * np.log(gamma) + (1 - y) * np.log1p(-gamma)) * mask).sum() / mask.sum())
+
+    grads = net.train_step_grads(x, y, mask, psi_t)
+    for p, g in zip(net.params, grads, strict=True):
+        for flat in rng.choice(p.size, min(p.size, 12), replace=False):  # a sample of every parameter's entries
+            idx = np.unravel_index(flat, p.shape)
+            p0 = p[idx]
+            p[idx] = p0 + 1e-6
+            up = loss()
+            p[idx] = p0 - 1e-6
+            numeric = (up - loss()) / 2e-6
+            p[idx] = p0
+            assert g[idx] == pytest.approx(numeric, abs=1e-7)
+
+
+def test_folded_map_equals_the_network_in_inference_mode():
+    from uniroute.routers.learned_map_net import LearnedMapNet, _softmax
 
     X, losses, _ = _data(n=300)
-    net = train_network(X, losses, PSI, seed=0, epochs=1, lr=0.005, batch_size=64)
-    with torch.no_grad():
-        expected = torch.softmax(net(torch.from_numpy(X)), dim=1).numpy()
-    np.testing.assert_allclose(export_network(net).membership(X), expected, rtol=1e-4, atol=1e-6)
+    net = LearnedMapNet(6, 2, np.random.default_rng(1))
+    stats = net.population_stats(X)
+    lm = LearnedMap(**net.folded(stats))
+    np.testing.assert_allclose(lm.membership(X), _softmax(net.logits(X, stats)), rtol=1e-4, atol=1e-6)
 
 
 def test_batchnorm_statistics_are_those_of_the_training_set():
-    X, losses, _ = _data(n=300)
-    net = train_network(X, losses, PSI, seed=0, epochs=1, lr=0.005, batch_size=64)
-    labelled = ~np.isnan(losses).all(axis=1)
-    np.testing.assert_allclose(net[0].running_mean.numpy(), X[labelled].mean(axis=0), atol=1e-5)
-    np.testing.assert_allclose(net[0].running_var.numpy(), X[labelled].var(axis=0), rtol=1e-4)
+    from uniroute.routers.learned_map_net import LearnedMapNet
+
+    X, _, _ = _data(n=300)
+    stats = LearnedMapNet(6, 2, np.random.default_rng(1)).population_stats(X)
+    np.testing.assert_allclose(stats.mean[0], X.mean(axis=0), atol=1e-5)
+    np.testing.assert_allclose(stats.var[0], X.var(axis=0), rtol=1e-4)
 
 
 def test_fractional_losses_are_soft_labels():
@@ -73,11 +109,10 @@ def test_fractional_losses_are_soft_labels():
     assert np.isfinite(lm.membership(X)).all()
 
 
-def test_learned_map_pickles_without_torch():
+def test_learned_map_pickles_as_plain_arrays():
     X, losses, _ = _data(n=200)
     lm = fit_learned_map(X, losses, PSI, seed=0, epochs=1)
     blob = pickle.dumps(Router("e", ("A", "B"), np.ones(2), PSI, lm))
-    assert b"torch" not in blob
     np.testing.assert_array_equal(pickle.loads(blob).assigner.membership(X), lm.membership(X))
     assert not lm.w1.flags.writeable
 

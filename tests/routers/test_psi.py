@@ -128,3 +128,31 @@ def test_psi_sql_group_by_on_a_real_store(db_path):
     assert psi.models == MODELS
     np.testing.assert_allclose(psi.values, expected.values)
     np.testing.assert_array_equal(psi.counts, expected.counts)
+
+
+def test_shrunk_values_move_sparse_cells_toward_the_overall_loss():
+    from uniroute.routers.psi import shrunk_values
+
+    psi = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
+    np.testing.assert_array_equal(shrunk_values(psi.values, psi.counts, 0.0), psi.values)
+    got = shrunk_values(psi.values, psi.counts, 2.0)
+    # a: overall 3/6; cluster 0 has 2 prompts at 1/2 -> stays 1/2; cluster 2 has 1 prompt at 0 -> (0 + 2 * .5) / 3.
+    assert got[0, 0] == pytest.approx(0.5) and got[0, 2] == pytest.approx(1 / 3)
+    # an empty cell is the overall loss whatever the strength
+    assert got[0, 3] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        shrunk_values(psi.values, psi.counts, -1.0)
+
+
+def test_cell_frame_carries_counts_intervals_and_sparse_flags():
+    from uniroute.routers.psi import cell_frame
+
+    psi = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
+    frame = cell_frame(psi.models, psi.values, psi.counts, strength=2.0).set_index(["model", "cluster"])
+    assert len(frame) == 12 and frame.loc[("a", 1), "n"] == 3
+    # Wilson interval of 2 losses in 3 prompts: it contains the mean and stays inside [0, 1]
+    lo, hi = frame.loc[("a", 1), ["error_lo", "error_hi"]]
+    assert 0 < lo < 2 / 3 < hi < 1
+    assert frame.loc[("a", 3), ["error_lo", "error_hi"]].tolist() == [0.0, 1.0]  # an empty cell says nothing
+    assert frame["sparse"].all()  # every cell here has fewer than 10 prompts
+    assert frame.loc[("a", 2), "shrunk_error"] == pytest.approx(1 / 3)

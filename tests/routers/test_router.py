@@ -4,7 +4,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from uniroute.routers import router as route
+from uniroute.routers import rule
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.router import EmbedderMismatch, Router
 
@@ -94,7 +94,7 @@ def test_negative_or_nan_lambda_is_refused():
 
 
 def test_soft_assigner_routes_by_brute_force_argmin(monkeypatch):
-    monkeypatch.setattr(route, "ROUTE_BLOCK", 7)  # 200 rows -> many blocks, the last one partial
+    monkeypatch.setattr(rule, "ROUTE_BLOCK", 7)  # 200 rows -> many blocks, the last one partial
     rng = np.random.default_rng(0)
     assigner = SoftAssigner(w=rng.normal(size=(2, 3)))
     r = _router(assigner=assigner)
@@ -210,3 +210,24 @@ def test_router_is_frozen_validated_and_pickles():
         _router(costs=[1.0, -2.0, 4.0])
     with pytest.raises(ValueError, match="duplicate model names"):
         _router(models=("a", "a", "c"))
+
+
+def test_a_shrinking_router_routes_by_shrunk_cells_and_shrinks_a_new_row_alike():
+    from uniroute.routers.psi import shrunk_values
+
+    counts = np.array([[1, 10, 10], [10, 10, 10], [10, 10, 10]])
+    r = _router(psi_counts=counts, shrinkage=4.0)
+    np.testing.assert_allclose(r.routing_psi, shrunk_values(PSI, counts, 4.0))
+    np.testing.assert_array_equal(r.psi, PSI)  # the measured cells are kept
+    np.testing.assert_allclose(r.gamma(X3), r.routing_psi.T)
+    assert r.kind == "kmeans_shrunk" and _router().kind == "kmeans"
+    r2 = r.with_model("d", np.array([0.0, 1.0, 0.0]), 1.0, counts=np.array([1, 1, 20]))
+    np.testing.assert_allclose(r2.routing_psi[3], shrunk_values(np.array([[0.0, 1.0, 0.0]]), [[1, 1, 20]], 4.0)[0])
+    with pytest.raises(ValueError, match="needs psi_counts"):
+        _router(psi_counts=None, shrinkage=1.0)
+
+
+def test_budget_reference_of_a_one_hot_router_is_its_centroids_by_validation_count():
+    r = _router(psi_counts=np.array([[2, 1, 0], [2, 1, 0], [1, 1, 0]]))
+    np.testing.assert_array_equal(r.budget_reference(), CENTERS[[0, 0, 1]])
+    assert r.lambda_for_budget(None, 1.0) == r.lambda_for_budget(CENTERS[[0, 0, 1]], 1.0)

@@ -12,12 +12,33 @@ def test_schema_is_idempotent_and_creates_tables(db_path):
     assert {"prompts", "models", "results", "ingested_files", "quarantine"} <= tables
 
 
-def test_transaction_rolls_back_on_error(db_path):
-    with store.opened(db_path) as con:
-        with pytest.raises(RuntimeError), store.transaction(con):
-            con.execute("insert into models values ('m', 1.0, 'active', now())")
-            raise RuntimeError("boom")
-        assert con.execute("select count(*) from models").fetchone()[0] == 0
+def test_a_session_commits_all_or_nothing_and_logs_the_run(db_path):
+    with pytest.raises(RuntimeError), store.session(db_path, "ingest", inputs="a.csv") as s:
+        s.con.execute("insert into models values ('m', 1.0, 'active', now())")
+        raise RuntimeError("boom")
+    with store.session(db_path, "set-cost", inputs="m2") as s:
+        s.con.execute("insert into models values ('m2', 1.0, 'active', now())")
+        s.detail = "added m2"
+    with store.opened(db_path, read_only=True) as con:
+        assert con.execute("select model from models").fetchall() == [("m2",)]
+        runs = con.execute("select kind, status, inputs, detail from operations order by started").fetchall()
+    assert runs == [("ingest", "failed", "a.csv", "RuntimeError: boom"), ("set-cost", "succeeded", "m2", "added m2")]
+
+
+def test_a_killed_run_is_marked_interrupted_by_the_next_one(db_path):
+    with store.opened(db_path) as con:  # what a run killed after its start leaves behind
+        store.execute(con, "operation_event", op_id="dead", kind="build", event="started", at=pd.Timestamp.now(),
+                      pid=999999, inputs=None, detail=None)
+    with store.session(db_path, "publish") as s:
+        assert s.interrupted == ["build (pid 999999)"]
+    with store.opened(db_path, read_only=True) as con:
+        assert con.execute("select status from operations where op_id = 'dead'").fetchone() == ("interrupted",)
+
+
+def test_sessions_do_not_nest(db_path):
+    with (store.session(db_path, "build"), pytest.raises(store.StoreError, match="nested session"),
+          store.session(db_path, "publish")):
+        pass
 
 
 def test_write_frame_matches_columns_by_name(db_path):

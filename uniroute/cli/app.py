@@ -75,7 +75,7 @@ def reconcile_after(settings: Settings) -> None:
     from uniroute.pipeline.reconcile import reconcile
 
     with session(settings, "reconcile") as s:
-        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts)
+        report = reconcile(s, settings.published_dir, *settings.tracking, cache_dir=settings.cache_dir)
     for finding in report.findings:
         if finding.status == "broken":
             say(f"warning: {finding.check}: {finding.detail} (see `uniroute doctor`)")
@@ -93,13 +93,7 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log pro
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def print_frame(frame, as_json: bool, as_csv: bool = False) -> None:
-    if as_json:
-        typer.echo(frame.to_json(orient="records", date_format="iso"))
-    elif as_csv:
-        typer.echo(frame.to_csv(index=False), nl=False)
-    else:
-        import pandas as pd
+def print_frame(frame, as_json: bool) -> None:
+    from uniroute.cli.formats import render
 
-        with pd.option_context("display.max_rows", 200, "display.max_columns", 50, "display.width", 200):
-            typer.echo(frame.to_string(index=False) if len(frame) else "(no rows)")
+    typer.echo(render(frame, "json" if as_json else "table"))

@@ -74,7 +74,7 @@ def inbox(
 
         with one_line_errors(OnboardError), session(settings, "onboard", inputs=",".join(landed)) as s:
             if registry.champion_id(s.con) is not None:
-                onboarded = onboard_models(s.con, landed)
+                onboarded = onboard_models(s.con, landed, cache_dir=settings.cache_dir)
                 s.detail = onboarded.line()
         if onboarded is not None:
             reconcile_after(settings)
@@ -120,8 +120,9 @@ def synth(
 @app.command()
 def sql(
     statement: Annotated[str, typer.Argument(help="A SELECT over the store's tables and views.")],
+    fmt: Annotated[str | None, typer.Option("--format", help="Output: table (default), json, csv or markdown.")] = None,
     as_json: JsonFlag = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV (same as --format csv).")] = False,
     timeout: Annotated[float | None, typer.Option(help="Stop the query after this many seconds "
                                                   "(default: UNIROUTE_SQL_TIMEOUT_SECONDS, 30).")] = None,
 ):
@@ -130,21 +131,29 @@ def sql(
     While a build, ingest or onboarding holds the store, the query runs on the published snapshot's tables
     instead, and a line on stderr says which version answered.
     """
+    from uniroute.cli.formats import FORMATS, render
     from uniroute.pipeline.user_sql import run_user_sql
     from uniroute.store import Sandbox, SqlRefused
 
+    flagged = [name for name, on in (("json", as_json), ("csv", as_csv)) if on]
+    if fmt is not None and fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if len(set(flagged + ([fmt] if fmt else []))) > 1:
+        fail(f"choose one output format, not {' and '.join(sorted(set(flagged + ([fmt] if fmt else []))))}")
+    fmt = fmt or (flagged[0] if flagged else "table")
     settings = settings_from_env()
     if timeout is not None and not timeout > 0:
         fail(f"--timeout must be a number of seconds > 0, not {timeout}")
     sandbox = Sandbox(timeout_seconds=timeout or settings.sql_timeout_seconds, memory_limit=settings.sql_memory_limit)
     with one_line_errors():
         try:
-            result = run_user_sql(settings.db_path, settings.published_dir, statement, sandbox)
+            result = run_user_sql(settings.db_path, settings.published_dir, statement, sandbox,
+                                  wait_seconds=settings.store_wait_seconds, on_wait=say)
         except SqlRefused as exc:
             fail(str(exc), code=EXIT_REFUSED)
     if result.note:
         say(result.note)
-    print_frame(result.frame, as_json, as_csv)
+    typer.echo(render(result.frame, fmt), nl=fmt != "csv")
 
 
 @models_app.command("list")

@@ -32,10 +32,15 @@ def evaluate(
     out: Annotated[Path, typer.Option(help="JSON result file; the deferral-curve PNG is written beside it.")],
     trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed; trial t uses numpy default_rng((seed, t)).")] = 0,
-    embedder: Annotated[str | None, typer.Option(help="minilm, tfidf or attributes (default: UNIROUTE_EMBEDDER).")] = (
-        None),
-    methods: Annotated[str, typer.Option(help="Comma-separated methods to compare.")] = (
-        "zero,knn,kmeans,learnedmap,mlp,matfac"
+    embedder: Annotated[str | None, typer.Option(
+        help="minilm, minilm-onnx, static, tfidf or attributes (default: UNIROUTE_EMBEDDER)."
+    )] = None,
+    methods: Annotated[str, typer.Option(help="Comma-separated methods to compare: zero, the router kinds knn, "
+                                         "kmeans, kmeans_shrunk and learnedmap, auto (the kind chosen on "
+                                         "validation), the clairvoyant oracles mlp and matfac, and pairwise "
+                                         "(K-means from arena-style battles drawn from the labels; not run "
+                                         "unless named).")] = (
+        "zero,knn,kmeans,kmeans_shrunk,learnedmap,auto,mlp,matfac"
     ),
     val_sizes: Annotated[str | None, typer.Option(
         "--val-sizes", help="Validation-size study, e.g. 25,50,100,200,400,all: writes <out>_valsize.json/.png."
@@ -54,7 +59,7 @@ def evaluate(
     attribute_labels: Annotated[Path | None, typer.Option(
         help="--embedder attributes: prompt_id and one 0/1 column per attribute (see `uniroute annotate`).")] = None,
     attribute_base: Annotated[str, typer.Option(help="--embedder attributes: the frozen embedder the heads read.")] = (
-        "minilm"),
+        "static"),
     as_json: JsonFlag = False,
 ):
     """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5).
@@ -145,14 +150,14 @@ def _embeddings(settings, texts: list[str], prompt_ids, name: str, attributes: _
     from uniroute import evaluation as ev
 
     if attributes is None:
-        X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed)
+        X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed, cache_dir=settings.cache_dir)
         return X, embedder_id, {}
     from uniroute.embed.attributes import read_attribute_labels
     from uniroute.evaluation.attribute_embeddings import attribute_embeddings
 
     labels = read_attribute_labels(attributes.labels)
     X, embedder_id, info = attribute_embeddings(texts, list(prompt_ids), labels, attributes.base, settings.db_path,
-                                                seed, fit_ids)
+                                                seed, fit_ids, cache_dir=settings.cache_dir)
     return X, embedder_id, {"attribute_heads": {**info, "labels": str(attributes.labels)}}
 
 
@@ -236,7 +241,8 @@ def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, 
 
             log = ev.unit_cost_data(ev.long_frame(data))  # costs play no part in Psi: every LLM is kept
             X, embedder_id = ev.prompt_embeddings(ev.prompt_texts(log.prompts, prompt_part),
-                                                  embedder or settings.embedder, settings.db_path, seed)
+                                                  embedder or settings.embedder, settings.db_path, seed,
+                                                  cache_dir=settings.cache_dir)
             psi, source = log_psi(log, X, k, seed), f"{data.name if data.is_dir() else data.stem}, K = {k}"
             about = {"data": str(data), "k": k, "embedder_id": embedder_id, "seed": seed}
         else:

@@ -28,7 +28,9 @@ from uniroute.cli.app import (
 
 @app.command("build")
 def build_command(
-    embedder: Annotated[str | None, typer.Option(help="minilm (default) or tfidf.")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
+    )] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for K-means and the LearnedMap.")] = None,
     as_json: JsonFlag = False,
 ):
@@ -39,7 +41,7 @@ def build_command(
     settings = settings_from_env()
     name, seed = embedder or settings.embedder, settings.seed if seed is None else seed
     with one_line_errors(BuildError), session(settings, "build", inputs=f"embedder={name} seed={seed}") as s:
-        result = run_build(s.con, name, seed)
+        result = run_build(s.con, name, seed, cache_dir=settings.cache_dir)
         s.detail = result.line()
     with one_line_errors():
         reconcile_after(settings)
@@ -65,16 +67,19 @@ def onboard(
         settings, "onboard", inputs=",".join(map(str, results))
     ) as s:
         models: list[str] = []
+        problems: list[str] = []
         for path in results:
             summary = ingest_file(s.con, path, split="val", progress=not as_json)
             models += [m for m in summary.models if m not in models]
+            if summary.first_problem:
+                problems.append(f"{path.name}: {summary.rows_quarantined:,} rows quarantined, {summary.first_problem}")
         if not models:
-            raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard")
-        result = onboard_models(s.con, models)
+            why = f" ({'; '.join(problems)})" if problems else ""
+            raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard{why}")
+        result = onboard_models(s.con, models, cache_dir=settings.cache_dir)
         s.detail = result.line()
-    if result.models:
-        with one_line_errors():
-            reconcile_after(settings)
+    with one_line_errors():
+        reconcile_after(settings)
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
@@ -123,9 +128,8 @@ def publish_command(
         result = publish_champion(s.con, settings.published_dir, force=force)
         switch_current_after_commit(s, settings.published_dir, result)
         s.detail = result.line()
-    if result.published:
-        with one_line_errors():
-            reconcile_after(settings)
+    with one_line_errors():
+        reconcile_after(settings)
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
@@ -197,7 +201,7 @@ def route(
         if source.source.startswith("published"):
             say(f"answered from the {source.source}")
         decisions = route_texts(source, texts or [], lam=lam, budget=budget,
-                                pool=pool.split(",") if pool is not None else None)
+                                pool=pool.split(",") if pool is not None else None, cache_dir=settings.cache_dir)
     if log_decisions:
         with one_line_errors(), session(settings, "route-log", inputs=source.router_id) as s:
             s.detail = f"batch {write_log(s.con, decisions)}"
@@ -226,8 +230,8 @@ def doctor(
 
     settings = settings_from_env()
     with one_line_errors(), session(settings, "doctor", inputs="check" if check else "repair") as s:
-        report = reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts,
-                           inbox_dir=settings.inbox_dir, repair=not check)
+        report = reconcile(s, settings.published_dir, *settings.tracking,
+                           inbox_dir=settings.inbox_dir, repair=not check, cache_dir=settings.cache_dir)
         s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
     if as_json:
         typer.echo(json.dumps([f.__dict__ for f in report.findings]))

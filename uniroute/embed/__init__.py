@@ -1,6 +1,7 @@
 """Prompt embeddings: one module per embedder, and the cache that makes each text cost one encode, ever.
 
-Owns the embedders (`minilm`, `tfidf`; each returns (n, dim) float32 unit rows and an `embedder_id` naming
+Owns the embedders (`minilm`; `minilm-onnx` and `static`, whose model files are built once from the local MiniLM
+into a cache folder by `artifacts`; `tfidf`. Each returns (n, dim) float32 unit rows and an `embedder_id` naming
 everything that changes the vectors), batching on Dask workers (`batches`) and the `embeddings` cache table
 (`cache`, keyed by (sha256(text), embedder_id)). `attributes` is the prompt-attribute embedder (heads distilled
 on a frozen embedder); `annotator` asks an OpenAI-compatible endpoint for the attribute labels and caches the
@@ -10,11 +11,15 @@ answers. It knows nothing of clusters, routers or LLM results.
 from uniroute.embed.base import MINILM_DIM, Embedder, text_hash
 from uniroute.embed.batches import TASK_TEXTS, embed_batches, text_batches
 from uniroute.embed.cache import CHUNK_TEXTS, embed_cached
-from uniroute.embed.factory import EMBEDDERS, make_embedder
+from uniroute.embed.factory import BUILT_EMBEDDERS, EMBEDDERS, make_embedder
 from uniroute.embed.minilm import MINILM_MAX_TOKENS, MiniLMEmbedder, load_minilm, minilm_path, minilm_version
+from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
+from uniroute.embed.portable import embedder_from_state, embedder_state
+from uniroute.embed.static import StaticEmbedder, load_static
 from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf, tfidf_from_bytes, tfidf_to_bytes
 
 __all__ = [
+    "BUILT_EMBEDDERS",
     "CHUNK_TEXTS",
     "EMBEDDERS",
     "MINILM_DIM",
@@ -22,11 +27,17 @@ __all__ = [
     "TASK_TEXTS",
     "Embedder",
     "MiniLMEmbedder",
+    "MiniLMOnnxEmbedder",
+    "StaticEmbedder",
     "TfidfEmbedder",
     "embed_batches",
     "embed_cached",
+    "embedder_from_state",
+    "embedder_state",
     "fit_tfidf",
     "load_minilm",
+    "load_minilm_onnx",
+    "load_static",
     "make_embedder",
     "minilm_path",
     "minilm_version",

@@ -111,31 +111,35 @@ def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
     if not np.all(np.isfinite(gamma)):
         raise ValueError("gamma must be finite")
     idx = np.arange(m)
-    ar = np.arange(n)
     start = argmin_cheapest(gamma, costs, idx) if n else np.zeros(0, dtype=np.int64)
+    # Only prompts that can still switch are carried into the next step: a prompt with no cheaper model left
+    # to overtake its current one never switches again. Rows stay in ascending order, so the events (and
+    # every number derived from them) are exactly those of walking all prompts every step.
+    ar = np.arange(n)
     cur = start.copy()
     cur_lam = np.zeros(n)
+    g = gamma
     rows, lams, olds, news = [], [], [], []
     for _ in range(m):
         c_cur = costs[cur][:, None]
-        g_cur = gamma[ar, cur][:, None]
+        g_cur = g[np.arange(ar.size), cur][:, None]
         cheaper = costs[None, :] < c_cur
         with np.errstate(divide="ignore", invalid="ignore"):
-            cross = np.where(cheaper, (gamma - g_cur) / (c_cur - costs[None, :]), np.inf)
+            cross = np.where(cheaper, (g - g_cur) / (c_cur - costs[None, :]), np.inf)
         # In exact arithmetic no cheaper model crosses before the current lambda; clamp float noise.
         cross = np.maximum(cross, cur_lam[:, None])
         nxt_lam = cross.min(axis=1)
         active = np.isfinite(nxt_lam)
         if not active.any():
             break
+        cross, nxt_lam = cross[active], nxt_lam[active]
         tied = np.where(cross == nxt_lam[:, None], 0.0, np.inf)  # among simultaneous crossings: cheapest
         nxt = argmin_cheapest(tied, costs, idx)
         rows.append(ar[active])
-        lams.append(nxt_lam[active])
+        lams.append(nxt_lam)
         olds.append(cur[active])
-        news.append(nxt[active])
-        cur = np.where(active, nxt, cur)
-        cur_lam = np.where(active, nxt_lam, cur_lam)
+        news.append(nxt)
+        ar, g, cur, cur_lam = ar[active], g[active], nxt, nxt_lam
     if rows:
         row, lam, old, new = (np.concatenate(a) for a in (rows, lams, olds, news))
         order = np.argsort(lam, kind="stable")
@@ -195,3 +199,36 @@ def routing_curve(
     """Deferral curve (upper monotone envelope) of a gamma-based router on labelled prompts."""
     cost, score = routed_points(gamma, router_costs, scores, prompt_costs, n_lambdas)
     return upper_envelope(cost, score)
+
+
+def routed_matrices(
+    gamma: np.ndarray,
+    router_costs: np.ndarray,
+    scores: np.ndarray,
+    prompt_costs: np.ndarray,
+    n_lambdas: int = 256,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(score (n, L), cost (n, L)) of each prompt's routed model at each lambda of the grid.
+
+    The per-prompt form of routed_points (whose points are these matrices' column means): reweighting the
+    prompts, as a bootstrap does, reweights the columns' means without routing again.
+    """
+    n = gamma.shape[0]
+    if n == 0:
+        raise ValueError("no prompts to route")
+    path = switch_path(gamma, router_costs)
+    lams = lambda_grid(path, n_lambdas)
+    # A switch at lambda applies from the first grid value >= lambda (ties go to the cheaper model).
+    col = np.searchsorted(lams, path.lam, side="left")
+    out = []
+    for values in (scores, prompt_costs):
+        delta = np.zeros((n, lams.size + 1))
+        np.add.at(delta, (path.row, col), values[path.row, path.new] - values[path.row, path.old])
+        out.append(values[np.arange(n), path.start][:, None] + np.cumsum(delta, axis=1)[:, : lams.size])
+    return out[0], out[1]
+
+
+def bootstrap_areas(score: np.ndarray, cost: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(B,) Area of the curve each row of prompt weights (B, n) gives, from routed_matrices' (n, L) outputs."""
+    s, c = weights @ score, weights @ cost  # (B, L) curve points under each reweighting
+    return np.array([curve_area(upper_envelope(ci, si)) for ci, si in zip(c, s, strict=True)])

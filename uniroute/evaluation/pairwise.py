@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from uniroute.evaluation.candidates import MAX_RUNGS
 from uniroute.evaluation.curves import Curve
 from uniroute.evaluation.data import RoutingData
-from uniroute.evaluation.grids import kmeans_candidates
+from uniroute.evaluation.grids import GridSearch, cluster_ladder, search_record, widening_search
 from uniroute.evaluation.protocol import TrialSplit
 from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
 
@@ -102,22 +103,26 @@ class PairwiseTrial:
         out[split.val] = cents.assign(self.state.X_val)
         return out
 
-    def tune(self, n_val: int) -> tuple[int, dict[int, float]]:
-        """K (and the ridge) maximising the validation battles' log-likelihood among training LLMs; every K's best
-        value over the ridges."""
+    def tune(self, n_val: int) -> GridSearch:
+        """K (and the ridge) maximising the validation battles' log-likelihood among training LLMs, K climbing
+        the cluster ladder until that likelihood turns down (grids.widening_search); every K's best value over
+        the ridges."""
         split = self.state.split
         train_models = split.train_models
         val_prompts = np.zeros(self.state.data.n_prompts, dtype=bool)
         val_prompts[split.val[:n_val]] = True
         held_out = self.val_battles.subset(val_prompts[self.val_battles.prompt])
-        scores, priors = {}, {}
-        for k in kmeans_candidates(n_val):
+        priors: dict[int, float] = {}
+
+        def likelihood(k: int) -> float:
             clusters = self._cluster_of_prompt(k)
             train = _counts(self.train_battles, clusters, k, train_models, self.names)
-            scores[k], priors[k] = best_prior(train, _counts(held_out, clusters, k, train_models, self.names))
-        k = max(scores, key=lambda k: (scores[k], -k))
-        self.prior = priors[k]
-        return k, scores
+            score, priors[k] = best_prior(train, _counts(held_out, clusters, k, train_models, self.names))
+            return score
+
+        search = widening_search(likelihood, cluster_ladder(n_val, len(split.train)), max_rungs=MAX_RUNGS)
+        self.prior = priors[search.chosen]
+        return search
 
     def curve(self, k: int, pool) -> Curve:
         """Test curve of routing the test LLMs with Psi = 1 - per-cluster Bradley-Terry quality."""
@@ -127,7 +132,7 @@ class PairwiseTrial:
                          for f in ("prompt", "a", "b", "y")))
         fit = fit_strengths(_counts(seen, clusters, k, every, self.names), prior=self.prior)
         psi = 1.0 - fit.quality()[self.state.split.test_models]  # (M_te, K)
-        gamma = self.state.member("kmeans", k, "test") @ psi.T
+        gamma = self.state.test_member("kmeans", k) @ psi.T
         return pool.curve(gamma, self.state.config.n_lambdas)
 
 
@@ -138,11 +143,12 @@ def best_prior(train: BattleCounts, held_out: BattleCounts) -> tuple[float, floa
     return scores[prior], prior
 
 
-def pairwise_method(state, n_val: int, pool) -> tuple[int, dict[int, float], Curve]:
-    """The `pairwise` method of a trial: (chosen K, validation log-likelihood per candidate K, test curve)."""
+def pairwise_method(state, n_val: int, pool) -> tuple[dict[str, object], Curve]:
+    """The `pairwise` method of a trial: (its tuning record, with the validation battles' log-likelihood per
+    searched K as "areas" and the chosen ridge as "prior"; test curve)."""
     trial = PairwiseTrial(state)
-    k, scores = trial.tune(n_val)
-    return k, scores, trial.curve(k, pool)
+    search = trial.tune(n_val)
+    return search_record(search, prior=trial.prior), trial.curve(search.chosen, pool)
 
 
 def arena_battles_frame(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:

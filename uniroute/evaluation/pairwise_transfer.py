@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from uniroute.evaluation.candidates import MAX_RUNGS
 from uniroute.evaluation.curves import Curve
-from uniroute.evaluation.grids import kmeans_candidates, knn_candidates
+from uniroute.evaluation.grids import GridSearch, cluster_ladder, neighbour_ladder, search_record, widening_search
 from uniroute.evaluation.pairwise import PRIORS, Battles, best_prior
 from uniroute.evaluation.protocol import TrialSplit
 from uniroute.evaluation.transfer import TransferConfig, TransferData
@@ -54,32 +55,36 @@ class PairwiseTransfer:
             self._centroids[k] = fit_centroids(self.X[self.split.train], k, seed=self.split.fit_seed)
         return self._centroids[k]
 
-    def method(self, name: str, pool) -> tuple[Any, Any, Curve]:
-        """(chosen k or K, validation log-likelihood per candidate, test curve) of one method."""
+    def method(self, name: str, pool) -> tuple[dict[str, Any] | None, Curve]:
+        """(tuning record with the validation log-likelihood per searched K or k, or None; test curve) of one
+        method. K and k climb the ladders of grids.py until the likelihood turns down (grids.widening_search)."""
         n_lambdas = self.config.n_lambdas
+        n_val, n_train = len(self.split.val), len(self.split.train)
         if name == "zero":
-            return None, None, pool.zero_curve(1.0 - self.overall.quality()[:, 0])
+            return None, pool.zero_curve(1.0 - self.overall.quality()[:, 0])
         if name == "kmeans":
-            k, scores = self._tune(kmeans_candidates(len(self.split.val)), self._kmeans_val_likelihood)
+            search = self._tune(cluster_ladder(n_val, n_train), self._kmeans_val_likelihood)
+            k = search.chosen
             cents = self.centroids(k)
             fit = fit_strengths(self._counts(self.train, cents.assign(self.X[self.train.prompt]), k),
                                 prior=self._priors[k])
             gamma = cents.membership(self.X[self.split.test]).astype(np.float64) @ (1.0 - fit.quality()).T
-            return k, scores, pool.curve(gamma, n_lambdas)
+            return search_record(search, prior=self._priors[k]), pool.curve(gamma, n_lambdas)
         if name == "knn":
             from uniroute.routers.knn import nearest_order
 
-            candidates = [c for c in knn_candidates(len(self.split.val)) if c <= len(self.split.train)]
+            candidates = [c for c in neighbour_ladder(n_val) if c <= n_train][:MAX_RUNGS]
             order = nearest_order(self.X[self.split.val], self.X[self.split.train], max(candidates))
-            k, scores = self._tune(candidates, lambda c: self._knn_val_likelihood(order[:, :c], c))
+            search = self._tune(candidates, lambda c: self._knn_val_likelihood(order[:, :c], c))
+            k = search.chosen
             test_order = nearest_order(self.X[self.split.test], self.X[self.split.train], k)
-            return k, scores, pool.curve(1.0 - self._neighbourhood_quality(test_order, self._priors[k]), n_lambdas)
+            curve = pool.curve(1.0 - self._neighbourhood_quality(test_order, self._priors[k]), n_lambdas)
+            return search_record(search, prior=self._priors[k]), curve
         raise ValueError(f"method {name!r} has no pairwise variant")
 
     @staticmethod
-    def _tune(candidates: list[int], score) -> tuple[int, dict[int, float]]:
-        scores = {c: float(score(c)) for c in candidates}
-        return max(scores, key=lambda c: (scores[c], -c)), scores  # ties: the smaller
+    def _tune(candidates: list[int], score) -> GridSearch:
+        return widening_search(lambda c: float(score(c)), candidates, max_rungs=MAX_RUNGS)
 
     def _kmeans_val_likelihood(self, k: int) -> float:
         cents = self.centroids(k)

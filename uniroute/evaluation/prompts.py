@@ -31,8 +31,12 @@ def prompt_texts(prompts: Sequence[str], part: str = "full") -> list[str]:
     return out
 
 
-def prompt_embeddings(texts: Sequence[str], embedder_name: str, db_path: Path, seed: int) -> tuple[np.ndarray, str]:
+def prompt_embeddings(
+    texts: Sequence[str], embedder_name: str, db_path: Path, seed: int, cache_dir: Path | None = None
+) -> tuple[np.ndarray, str]:
     """(N, d) float32 embeddings of texts from the store's cache, and the embedder id.
+
+    cache_dir is where the `minilm-onnx` and `static` embedders keep the model file they build once.
 
     TF-IDF is fitted once per evaluation on the texts of all prompts (no labels are used, so no test
     information leaks into routing; refitting per trial would dominate the run time).
@@ -41,7 +45,7 @@ def prompt_embeddings(texts: Sequence[str], embedder_name: str, db_path: Path, s
     from uniroute.embed import embed_cached, make_embedder
 
     fit_texts = list(texts) if embedder_name == "tfidf" else None
-    embedder = make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
+    embedder = make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
     # A cache fill: each chunk commits on its own, so an interrupted run keeps what it embedded.
     with store.session(db_path, "embed", inputs=embedder.embedder_id, atomic=False) as s:
         X = embed_cached(s.con, list(texts), embedder)

@@ -10,11 +10,47 @@ from typing import Any
 import numpy as np
 
 from uniroute.evaluation.curves import CURVE_GRID
-from uniroute.evaluation.methods import METHOD_LABELS, METHODS, ORACLES, VAL_SIZE_METHODS
+from uniroute.evaluation.methods import KIND_METHODS, METHOD_LABELS, METHODS, ORACLES, VAL_SIZE_METHODS
 from uniroute.evaluation.protocol import EvalConfig
 from uniroute.evaluation.statistics import finite_mean, sign_test
 
 log = logging.getLogger(__name__)
+
+def tuning_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over trials: how often each value (and strength) was chosen, how often at a grid edge or a bound, and the
+    mean validation Area of every searched value (for `pairwise`: the validation battles' log-likelihood)."""
+    values = [int(r["value"]) for r in records]
+    searched = sorted({int(v) for r in records for v in r.get("areas", {})})
+    mean_area = {str(v): finite_mean([r["areas"][str(v)] for r in records if str(v) in r.get("areas", {})])
+                 for v in searched}
+    out = {
+        "chosen_counts": {str(k): c for k, c in sorted(Counter(values).items())},
+        "median": float(np.median(values)),
+        # At an edge: the largest value searched while the ladder went on (the search was capped). At a
+        # bound: the ladder's first or last value (K or k = 1, or as many as there are prompts to use).
+        "at_edge": float(np.mean([bool(r["at_edge"]) for r in records])),
+        "at_bound": float(np.mean([bool(r["at_bound"]) for r in records])),
+        "searched": searched,
+        "mean_val_area_by_value": mean_area,
+    }
+    strengths = [float(r["shrinkage"]) for r in records]
+    if any(strengths):
+        out["shrinkage_counts"] = {f"{s:g}": c for s, c in sorted(Counter(strengths).items())}
+    if all("prior" in r for r in records):  # pairwise: the Bradley-Terry ridge chosen with K
+        out["prior_counts"] = {f"{p:g}": c for p, c in sorted(Counter(float(r["prior"]) for r in records).items())}
+    return out
+
+
+def selection_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over trials: how often auto chose each kind, and each candidate's mean validation Area, SE and P(best)."""
+    kinds = list(records[0]["val_area"])
+    return {
+        "chosen_counts": dict(Counter(r["kind"] for r in records)),
+        "mean_val_area": {k: float(np.mean([r["val_area"][k] for r in records])) for k in kinds},
+        "mean_val_area_se": {k: float(np.mean([r["val_area_se"][k] for r in records])) for k in kinds},
+        "mean_p_best": {k: float(np.mean([r["p_best"][k] for r in records])) for k in kinds},
+    }
+
 
 def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[str, Any]:
     """The JSON result (DESIGN.md section 5): means over trials, sign tests, chosen hyper-parameters."""
@@ -44,24 +80,16 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
             sign_tests[f"{a}_vs_{b}"] = sign_test(
                 [r["metrics"][a]["area"] for r in results], [r["metrics"][b]["area"] for r in results]
             )
-    chosen: dict[str, Any] = {}
-    for m in (m for m in ("knn", "kmeans", "learnedmap", "pairwise") if m in methods):
-        values = [int(r["chosen"][m]) for r in results]
-        counts = Counter(values)
-        cand = sorted({int(k) for r in results for k in r["tuning"][m]})
-        val_area = {str(k): finite_mean([r["tuning"][m][k] for r in results if k in r["tuning"][m]]) for k in cand}
-        chosen[m] = {
-            "candidates": cand,
-            "chosen_counts": {str(k): counts[k] for k in sorted(counts)},
-            "median": float(np.median(values)),
-            "mean_val_area_by_candidate": val_area,  # tuning Area (train LLMs on val), mean over trials
-        }
+    tuning = {m: tuning_summary([r["tuning"][m] for r in results]) for m in methods if m in (*KIND_METHODS, "pairwise")}
+    auto = selection_summary([r["selection"] for r in results]) if "auto" in methods else None
     curves = {m: np.mean([r["curve"][m] for r in results], axis=0).tolist() for m in methods}
     return {
         "trials": n,
         "methods": summary,
         "sign_tests": sign_tests,
-        "k": chosen,
+        "k": tuning,  # per kind: chosen K / k (and shrinkage), edge and bound shares, mean Area per searched value
+        "grid_edges": {m: {"at_edge": t["at_edge"], "at_bound": t["at_bound"]} for m, t in tuning.items()},
+        "auto": auto,
         "per_trial_area": {m: [r["metrics"][m]["area"] for r in results] for m in methods},
         "mean_curve": {"cost": CURVE_GRID.tolist(), **curves},
         # Every trial's test LLMs as (name, normalised test cost, test score): the plot's grey points.
@@ -73,6 +101,7 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
         "n_test_prompts_mean": float(np.mean([r["n_test_prompts"] for r in results])),
         "n_val_prompts": int(results[0]["n_val_prompts"]),
         "trial_seconds_mean": float(np.mean([r["seconds"]["total"] for r in results])),
+        "trial_cpu_seconds_mean": float(np.mean([r["cpu_seconds"] for r in results])),
         "method_seconds_mean": {
             k: float(np.mean([r["seconds"][k] for r in results])) for k in results[0]["seconds"] if k != "total"
         },
@@ -87,6 +116,7 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
     skipped = sorted({s for s in config.val_sizes if s >= n_val})
     out_methods: dict[str, Any] = {m: {"mean": [], "half_width": [], "std": []} for m in methods}
     chosen: dict[str, list[dict[str, int]]] = {m: [] for m in methods}
+    edges: dict[str, list[float]] = {m: [] for m in methods if m != "auto"}
     sign: dict[str, list[dict[str, Any]]] = {}
     paired: dict[str, dict[str, list[float]]] = {}
     labels = [*sizes, n_val]
@@ -95,7 +125,7 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
         for m in methods:
             if size == n_val:
                 vals = np.array([r["metrics"][m]["area"] for r in results])
-                ks = [r["chosen"][m] for r in results]
+                ks = [r["selection"]["kind"] if m == "auto" else r["tuning"][m] for r in results]
             else:
                 vals = np.array([r["valsize"][str(size)]["area"][m] for r in results])
                 ks = [r["valsize"][str(size)]["chosen"][m] for r in results]
@@ -104,7 +134,11 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
             out_methods[m]["mean"].append(float(vals.mean()))
             out_methods[m]["std"].append(sd)
             out_methods[m]["half_width"].append(2 * sd / math.sqrt(len(vals)))
-            chosen[m].append({str(k): c for k, c in sorted(Counter(int(k) for k in ks).items())})
+            if m == "auto":
+                chosen[m].append(dict(sorted(Counter(ks).items())))
+            else:
+                chosen[m].append({str(k): c for k, c in sorted(Counter(int(t["value"]) for t in ks).items())})
+                edges[m].append(float(np.mean([bool(t["at_edge"]) for t in ks])))
         for i, a in enumerate(methods):
             for b in methods[i + 1 :]:
                 sign.setdefault(f"{a}_vs_{b}", []).append(sign_test(areas[a], areas[b]))
@@ -122,6 +156,7 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
         "n_val_all": n_val,
         "methods": out_methods,
         "chosen": chosen,
+        "at_edge": edges,  # per size: share of trials whose chosen K or k is at an edge of its searched grid
         "sign_tests": sign,
         "paired_area_difference": paired,
         "interval": "mean +/- 2 standard errors over trials (96%)",

@@ -114,6 +114,11 @@ def evaluate(
             "costs": "c(m) = mean cost on val prompts; normalised by the largest c(m) of the test pool",
             "lambda_grid": f"0 plus {config.n_lambdas} log-spaced values from the first to the last switch",
             "oracles": "mlp and matfac are clairvoyant upper bounds trained with the test LLMs' labels",
+            "tuning": "K, k and the Psi shrinkage chosen per trial by simulated onboarding with the training LLMs "
+                      "(n_val training prompts play the validation results), climbing a ladder until the Area "
+                      "turns down; the LearnedMap takes K-means' K",
+            "auto": "K-means with count-aware Psi unless another kind beats it by more than 2 standard errors "
+                    "(bootstrap over prompts and training LLMs) on fresh simulated onboardings",
             "learned_map_epochs": config.learned_map_epochs,
             "oracle_epochs": config.oracle_epochs,
         },

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from uniroute.evaluation.curves import CURVE_GRID, Curve, curve_metrics, routing_curve, upper_envelope
+from uniroute.evaluation.grids import search_record
 from uniroute.evaluation.protocol import EvalConfig, TrialSplit, mean_costs
 from uniroute.evaluation.state import TrialState
 from uniroute.evaluation.transfer import TransferConfig, TransferData, transfer_split
@@ -47,23 +48,28 @@ def test_pool(data: TransferData, split: TrialSplit) -> TestPool:
     return TestPool(data.routing.scores[split.test], data.routing.costs[split.test] / norm, c / norm)
 
 
-def pointwise_method(method: str, state: TrialState, pool: TestPool, n_lambdas: int) -> tuple[Any, Any, Curve]:
-    """(chosen k or K, tuning Areas, test curve) of a method on a pointwise training log."""
+def pointwise_method(method: str, state: TrialState, pool: TestPool, n_lambdas: int) -> tuple[Any, Curve]:
+    """(tuning record or None, test curve) of a method on a pointwise training log.
+
+    K and k are chosen as in `uniroute evaluate` (candidates: simulated onboarding of the training LLMs on
+    n_val training prompts). Every LLM is a training LLM here, so Psi (and K-NN's label table) then come from
+    all the train prompts, the rows the paper's transfer experiment routes with.
+    """
     from uniroute.routers.knn import knn_gammas, nearest_order
     from uniroute.routers.psi import psi_from_losses
 
     n_val = len(state.split.val)
     if method == "zero":
-        return None, None, pool.zero_curve(np.nanmean(state.losses[state.split.val], axis=0))
+        return None, pool.zero_curve(np.nanmean(state.losses[state.split.val], axis=0))
+    tuned = state.tuned(method, n_val)
+    record = search_record(tuned.search, tuned.shrinkage)
+    k = tuned.value
     if method == "knn":
-        k, areas = state.tune_knn(n_val)
         gamma = knn_gammas(nearest_order(state.X_test, state.X_train, k), state.train_losses, [k])[k]
-        return k, areas, pool.curve(gamma, n_lambdas)
-    k, areas = state.tune_clusters(method, n_val)
-    # Every LLM is a training LLM: Psi from the train prompts, the same rows tuning routed with.
+        return record, pool.curve(gamma, n_lambdas)
     names = list(state.data.models)
     psi = psi_from_losses(state.centroids(k).assign(state.X_train), state.train_losses, k, names).values
-    return k, areas, pool.curve(state.member(method, k, "test") @ psi.T, n_lambdas)
+    return record, pool.curve(state.test_member(method, k) @ psi.T, n_lambdas)
 
 
 def transfer_trial(X: np.ndarray, data: TransferData, trial: int, config: TransferConfig) -> dict[str, Any]:
@@ -73,7 +79,7 @@ def transfer_trial(X: np.ndarray, data: TransferData, trial: int, config: Transf
     from uniroute.evaluation.pairwise_transfer import PairwiseTransfer
 
     _single_threaded()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     split = transfer_split(data, config, trial)
     pool = test_pool(data, split)
     test_cost = pool.prompt_costs.mean(axis=0)
@@ -83,7 +89,7 @@ def transfer_trial(X: np.ndarray, data: TransferData, trial: int, config: Transf
     out: dict[str, Any] = {
         "trial": trial, "train_models": names, "test_models": names, "n_test_prompts": int(split.test.size),
         "n_val_prompts": int(split.val.size), "llm_points": {"cost": test_cost.tolist(), "score": test_score.tolist()},
-        "metrics": {}, "chosen": {}, "tuning": {}, "curve": {}, "seconds": {}, "valsize": {},
+        "metrics": {}, "tuning": {}, "selection": None, "curve": {}, "seconds": {}, "valsize": {},
     }
     with threadpool_limits(1):
         if data.pairwise:
@@ -95,14 +101,15 @@ def transfer_trial(X: np.ndarray, data: TransferData, trial: int, config: Transf
         for method in config.methods:
             t0 = time.perf_counter()
             if data.pairwise:
-                k, tuning, curve = runner.method(method, pool)
+                tuning, curve = runner.method(method, pool)
             else:
-                k, tuning, curve = pointwise_method(method, state, pool, config.n_lambdas)
-            if k is not None:
-                out["chosen"][method], out["tuning"][method] = k, tuning
+                tuning, curve = pointwise_method(method, state, pool, config.n_lambdas)
+            if tuning is not None:
+                out["tuning"][method] = tuning
             out["metrics"][method] = curve_metrics(curve, float(test_score[best]), float(test_cost[best]))
             out["curve"][method] = curve.at(CURVE_GRID).tolist()
             out["seconds"][method] = time.perf_counter() - t0
     out["seconds"]["total"] = time.perf_counter() - started
+    out["cpu_seconds"] = time.process_time() - cpu_started
     log.info("transfer trial %d done in %.1f s", trial, out["seconds"]["total"])
     return out

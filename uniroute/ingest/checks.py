@@ -38,6 +38,7 @@ class Checked:
     models: pa.Table  # mid, model: models of the candidates
     rejects: pa.Table  # row_number, reason, raw: one per rejected staged row
     duplicates: int  # staged rows that repeat an earlier row's result exactly (dropped)
+    shared_texts: int = 0  # prompt ids whose text another prompt id of the file has too (reported, kept)
 
 
 def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -240,6 +241,22 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
         f"{row_number[earlier_of[i]]} with a different result: {_result_text(score, raw_score, cost, earlier_of[i])}"
         f" there, {_result_text(score, raw_score, cost, i)} here"))
 
+    # The same text under another prompt_id is the same question: one model cannot have scored it two ways.
+    consistent = _positions(open_rows)
+    text_keys = tid[consistent].astype(np.int64) * max(len(mid_values), 1) + mid[consistent]
+    later, earlier = _repeats(text_keys, max(len(text_values), 1) * max(len(mid_values), 1))
+    if not isinstance(consistent, slice):
+        later, earlier = consistent[later], consistent[earlier]
+    clash = (pid[later] != pid[earlier]) & (score[later] != score[earlier])
+    text_conflict = np.zeros(n, dtype=bool)
+    text_conflict[later[clash]] = True
+    text_earlier = dict(zip(later[clash].tolist(), earlier[clash].tolist(), strict=True))
+    flag(text_conflict, lambda i: (
+        f"prompt_id {json.dumps(pid_text[pid[i]])} has the same text as prompt_id "
+        f"{json.dumps(pid_text[pid[text_earlier[i]]])} on row {row_number[text_earlier[i]]}, and model "
+        f"{json.dumps(mid_text[mid[i]])} scored it {_number_text(score[text_earlier[i]])} there, "
+        f"{_number_text(score[i])} here"))
+
     keep = _positions(open_rows)
     mids = _present(mid[keep], len(mid_values))
     return Checked(
@@ -256,7 +273,18 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
         models=pa.table({"mid": mids.astype(np.int32), "model": mid_values.take(pa.array(mids))}),
         rejects=_reject_table(rows, reason, row_number, per_model),
         duplicates=duplicates,
+        shared_texts=_ids_sharing_a_text(pid[keep], tid[keep]),
     )
+
+
+def _ids_sharing_a_text(pid: np.ndarray, tid: np.ndarray) -> int:
+    """How many distinct prompt ids carry a text that another prompt id of the file carries too."""
+    if len(pid) == 0:
+        return 0
+    span = int(pid.max()) + 1
+    pairs = np.unique(tid.astype(np.int64) * span + pid)  # distinct (text, id) pairs as one int64 each
+    _, counts = np.unique(pairs // span, return_counts=True)
+    return int(counts[counts > 1].sum())
 
 
 def _positions(mask: np.ndarray) -> np.ndarray | slice:

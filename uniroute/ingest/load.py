@@ -62,6 +62,8 @@ class IngestSummary:
     new_prompts: int = 0
     new_models: int = 0
     merged_prompts: int = 0  # prompts split over rows of several files, merged (RouterBench)
+    shared_texts: int = 0  # new prompt ids whose text another prompt id (in the file or the store) has too
+    first_problem: str | None = None  # the first quarantined row and its reason, when any was quarantined
     landed_models: tuple[str, ...] = ()  # models with new results on 'val' or unknown-split prompts
     models: tuple[str, ...] = ()  # every model the file gives a valid result for (new or already stored)
     seconds: float = 0.0
@@ -77,6 +79,8 @@ class IngestSummary:
             f"{name} [{self.format}]: {self.rows_read:,} rows read, {self.rows_accepted:,} {self.unit} accepted, "
             f"{self.rows_duplicate:,} duplicates skipped, {self.rows_quarantined:,} rows quarantined, "
             f"{self.new_prompts:,} new prompts, {self.new_models:,} new models ({self.seconds:.1f} s)"
+            + (f"; {self.shared_texts:,} prompt ids share their text with another prompt id"
+               if self.shared_texts else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,6 +145,7 @@ def ingest_file(
             for statement in CHECK_STATEMENTS:
                 store.execute(con, statement)
             counts = store.query(con, "ingest_counts").iloc[0]
+            first = store.query(con, "ingest_first_problem")
             landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
             bar.update()
             bar.set_postfix_str(STAGES[3])
@@ -165,6 +170,8 @@ def ingest_file(
                 new_prompts=int(counts.new_prompts) - moved,
                 new_models=int(counts.new_models),
                 merged_prompts=sum(not merge.staged_is_main for merge in merges) + moved,
+                shared_texts=checked.shared_texts + int(counts.shared_texts),
+                first_problem=None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}",
                 landed_models=landed,
                 models=tuple(store.query(con, "ingest_given_models").model.tolist()),
                 ignored_columns=staged.ignored_columns,

@@ -27,7 +27,7 @@ FORMAT_ROUTERDC = "routerdc-json"
 ROUTERDC_ID_PREFIX = "rdc-"
 # RouterDC names the task only in the file name, with the published train/test split as a suffix. The split
 # is not part of the task's identity: the same question in both splits is one prompt.
-ROUTERDC_SPLIT_SUFFIX = re.compile(r"[_-](train|test)$")
+ROUTERDC_SPLIT_SUFFIX = re.compile(r"(^|[_-])(train|test)$")
 # Scores published as k/n for some n up to this are fractions of correct samples (generative tasks).
 GRID_MAX_DENOMINATOR = 20
 GRID_TOLERANCE = 1e-9
@@ -73,7 +73,8 @@ def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
         raise IngestError(
             f'{path}: not a RouterDC file: no entry has both "question" and "scores" (entry 1 has {shape})'
         )
-    benchmark = ROUTERDC_SPLIT_SUFFIX.sub("", path.stem)
+    # A pair named just train.json / test.json is one task: the folder names it.
+    benchmark = ROUTERDC_SPLIT_SUFFIX.sub("", path.stem) or path.resolve().parent.name
     row_numbers: list[int] = []
     prompt_ids: list[str | None] = []
     prompts: list[str | None] = []

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -123,7 +124,7 @@ def default_k(n_val: int, n_train: int) -> int:
     return int(min(max(3, round(n_val / 50)), n_train))
 
 
-def run_build(con: store.Connection, embedder_name: str, seed: int) -> BuildResult:
+def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     The K-means router is served (promoted) when its validation Area is not below the champion's; the
@@ -138,10 +139,8 @@ def run_build(con: store.Connection, embedder_name: str, seed: int) -> BuildResu
     split = store_split(data, seed)
     texts = data.eval_data.prompts
     fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
-    X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts)
+    X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
     embedder_id = embedder.embedder_id
-    # An embedder fitted on this build's prompts cannot be rebuilt by name: it is stored with the router.
-    fitted_embedder = embedder if fit_texts is not None else None
     seconds["load_and_embed"] = time.perf_counter() - t0
     crashpoint("build:embedded")
 
@@ -202,7 +201,7 @@ def run_build(con: store.Connection, embedder_name: str, seed: int) -> BuildResu
     )
     registry.save_router_version(
         con, router, router_id, clustering_id, centroids, "kmeans", fingerprint, val_area, promoted, reason,
-        fitted_embedder=fitted_embedder, metrics=metric_rows, curves=curves,
+        embedder=embedder, metrics=metric_rows, curves=curves,
     )
     lm_router_id = None
     if k_lm is not None:
@@ -210,7 +209,7 @@ def run_build(con: store.Connection, embedder_name: str, seed: int) -> BuildResu
         registry.save_router_version(
             con, lm_router, lm_router_id, registry.clustering_id_of(lm_centroids), lm_centroids, "learnedmap",
             fingerprint, float(areas.get(k_lm, np.nan)) if areas else None, False,
-            f"LearnedMap candidate beside {router_id}", candidate_of=router_id, fitted_embedder=fitted_embedder,
+            f"LearnedMap candidate beside {router_id}", candidate_of=router_id, embedder=embedder,
         )
     seconds["record"] = time.perf_counter() - t0
     crashpoint("build:written")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,10 +108,11 @@ def store_split(data: StoreData, seed: int) -> TrialSplit:
 
 
 def embed_prompts(
-    con: store.Connection, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None
+    con: store.Connection, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None,
+    cache_dir: Path | None = None,
 ) -> tuple[np.ndarray, Any]:
     """(N, d) embeddings from the store's cache (only uncached texts are embedded), and the embedder."""
     from uniroute import embed
 
-    embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed)
+    embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
     return embed.embed_cached(con, list(texts), embedder), embedder

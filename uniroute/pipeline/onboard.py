@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -67,7 +68,8 @@ def _same_row(router, model: str, psi: np.ndarray, counts: np.ndarray, cost: flo
     return bool(np.array_equal(router.psi[i], psi) and same_counts and router.costs[i] == cost)
 
 
-def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False) -> OnboardResult:
+def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False,
+                   cache_dir: Path | None = None) -> OnboardResult:
     """Add or refresh `models` in a child of the champion router, from their validation results."""
     started = time.perf_counter()
     models = tuple(dict.fromkeys(str(m) for m in models))
@@ -86,7 +88,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
     if len(new_prompts):
         from uniroute import embed
 
-        embedder = champion.embedder(progress=progress)
+        embedder = champion.embedder(progress=progress, cache_dir=cache_dir)
         champion.router.check_embedder(embedder.embedder_id)
         X = embed.embed_cached(con, new_prompts["text"].tolist(), embedder)
         store.write_frame(con, "cluster_assignments", pd.DataFrame({

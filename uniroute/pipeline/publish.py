@@ -75,10 +75,8 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
     files = snapshot.table_files(tables, router.assigner.centers) if router.one_hot else {}
     files[snapshot.ROUTER_FILE] = router_to_bytes(router)
     files[snapshot.PSI_FILE] = snapshot.frame_bytes(registry.psi_table(router), "parquet")
-    if champion.fitted_embedder is not None:
-        from uniroute.embed import tfidf_to_bytes
-
-        files[snapshot.EMBEDDER_FILE] = tfidf_to_bytes(champion.fitted_embedder)
+    if champion.embedder_state is not None:  # the embedder travels with the router (embed.portable)
+        files[snapshot.EMBEDDER_FILE] = champion.embedder_state
     manifest = {
         "router_id": champion.router_id,
         "kind": champion.kind,
@@ -113,11 +111,3 @@ def switch_current_after_commit(s: store.Session, published_dir: Path, result: P
 
     s.after_commit.append(switch)
 
-
-def make_current_follow_store(con: store.Connection, published_dir: Path) -> str | None:
-    """Point `current` at the store's newest publication if it points elsewhere; the version it switched to."""
-    latest = latest_publication(con)
-    if latest is None or snapshot.current_version(published_dir) == latest["version"]:
-        return None
-    snapshot.make_current(published_dir, latest["version"])
-    return str(latest["version"])

@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Finding:
-    """One checked invariant: 'ok', 'repaired' (it did not hold and now does) or 'broken' (it does not hold)."""
+    """One checked invariant: 'ok'; 'synced' (derived state brought up to date, the normal follow-up of an
+    operation); 'repaired' (it did not hold, a sign of an interrupted run, and now does); 'broken' (it does not
+    hold)."""
 
     check: str
     status: str
@@ -57,7 +59,7 @@ class Report:
         return [f.line() for f in self.findings]
 
 
-def _check_pool(con: store.Connection, report: Report, repair: bool) -> None:
+def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: Path | None) -> None:
     missing = missing_from_champion(con)
     if not missing:
         champion = registry.champion_id(con)
@@ -68,7 +70,7 @@ def _check_pool(con: store.Connection, report: Report, repair: bool) -> None:
         report.add("pool", "broken", f"active models {missing} are not in the champion router")
         return
     try:
-        result = onboard_models(con, missing)
+        result = onboard_models(con, missing, cache_dir=cache_dir)
     except (OnboardError, LookupError) as exc:
         report.add("pool", "broken", f"active models {missing} are not in the champion router and cannot be "
                    f"onboarded: {exc}")
@@ -129,7 +131,8 @@ def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
     if repair:
         synced = tracking.sync_mlflow(con, tracking_uri, artifact_root)
         for line in synced.lines():
-            report.add("mlflow", "repaired", line)
+            # Adopting a version the store had not recorded means a run died between the two; the rest is routine.
+            report.add("mlflow", "repaired" if line.startswith("adopted") else "synced", line)
     champion = registry.champion_id(con)
     in_mlflow = tracking.mlflow_champion_router(tracking_uri)
     if champion == in_mlflow:
@@ -146,12 +149,13 @@ def reconcile(
     artifact_root: Path | None,
     inbox_dir: Path | None = None,
     repair: bool = True,
+    cache_dir: Path | None = None,
 ) -> Report:
     """Check every invariant in the caller's session and, with repair, restore what is derived from the store."""
     report = Report()
     report.add("operations", "repaired" if s.interrupted else "ok",
                f"marked interrupted: {', '.join(s.interrupted)}" if s.interrupted else "no run was left unfinished")
-    _check_pool(s.con, report, repair)
+    _check_pool(s.con, report, repair, cache_dir)
     _check_published(s.con, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
     if tracking_uri is not None and artifact_root is not None:

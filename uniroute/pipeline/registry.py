@@ -1,8 +1,9 @@
 """Router versions in the store: write a version (never overwrite), load one, find the champion.
 
 A version is stored as plain rows (centroids, Psi, costs, metrics, curves) plus the router as npz bytes
-(`routers.serialize`, no pickle); a fitted embedder that cannot be rebuilt by name (TF-IDF) is stored once per
-embedder id in `fitted_embedders`, so every version built on it, child versions included, can embed prompts.
+(`routers.serialize`, no pickle); an embedder that is not rebuilt from the installed package alone (TF-IDF, the
+static and ONNX models; `embed.portable`) is stored once per embedder id in `fitted_embedders`, so every version
+built on it, child versions included, embeds prompts exactly as it was fitted, wherever it runs.
 Every function works on the caller's connection (a store session for writes).
 """
 
@@ -12,6 +13,7 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,15 +38,15 @@ class RouterVersion:
     reason: str
     created_at: datetime
     router: Router
-    fitted_embedder: Any = None  # the fitted TF-IDF embedder; None for embedders loaded by name
+    embedder_state: bytes | None = None  # the stored embedder (embed.portable); None when rebuilt by name
 
-    def embedder(self, progress: bool = False) -> Any:
-        """The embedder this router was fitted with: the stored fitted one, or loaded by its name."""
-        if self.fitted_embedder is not None:
-            return self.fitted_embedder
+    def embedder(self, progress: bool = False, cache_dir: Path | None = None) -> Any:
+        """The embedder this router was fitted with: restored from its stored state, or loaded by its name."""
         from uniroute import embed
 
-        return embed.make_embedder(embedder_name(self.router.embedder_id), progress=progress)
+        if self.embedder_state is not None:
+            return embed.embedder_from_state(self.embedder_state, cache_dir, progress=progress)
+        return embed.make_embedder(embedder_name(self.router.embedder_id), progress=progress, cache_dir=cache_dir)
 
 
 def embedder_name(embedder_id: str) -> str:
@@ -67,21 +69,22 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def save_fitted_embedder(con: store.Connection, embedder: Any) -> None:
-    """Keep a fitted (TF-IDF) embedder under its id, once."""
-    from uniroute.embed import tfidf_to_bytes
+def save_embedder(con: store.Connection, embedder: Any) -> None:
+    """Keep an embedder's state under its id, once (nothing for embedders rebuilt from the package by name)."""
+    from uniroute.embed import embedder_state
 
-    if store.query(con, "fitted_embedder", embedder_id=embedder.embedder_id).empty:
+    if not store.query(con, "fitted_embedder", embedder_id=embedder.embedder_id).empty:
+        return
+    state = embedder_state(embedder)
+    if state is not None:
         store.write_frame(con, "fitted_embedders", pd.DataFrame(
-            [{"embedder_id": embedder.embedder_id, "state": tfidf_to_bytes(embedder), "created_at": _now()}]))
+            [{"embedder_id": embedder.embedder_id, "state": state, "created_at": _now()}]))
 
 
-def fitted_embedder(con: store.Connection, embedder_id: str) -> Any:
-    """The stored fitted embedder with this id, or None (embedders loaded by name are not stored)."""
-    from uniroute.embed import tfidf_from_bytes
-
+def stored_embedder_state(con: store.Connection, embedder_id: str) -> bytes | None:
+    """The stored state of an embedder id, or None (embedders rebuilt by name are not stored)."""
     rows = store.query(con, "fitted_embedder", embedder_id=embedder_id)
-    return None if rows.empty else tfidf_from_bytes(bytes(rows.state.iloc[0]), progress=False)
+    return None if rows.empty else bytes(rows.state.iloc[0])
 
 
 def save_router_version(
@@ -100,7 +103,7 @@ def save_router_version(
     candidate_of: str | None = None,
     metrics: pd.DataFrame | None = None,
     curves: pd.DataFrame | None = None,
-    fitted_embedder: Any = None,
+    embedder: Any = None,
 ) -> None:
     """Write a router version with its centroids, Psi, costs, metrics and curves (in the caller's transaction)."""
     version_row = pd.DataFrame([{
@@ -116,8 +119,8 @@ def save_router_version(
             "cluster": np.arange(len(centers), dtype=np.int32),
             "center": [row.tolist() for row in centers],
         }))
-    if fitted_embedder is not None:
-        save_fitted_embedder(con, fitted_embedder)
+    if embedder is not None:
+        save_embedder(con, embedder)
     store.write_frame(con, "routers", version_row)
     store.write_frame(con, "psi", psi_table(router).assign(router_id=router_id))
     store.write_frame(con, "router_costs", pd.DataFrame(
@@ -140,7 +143,7 @@ def _version_from_row(con: store.Connection, row: pd.Series) -> RouterVersion:
         reason=row["reason"],
         created_at=row["created_at"],
         router=router,
-        fitted_embedder=fitted_embedder(con, router.embedder_id),
+        embedder_state=stored_embedder_state(con, router.embedder_id),
     )
 
 

@@ -37,15 +37,17 @@ class RoutingSource:
     router_id: str
     pool: tuple[str, ...]  # active models the router routes
     retired: frozenset[str]  # models taken out of the pool (refused by name)
-    fitted_embedder: Any  # the stored fitted embedder, or None when it is built by name
+    embedder_state: bytes | None  # the stored embedder (embed.portable), or None when it is built by name
     source: str  # one line: the store's champion, or the published version answering while the store is busy
 
-    def embedder(self) -> Any:
-        if self.fitted_embedder is not None:
-            return self.fitted_embedder
-        from uniroute.embed import make_embedder
+    def embedder(self, cache_dir: Path | None = None) -> Any:
+        """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
+        from uniroute import embed
 
-        return make_embedder(registry.embedder_name(self.router.embedder_id), progress=False)
+        if self.embedder_state is not None:
+            return embed.embedder_from_state(self.embedder_state, cache_dir)
+        return embed.make_embedder(registry.embedder_name(self.router.embedder_id), progress=False,
+                                   cache_dir=cache_dir)
 
 
 def _from_store(con: store.Connection) -> RoutingSource:
@@ -53,7 +55,7 @@ def _from_store(con: store.Connection) -> RoutingSource:
     active = set(store.query(con, "active_models").model)
     retired = frozenset(store.query(con, "retired_models").model)
     pool = tuple(m for m in champion.router.models if m in active)
-    return RoutingSource(champion.router, champion.router_id, pool, retired, champion.fitted_embedder,
+    return RoutingSource(champion.router, champion.router_id, pool, retired, champion.embedder_state,
                          f"champion router {champion.router_id}")
 
 
@@ -62,15 +64,10 @@ def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
         snap = snapshot.read_current(published_dir)
     except snapshot.PublishError as exc:
         raise RoutingError(f"{why}, and nothing is published to answer from ({exc})") from exc
-    fitted = None
-    if snap.fitted_embedder_bytes() is not None:
-        from uniroute.embed import tfidf_from_bytes
-
-        fitted = tfidf_from_bytes(snap.fitted_embedder_bytes())
     router = snap.router()
     pool = tuple(snap.manifest["pool"])
     retired = frozenset(m for m in router.models if m not in pool)
-    return RoutingSource(router, snap.manifest["router_id"], pool, retired, fitted,
+    return RoutingSource(router, snap.manifest["router_id"], pool, retired, snap.embedder_state(),
                          f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}")
 
 
@@ -127,13 +124,14 @@ def route_texts(
     budget: float | None = None,
     pool: Sequence[str] | None = None,
     embedder: Any = None,
+    cache_dir: Path | None = None,
 ) -> pd.DataFrame:
     """One row per prompt: the chosen model and its cluster (lambda, or the lambda that meets a budget)."""
     from uniroute.embed import text_hash
 
     texts, pool = checked_request(source, texts, lam, budget, pool)
     router = source.router
-    embedder = embedder or source.embedder()
+    embedder = embedder or source.embedder(cache_dir)
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(texts)
     if budget is not None:

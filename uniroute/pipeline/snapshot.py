@@ -67,7 +67,7 @@ class Snapshot:
             raise PublishError(f"snapshot {self.version} carries no router")
         return router_from_bytes(self.files[ROUTER_FILE])
 
-    def fitted_embedder_bytes(self) -> bytes | None:
+    def embedder_state(self) -> bytes | None:
         return self.files.get(EMBEDDER_FILE)
 
     def table(self, name: str) -> pd.DataFrame:

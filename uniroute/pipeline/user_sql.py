@@ -3,11 +3,14 @@
 Both run in the store's sandbox (read-only, no file or network access, memory and time limits). While a writer
 holds the store, the query runs on an in-memory database holding the `current` snapshot's tables under the
 names the store uses for them (`current_routing_table`, `current_budgets`, `model_cluster_errors`, ...), and
-the answer says which published version it came from.
+the answer says which published version it came from. A query on tables only the store has (`results`, ...)
+waits for the writer instead, bounded, saying once for whom.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,21 +49,45 @@ def snapshot_tables(snap: snapshot.Snapshot) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def run_user_sql(db_path: Path, published_dir: Path, sql: str, sandbox: store.Sandbox) -> UserQuery:
-    """Run a user's query, sandboxed, on the store or, while a writer holds it, on the current snapshot."""
+def _store_when_free(db_path: Path, sql: str, sandbox: store.Sandbox, wait_seconds: float,
+                     on_wait: Callable[[str], None] | None, who: str) -> pd.DataFrame:
+    """The query on the store once the writer holding it lets go (bounded: StoreBusy after wait_seconds)."""
+    if on_wait is not None:
+        on_wait(f"waiting for the store: {who} holds it, and the published snapshot does not have the tables "
+                f"this query reads (up to {wait_seconds:.0f} s)")
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return store.read_only_query(db_path, sql, sandbox)
+        except store.StoreLocked:
+            if time.monotonic() >= deadline:
+                raise store.StoreBusy(f"the store is busy: {who} holds it; gave up after {wait_seconds:.0f} s "
+                                      "(the published snapshot has current_routing_table, current_budgets, "
+                                      "model_cluster_errors, published_routes, published_budgets, pool, psi)") from None
+            time.sleep(0.2)
+
+
+def run_user_sql(db_path: Path, published_dir: Path, sql: str, sandbox: store.Sandbox,
+                 wait_seconds: float = 120.0, on_wait: Callable[[str], None] | None = None) -> UserQuery:
+    """Run a user's query, sandboxed, on the store or, while a writer holds it, on the current snapshot; a
+    query on tables only the store has waits (bounded) for the writer to finish."""
     try:
         return UserQuery(store.read_only_query(db_path, sql, sandbox))
     except store.StoreLocked:
         holder = store.current_holder(db_path)
         who = holder.line() if holder is not None else "another process"
-        try:
-            snap = snapshot.read_current(published_dir)
-        except snapshot.PublishError as exc:
-            raise store.StoreError(f"the store is held by {who} and nothing is published to answer from; "
-                                   "retry when it finishes") from exc
+    try:
+        snap = snapshot.read_current(published_dir)
+    except snapshot.PublishError:
+        return UserQuery(_store_when_free(db_path, sql, sandbox, wait_seconds, on_wait, who))
     tables = snapshot_tables(snap)
     views = {name: select for name, select in SNAPSHOT_VIEWS.items() if "psi" in tables or "psi" not in select}
-    frame = store.sandboxed_over(tables, views, sql, sandbox)
+    try:
+        frame = store.sandboxed_over(tables, views, sql, sandbox)
+    except store.StoreError as exc:
+        if "Catalog Error" not in str(exc):
+            raise
+        return UserQuery(_store_when_free(db_path, sql, sandbox, wait_seconds, on_wait, who))
     note = (f"the store is held by {who}: answered from published snapshot {snap.version} "
             f"(tables: {', '.join(sorted([*tables, *views]))})")
     return UserQuery(frame, note)

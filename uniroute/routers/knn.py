@@ -1,5 +1,6 @@
 """K-NN routing (paper eq. 3): a model's estimated loss on a prompt is its mean loss on the k nearest
 labelled reference prompts (the validation prompts, where every pool model, new ones included, has labels).
+The gamma functions, and `KnnRouter`, K-NN as a router kind.
 
 Shapes: X (n, d) float32 L2-normalised; losses_ref (n_ref, M) float64, NaN = no label."""
 
@@ -7,10 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from uniroute.routers.kmeans import as_float32_matrix
+from uniroute.routers.rule import RoutingRule
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,8 @@ def top_k_order(sims: np.ndarray, k: int) -> np.ndarray:
     """
     n_ref = sims.shape[1]
     k = min(k, n_ref)
+    if 4 * k >= n_ref:  # a full stable sort is cheaper than partitioning and sorting this many, same order
+        return np.argsort(-sims, axis=1, kind="stable")[:, :k]
     every = np.broadcast_to(np.arange(n_ref), sims.shape)
     top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < n_ref else every
     top_sims = np.take_along_axis(sims, top, axis=1)
@@ -93,3 +98,104 @@ def knn_gammas(order: np.ndarray, losses_ref: np.ndarray, ks: Sequence[int], blo
             with np.errstate(invalid="ignore", divide="ignore"):
                 out[k][s : s + block] = np.where(cnt > 0, sums[:, j] / np.maximum(cnt, 1), fallback[None, :])
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class KnnRouter(RoutingRule):
+    """K-NN as a router kind: the validation label table is its "Psi" (one row per model), so a new model joins
+    by its labels on the reference prompts, as a K-means model joins by its Psi row; nothing is refitted."""
+
+    embedder_id: str
+    models: tuple[str, ...]
+    costs: np.ndarray  # (M,) cost per query of each model
+    labels: np.ndarray  # (M, n_ref) each model's loss on each reference (validation) prompt, NaN = no result
+    refs: np.ndarray  # (n_ref, d) float32 L2-normalised embeddings of the reference prompts
+    ref_ids: tuple[str, ...]  # (n_ref,) prompt ids of the references: how a new model's labels are aligned
+    neighbours: int  # k, the number of nearest references averaged
+
+    def __post_init__(self) -> None:
+        models = tuple(str(m) for m in self.models)
+        costs = np.array(self.costs, dtype=np.float64, copy=True)
+        labels = np.array(self.labels, dtype=np.float64, copy=True)
+        refs = as_float32_matrix(np.array(self.refs, dtype=np.float32, copy=True), what="refs")
+        ref_ids = tuple(str(i) for i in self.ref_ids)
+        m, n_ref = len(models), refs.shape[0]
+        if m == 0 or n_ref == 0:
+            raise ValueError(f"a KnnRouter needs models and reference prompts, got {m} and {n_ref}")
+        if len(set(models)) != m:
+            dupes = sorted({x for x in models if models.count(x) > 1})
+            raise ValueError(f"duplicate model names in the router: {dupes}")
+        if costs.shape != (m,) or not np.all(np.isfinite(costs)) or np.any(costs < 0):
+            raise ValueError(f"costs must be ({m},) finite and >= 0, got {costs.tolist()}")
+        if labels.shape != (m, n_ref):
+            raise ValueError(f"labels has shape {labels.shape}, expected ({m}, {n_ref}) (models x references)")
+        if len(ref_ids) != n_ref:
+            raise ValueError(f"{len(ref_ids)} reference ids for {n_ref} reference prompts")
+        known = ~np.isnan(labels)
+        if np.any((labels[known] < 0) | (labels[known] > 1)):
+            raise ValueError("labels must be losses in [0, 1] (NaN = no result)")
+        unlabelled = [models[i] for i in np.nonzero(~known.any(axis=1))[0]]
+        if unlabelled:
+            raise ValueError(f"models {unlabelled} have no label on any reference prompt")
+        if not 1 <= int(self.neighbours) <= n_ref:
+            raise ValueError(f"neighbours must lie in [1, {n_ref}] (the number of references), got {self.neighbours}")
+        for name, value in (("costs", costs), ("labels", labels), ("refs", refs)):
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "models", models)
+        object.__setattr__(self, "ref_ids", ref_ids)
+        object.__setattr__(self, "neighbours", int(self.neighbours))
+
+    @property
+    def kind(self) -> str:
+        """The router kind: "knn"."""
+        return "knn"
+
+    @property
+    def k(self) -> int:
+        """The number of neighbours (for a K-NN router, k plays the part K plays for the cluster routers)."""
+        return self.neighbours
+
+    @property
+    def one_hot(self) -> bool:
+        """False: K-NN routes per prompt, never through a per-cluster table."""
+        return False
+
+    def gamma(self, X: np.ndarray) -> np.ndarray:
+        """(n, M) mean loss of each model over each prompt's k nearest references."""
+        return knn_gamma(X, self.refs, self.labels.T, self.neighbours)
+
+    def budget_reference(self) -> np.ndarray:
+        """The reference prompts: they are the validation prompts."""
+        return self.refs
+
+    def label_row(self, prompt_ids: Sequence[str], losses: np.ndarray) -> np.ndarray:
+        """(n_ref,) a model's losses on the references, from its losses (n,) on prompts (ids); NaN where none."""
+        losses = np.asarray(losses, dtype=np.float64)
+        if losses.shape != (len(prompt_ids),):
+            raise ValueError(f"losses {losses.shape} must be one per prompt id ({len(prompt_ids)})")
+        where = {str(p): i for i, p in enumerate(prompt_ids)}
+        rows = np.array([where.get(r, -1) for r in self.ref_ids])
+        return np.where(rows >= 0, losses[np.maximum(rows, 0)], np.nan)
+
+    def with_model(self, name: str, psi_row: np.ndarray, cost: float, counts: np.ndarray | None = None) -> KnnRouter:
+        """A new router with model `name` added (or replaced in place): psi_row (n_ref,) are its reference losses."""
+        row = np.asarray(psi_row, dtype=np.float64)
+        if row.shape != (self.refs.shape[0],):
+            raise ValueError(f"label row for {name!r} has shape {row.shape}, expected ({self.refs.shape[0]},)")
+        if name in self.models:
+            i = self.models.index(name)
+            labels, costs = self.labels.copy(), self.costs.copy()
+            labels[i], costs[i] = row, cost
+            models = self.models
+        else:
+            labels, costs, models = np.vstack([self.labels, row]), np.append(self.costs, cost), (*self.models, name)
+        return replace(self, models=models, costs=costs, labels=labels)
+
+    def without_model(self, name: str) -> KnnRouter:
+        """A new router without model `name`."""
+        if name not in self.models:
+            raise ValueError(f"model {name!r} is not in the router (models: {list(self.models)})")
+        keep = np.array([m != name for m in self.models])
+        return replace(self, models=tuple(m for m in self.models if m != name), costs=self.costs[keep],
+                       labels=self.labels[keep])

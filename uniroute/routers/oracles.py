@@ -10,6 +10,7 @@ import logging
 
 import numpy as np
 
+from uniroute.routers.adam import Adam
 from uniroute.routers.kmeans import as_float32_matrix
 
 log = logging.getLogger(__name__)
@@ -18,30 +19,6 @@ log = logging.getLogger(__name__)
 # entropy over labelled cells only (soft labels: losses may be fractional). They are trained in numpy with
 # hand-written gradients rather than torch: at batch 64 these networks are tiny, and torch's per-operation
 # overhead made an epoch about 3x slower on one core; they run inside every evaluation trial.
-ADAM_BETAS = (0.9, 0.999)
-ADAM_EPS = 1e-8
-
-
-class _Adam:
-    """Adam (Kingma & Ba) over a list of float32 arrays, updated in place."""
-
-    def __init__(self, params: list[np.ndarray], lr: float) -> None:
-        self.params, self.lr, self.t = params, lr, 0
-        self.m = [np.zeros_like(p) for p in params]
-        self.v = [np.zeros_like(p) for p in params]
-
-    def step(self, grads: list[np.ndarray]) -> None:
-        b1, b2 = ADAM_BETAS
-        self.t += 1
-        step = self.lr / (1 - b1**self.t)
-        root_c2 = np.sqrt(1 - b2**self.t)
-        for p, m, v, g in zip(self.params, self.m, self.v, grads, strict=True):
-            m *= b1
-            m += (1 - b1) * g
-            v *= b2
-            v += (1 - b2) * (g * g)
-            # p -= lr_t * m_hat / (sqrt(v_hat) + eps), with the bias corrections folded into scalars
-            p -= step * m / (np.sqrt(v) / root_c2 + ADAM_EPS)
 
 
 class _MLPNet:
@@ -160,7 +137,7 @@ def _train_masked_bce(net, X: np.ndarray, losses: np.ndarray, *, epochs: int, lr
         raise ValueError("the oracle needs labels both in its fitting rows and in its held-out rows")
     y = np.where(lab, losses, 0.0).astype(np.float32)
     mask = lab.astype(np.float32)
-    opt = _Adam(net.params, lr)
+    opt = Adam(net.params, lr)
     best_loss: np.ndarray | None = None
     best_state: list[list[np.ndarray]] = []
     with threadpool_limits(limits=1):  # the cores are shared: single-threaded BLAS

@@ -140,3 +140,56 @@ def psi_frame_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.Dat
 def psi_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame, k: int) -> Psi:
     """Psi of every active model from the store's results on the prompts in prompt_clusters."""
     return psi_from_frame(psi_frame_from_store(con, prompt_clusters), k)
+
+
+def shrunk_values(values: np.ndarray, counts: np.ndarray, strength: float) -> np.ndarray:
+    """(M, K) Psi cells shrunk toward each model's overall mean loss: (n * cell + s * overall) / (n + s).
+
+    A cell backed by n labelled prompts keeps the weight n / (n + s) on its own mean, so a sparse cell leans on
+    the model's overall error and a well-measured one keeps its own; s = 0 returns values unchanged. The
+    overall mean is the count-weighted mean of the cells (every labelled prompt once).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    if strength < 0 or not np.isfinite(strength):
+        raise ValueError(f"shrinkage strength must be finite and >= 0, got {strength}")
+    if strength == 0:
+        return values.copy()
+    totals = counts.sum(axis=1, keepdims=True)
+    if (totals == 0).any():
+        raise ValueError("shrinking Psi needs at least one labelled prompt per model")
+    overall = (counts * values).sum(axis=1, keepdims=True) / totals
+    return (counts * values + strength * overall) / (counts + strength)
+
+
+SPARSE_CELL = 10  # a Psi cell backed by fewer labelled prompts is flagged sparse
+INTERVAL_Z = 1.96  # 95% Wilson score interval
+
+
+def cell_frame(models: Sequence[str], values: np.ndarray, counts: np.ndarray, strength: float = 0.0) -> pd.DataFrame:
+    """One row per (model, cluster): measured error, its count, a 95% interval, the shrunk error, sparse flag.
+
+    Columns model, cluster, error, n, error_lo, error_hi, shrunk_error, sparse. The interval is Wilson's score
+    interval for a mean of n losses in [0, 1] ([0, 1] when n = 0); shrunk_error is what a router with this
+    shrinkage strength routes by (shrunk_values). What the `model_cluster_errors` view shows.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.int64)
+    n = counts.astype(np.float64)
+    z2 = INTERVAL_Z**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = (values + z2 / (2 * n)) / (1 + z2 / n)
+        half = INTERVAL_Z * np.sqrt(values * (1 - values) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    lo = np.where(counts > 0, np.clip(centre - half, 0.0, 1.0), 0.0)
+    hi = np.where(counts > 0, np.clip(centre + half, 0.0, 1.0), 1.0)
+    m, k = values.shape
+    return pd.DataFrame({
+        "model": np.repeat(np.asarray(models, dtype=object), k),
+        "cluster": np.tile(np.arange(k, dtype=np.int32), m),
+        "error": values.ravel(),
+        "n": counts.ravel(),
+        "error_lo": lo.ravel(),
+        "error_hi": hi.ravel(),
+        "shrunk_error": shrunk_values(values, counts, strength).ravel(),
+        "sparse": (counts < SPARSE_CELL).ravel(),
+    })

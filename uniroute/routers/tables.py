@@ -1,5 +1,10 @@
-"""Routing tables of a one-hot router: per cluster, the model to use at each budget and lambda, with the
-expected validation score and cost of each setting. What gateways read from a published snapshot."""
+"""Routing tables of a router: the lambda of each budget, with the expected validation score and cost of each
+setting, and (one-hot routers) per cluster the model to use. What gateways read from a published snapshot.
+
+A one-hot (K-means) router routes by a (cluster x setting -> model) table; a LearnedMap or K-NN router routes
+per prompt, so its snapshot carries the router itself and its `routes` table is empty, while its budget rows
+(budget -> lambda, expected score and cost) are computed the same way on its validation stand-in.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from uniroute.routers.router import Router
+from uniroute.routers.rule import RoutingRule
 
 log = logging.getLogger(__name__)
 
@@ -17,11 +22,12 @@ BUDGETS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 # Lambda in units of loss per (cost / most expensive pool model's cost), so the grid means the same
 # thing whether costs are USD per query or billions of parameters.
 NORMALISED_LAMBDAS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+ROUTE_COLUMNS = ("cluster", "grid", "budget", "lam", "model")
 
 
 @dataclass(frozen=True)
 class RoutingTables:
-    """What a gateway needs: routes (cluster x setting -> model) and expected score/cost per setting."""
+    """What a gateway needs: routes (cluster x setting -> model; one-hot only), expected score/cost per setting."""
 
     routes: pd.DataFrame  # columns cluster, grid, budget, lam (lambda), model
     budgets: pd.DataFrame  # columns grid, budget, lam, expected_score, expected_cost
@@ -33,60 +39,67 @@ def _cheapest_lambda(costs: np.ndarray) -> float:
     return float(2.0 / gaps.min()) if len(gaps) else 0.0
 
 
-def validation_weights(router: Router) -> np.ndarray:
-    """(K,) validation prompts per cluster: the largest count behind any model's Psi cell in that cluster."""
-    if router.psi_counts is None:
+def validation_weights(router: RoutingRule) -> np.ndarray:
+    """(K,) validation prompts per cluster of a one-hot router: the largest count behind any model's cell there."""
+    if getattr(router, "psi_counts", None) is None:
         return np.ones(router.k, dtype=np.int64)
     return router.psi_counts.max(axis=0)
 
 
-def validation_proxy(router: Router) -> np.ndarray:
-    """Centroids repeated by their validation counts: an exact stand-in for the validation prompts.
+def validation_proxy(router: RoutingRule) -> np.ndarray:
+    """Stand-in validation prompts of any router kind, for turning a budget into lambda (budget_reference)."""
+    return router.budget_reference()
 
-    Each centroid is its own nearest centroid, so a one-hot router routes this proxy exactly as it routes
-    the validation prompts; turning a budget into lambda needs nothing else.
+
+def routing_tables(
+    router: RoutingRule, pool: tuple[str, ...], cluster_weights: np.ndarray | None = None
+) -> RoutingTables:
+    """Budget and lambda grids with expected validation score and cost; routes per cluster for one-hot routers.
+
+    cluster_weights (K,): validation prompts per cluster of a one-hot router (default: from its counts); other
+    kinds weigh their budget_reference prompts equally. Expected score and cost are validation estimates: the
+    mean over those prompts of the chosen model's estimated score and its cost.
     """
-    weights = validation_weights(router)
-    return np.repeat(router.assigner.centers, np.maximum(weights, 0), axis=0)
-
-
-def routing_tables(router: Router, pool: tuple[str, ...], cluster_weights: np.ndarray) -> RoutingTables:
-    """Routes and expected score/cost on the budget grid and the lambda grid (one-hot routers only).
-
-    cluster_weights (K,): validation prompts per cluster. Expected score and cost are validation
-    estimates: the share of each cluster times the chosen model's Psi and cost.
-    """
-    weights = np.maximum(np.asarray(cluster_weights, dtype=np.int64), 0)
-    if weights.sum() == 0:
-        weights = np.ones(router.k, dtype=np.int64)
-    proxy_val = np.repeat(router.assigner.centers, weights, axis=0)
-    share = weights / weights.sum()
     pool_idx = router.pool_indices(pool)
     pool_costs = router.costs[pool_idx]
     max_cost = float(pool_costs.max())
+    one_hot = bool(getattr(router, "one_hot", False))
+    if one_hot:
+        weights = validation_weights(router) if cluster_weights is None else cluster_weights
+        weights = np.maximum(np.asarray(weights, dtype=np.int64), 0)
+        if weights.sum() == 0:
+            weights = np.ones(router.k, dtype=np.int64)
+        reference = np.repeat(router.assigner.centers, weights, axis=0)
+        share = weights / weights.sum()
+        gamma_rows = router.routing_psi.T  # (K, M): a cluster's prompts share their gamma row
+    else:
+        reference = router.budget_reference()
+        gamma_rows = router.gamma(reference)
+        share = np.full(reference.shape[0], 1.0 / reference.shape[0])
     settings: list[tuple[str, float | None, float]] = []
     for budget in BUDGETS:
         try:
-            lam = router.lambda_for_budget(proxy_val, budget, pool)
+            lam = router.lambda_for_budget(reference, budget, pool)
         except ValueError:  # below the cheapest routing: publish the cheapest, its expected cost says so
             lam = _cheapest_lambda(pool_costs)
         settings.append(("budget", budget, lam))
     settings += [("lambda", None, lam / max_cost) for lam in NORMALISED_LAMBDAS]
-    clusters = np.arange(router.k)
+    rows = np.arange(gamma_rows.shape[0])
     routes, budgets = [], []
     for grid, budget, lam in settings:
-        choice = router.cluster_table(lam, pool)
+        choice = router.cluster_table(lam, pool) if one_hot else router.route(reference, lam, pool)
         budgets.append(
             {
                 "grid": grid,
                 "budget": budget,
                 "lam": lam,
-                "expected_score": float(share @ (1.0 - router.psi[choice, clusters])),
+                "expected_score": float(share @ (1.0 - gamma_rows[rows, choice])),
                 "expected_cost": float(share @ router.costs[choice]) / max_cost,
             }
         )
-        routes += [
-            {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m]}
-            for c, m in enumerate(choice)
-        ]
-    return RoutingTables(routes=pd.DataFrame(routes), budgets=pd.DataFrame(budgets))
+        if one_hot:
+            routes += [
+                {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m]}
+                for c, m in enumerate(choice)
+            ]
+    return RoutingTables(routes=pd.DataFrame(routes, columns=list(ROUTE_COLUMNS)), budgets=pd.DataFrame(budgets))

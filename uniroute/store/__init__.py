@@ -6,7 +6,7 @@ operation, recorded in the operations log), the numbered schema in `sql/schema/`
 formats a value into SQL. It imports no other uniroute stage.
 """
 
-from uniroute.store.connection import Connection, StoreError, connect, opened, transaction
+from uniroute.store.connection import Connection, StoreError, connect, opened
 from uniroute.store.lock import Holder, StoreBusy, current_holder
 from uniroute.store.queries import execute, query, query_arrow, query_text, registered, write_frame
 from uniroute.store.sandbox import (
@@ -48,6 +48,5 @@ __all__ = [
     "sandboxed_over",
     "schema_files",
     "session",
-    "transaction",
     "write_frame",
 ]

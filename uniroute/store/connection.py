@@ -57,14 +57,3 @@ def opened(db_path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyCo
     finally:
         con.close()
 
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Commit everything inside or nothing: a failure (or a killed process) leaves no trace."""
-    con.execute("begin transaction")
-    try:
-        yield con
-    except BaseException:
-        con.execute("rollback")
-        raise
-    con.execute("commit")

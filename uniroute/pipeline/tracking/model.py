@@ -95,7 +95,7 @@ def register_router(
     router: Router,
     router_id: str,
     embedder_name: str,
-    fitted_embedder: bytes | None,
+    embedder_state: bytes | None,
     val_embeddings: np.ndarray | None,
     registered_name: str,
     tags: dict[str, str] | None = None,
@@ -111,8 +111,8 @@ def register_router(
         (folder / "router.npz").write_bytes(router_to_bytes(router))
         (folder / "meta.json").write_text(json.dumps({"embedder": embedder_name, "router_id": router_id}))
         files = {"router": str(folder / "router.npz"), "meta": str(folder / "meta.json")}
-        if fitted_embedder is not None:
-            (folder / "embedder.npz").write_bytes(fitted_embedder)
+        if embedder_state is not None:  # the embedder travels with the model (embed.portable)
+            (folder / "embedder.npz").write_bytes(embedder_state)
             files["embedder"] = str(folder / "embedder.npz")
         if val_embeddings is not None:
             rows, counts = compact_val(val_embeddings)

@@ -78,14 +78,14 @@ def routed_frame(
 
 def _load_context(model: Any, context: Any) -> None:
     """Read the router (npz, no pickle), build its embedder (refusing a mismatch), load the validation sample."""
-    from uniroute.embed import make_embedder, tfidf_from_bytes
+    from uniroute.embed import embedder_from_state, make_embedder
     from uniroute.routers.serialize import router_from_bytes
 
     meta = json.loads(Path(context.artifacts["meta"]).read_text())
     router = router_from_bytes(Path(context.artifacts["router"]).read_bytes())
-    fitted = context.artifacts.get("embedder")
-    if fitted is not None:  # an embedder fitted on the build's prompts (TF-IDF) travels with the model
-        embedder = tfidf_from_bytes(Path(fitted).read_bytes())
+    state = context.artifacts.get("embedder")
+    if state is not None:  # the embedder travels with the model (TF-IDF, static, ONNX; embed.portable)
+        embedder = embedder_from_state(Path(state).read_bytes(), Path(state).parent)
     else:
         embedder = make_embedder(meta["embedder"], progress=False)
     router.check_embedder(embedder.embedder_id)

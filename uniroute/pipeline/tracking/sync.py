@@ -90,7 +90,6 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
     """One run for a router version, the router registered as a new model version: (run id, version)."""
     import mlflow
 
-    from uniroute.embed import tfidf_to_bytes
     from uniroute.routers.tables import validation_proxy
 
     version = registry.load_router_version(con, row.router_id)
@@ -110,7 +109,6 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
         params = {"k": router.k, "embedder_id": router.embedder_id, "pool": ",".join(router.models),
                   "data_fingerprint": row.data_fingerprint, "router_kind": row.kind, "reason": row.reason}
         log_run_contents(params, flat, _build_artifacts(con, version, Path(tmp)))
-        fitted = None if version.fitted_embedder is None else tfidf_to_bytes(version.fitted_embedder)
         version_tags = {
             "router_id": row.router_id, "kind": row.origin, "router_kind": row.kind,
             "embedder_id": router.embedder_id, "data_fingerprint": row.data_fingerprint,
@@ -118,7 +116,7 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             "parent_router_id": version.parent_id,
         }
         number = register_router(
-            router, row.router_id, registry.embedder_name(router.embedder_id), fitted,
+            router, row.router_id, registry.embedder_name(router.embedder_id), version.embedder_state,
             # The stand-in for validation prompts that `uniroute route --budget` uses, so the served model turns
             # a budget into the same lambda (one-hot routers).
             validation_proxy(router) if router.one_hot else None, registered_name,

@@ -1,0 +1,188 @@
+"""docs/results/embedders.md, generated from benchmarks/results/embedding.json (never hand-copied figures).
+
+Run on its own to regenerate the page from the saved JSON: `.venv/bin/python -m benchmarks.embedders_table`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results" / "embedding.json"
+PAGE = REPO / "docs" / "results" / "embedders.md"
+ALPHA = 0.01
+# The methods whose Area depends on the embedding (ZeroRouter's does not: equal Areas there check the splits).
+ROUTING_METHODS = ("knn", "kmeans", "learnedmap")
+METHOD_LABELS = {"zero": "ZeroRouter", "knn": "K-NN", "kmeans": "UniRoute (K-means)",
+                 "learnedmap": "UniRoute (LearnedMap)"}
+
+
+def _section(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return result.get(name, {}).get("figures")
+
+
+def _stamp(result: dict[str, Any], name: str) -> str:
+    s = result[name]
+    load = f"load average {s['load_average_before'][0]} before, {s['load_average_after'][0]} after"
+    return f"`{s['command']}`, {s['started']}, {load}"
+
+
+def _machine(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    return (f"{m['cpu']}, {m['affinity_cpus']} cores, {m['memory_gb']} GB, Python {m['python']}, torch "
+            f"{m['versions'].get('torch')}, commit {m['git_commit'][:10]}")
+
+
+def speed_table(result: dict[str, Any]) -> list[str]:
+    """One row per embedder: speed against bare sentence-transformers and agreement with minilm."""
+    figures = _section(result, "throughput")
+    if figures is None:
+        return ["(throughput not measured yet)"]
+    bare = figures["bare-sentence-transformers"]
+    build = _section(result, "build") or {}
+    route = _section(result, "route") or {}
+    lines = [
+        "| embedder | prompts/s | × bare sentence-transformers | cosine to `minilm` (mean / min) | same nearest "
+        "neighbour | pairwise-similarity Spearman | build once (s) | cold process: load + embed 2 prompts (s) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
+        f"| bare `SentenceTransformer.encode` | {bare['prompts_per_s']} | 1.00 | | | | | |",
+    ]
+    for label, row in figures.items():
+        if label == "bare-sentence-transformers":
+            continue
+        cosine = row.get("cosine_to_minilm")
+        cos_text = f"{cosine['mean']:.4f} / {cosine['min']:.4f}" if cosine else f"n/a ({row['dim']}-d space)"
+        built = build.get(label, {}).get("seconds", "")
+        cold = route.get(label)
+        cold_text = f"{cold['process_seconds']} (load {cold['load_seconds']})" if cold else ""
+        lines.append(f"| `{label}` | {row['prompts_per_s']} | {row['speedup_vs_bare']:.2f} | {cos_text} | "
+                     f"{row['same_nearest_neighbour']:.3f} | {row['pairwise_similarity_spearman']:.3f} | {built} | "
+                     f"{cold_text} |")
+    return lines
+
+
+def routing_table(result: dict[str, Any]) -> list[str]:
+    """Per dataset and method: each embedder's mean Area, with its sign test against minilm's trials."""
+    figures = _section(result, "routing")
+    if figures is None:
+        return ["(routing not measured yet)"]
+    names = list(next(iter(figures.values()))["embedders"])
+    lines = ["| dataset | method | " + " | ".join(f"`{n}`" for n in names) + " |",
+             "|---|---|" + "---:|" * len(names)]
+    for dataset, block in figures.items():
+        for method, label in METHOD_LABELS.items():
+            cells = []
+            for name in names:
+                row = block["embedders"][name]
+                if row is None:
+                    cells.append("not measured")
+                    continue
+                test = (row["vs_minilm"] or {}).get(method)
+                mark = ""
+                if name != "minilm" and test is not None:
+                    verdict = "worse" if test["wins"] < test["losses"] else "better"
+                    mark = f" ({test['wins']}-{test['losses']}, p = {test['p']:.2g}"
+                    mark += f", **significantly {verdict}**)" if test["p"] < ALPHA else ")"
+                cells.append(f"{row['area'][method]:.4f}{mark}")
+            lines.append(f"| {dataset} | {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def significant_losses(result: dict[str, Any], name: str) -> list[str]:
+    """Where an embedder's Area is significantly below minilm's: 'dataset/method wins-losses p' strings."""
+    losses = []
+    for dataset, block in _section(result, "routing").items():
+        row = block["embedders"][name]
+        for method in ROUTING_METHODS:
+            test = (row or {}).get("vs_minilm") and row["vs_minilm"][method]
+            if test and test["p"] < ALPHA and test["losses"] > test["wins"]:
+                losses.append(f"{dataset}/{method} {test['wins']}-{test['losses']} (p = {test['p']:.2g})")
+    return losses
+
+
+def unmeasured(result: dict[str, Any], name: str) -> list[str]:
+    """Datasets where the embedder (or minilm, its reference) has no routing result yet."""
+    return [dataset for dataset, block in _section(result, "routing").items()
+            if block["embedders"][name] is None or block["embedders"]["minilm"] is None]
+
+
+def fastest_without_loss(result: dict[str, Any]) -> str | None:
+    """The fastest embedder measured on every dataset with no Area significantly below minilm's (the rule)."""
+    speed, routing = _section(result, "throughput"), _section(result, "routing")
+    if speed is None or routing is None:
+        return None
+    names = sorted(next(iter(routing.values()))["embedders"], key=lambda n: -speed[n]["prompts_per_s"])
+    return next(n for n in names if n == "minilm" or not (significant_losses(result, n) or unmeasured(result, n)))
+
+
+def render(result: dict[str, Any]) -> str:
+    """The whole page as Markdown."""
+    parts = ["# Embedders side by side", "",
+             "Generated by `benchmarks/embedders_table.py` from `benchmarks/results/embedding.json` "
+             "(`python -m benchmarks.embedding`); do not edit by hand.", ""]
+    if "machine" in result:
+        parts += [f"Machine: {_machine(result)}.", ""]
+    parts += [
+        "The embedders (`UNIROUTE_EMBEDDER`, `uniroute evaluate --embedder`; each has its own embedder id, so "
+        "caches and routers never mix them):",
+        "- `minilm`: all-MiniLM-L6-v2 through sentence-transformers and torch, the last 256 tokens of a prompt.",
+        "- `minilm-onnx`: the same model and mean pooling exported once to ONNX (torch's exporter) and "
+        "dynamically quantized to int8 with one scale per output channel (ONNX Runtime); the same WordPiece ids "
+        "and left truncation to 256 tokens, tokenized by `tokenizers`, so encoding imports no torch. "
+        "`minilm-onnx-f32` is the unquantized graph, measured as the exactness check.",
+        "- `static`: a model2vec-style table distilled once from the local MiniLM (every vocabulary token through "
+        "the model as `[CLS] token [SEP]`, PCA to 256 dimensions, SIF weights from Zipf ranks, as model2vec's "
+        "`distill` does); a prompt is the normalised sum of its tokens' rows, all of its tokens. The "
+        "distillation is our own code: model2vec's `distill` extra pins older transformers/tokenizers than "
+        "sentence-transformers and Prefect need here.",
+        "Model files are built on first use into `$UNIROUTE_HOME/cache/embedders/` and reused; their "
+        "fingerprint is part of the id.", ""]
+    parts += ["## Speed and agreement with `minilm`", ""]
+    if "throughput" in result:
+        repeats = result["throughput"].get("repeats")
+        parts += [f"{result['prompts']}; one thread for torch and ONNX Runtime, medians of {repeats} alternating "
+                  f"passes. Measured by {_stamp(result, 'throughput')}.",
+                  "", "Speed-up is bare time / embedder time. Cosine is only defined where the embedder shares "
+                  "`minilm`'s 384-d space; nearest-neighbour agreement and the Spearman correlation of pairwise "
+                  "similarities (20,000 random pairs) compare any two embedders. Building and the cold process "
+                  "were measured by " + ", ".join(_stamp(result, s) for s in ("build", "route") if s in result) + ".",
+                  ""]
+    parts += speed_table(result)
+    if build := _section(result, "build"):
+        same = ", ".join(f"`{n}` {'yes' if b['same_file_as_home_cache'] else 'no'}" for n, b in build.items())
+        parts += ["", "Rebuilt in a fresh folder (this benchmark's thread settings), is the model file bit-identical "
+                  f"to the one in the cache the evaluations used? {same}. Where it is not, the fingerprint in the "
+                  "id differs, and routers fitted on the other build refuse its vectors."]
+    parts += ["", "## Routing Area per embedder", ""]
+    if "routing" in result:
+        r = result["routing"]
+        parts += [f"`uniroute evaluate`, {r['trials']} trials, seed {r['seed']}, methods {', '.join(r['methods'])}; "
+                  "RouterBench embeds the last block of each prompt. In brackets: wins-losses of the embedder "
+                  f"against `minilm` over the same trials, paired two-sided sign test, significant at {ALPHA}. "
+                  f"Collected by {_stamp(result, 'routing')}.", ""]
+    parts += routing_table(result)
+    if (choice := fastest_without_loss(result)) is not None:
+        parts += ["", "The rule for the default (`Settings.embedder`): the fastest embedder whose Area is not "
+                  f"significantly below `minilm`'s for {', '.join(ROUTING_METHODS)} on any dataset. Here: "
+                  f"**`{choice}`**."]
+        for name in next(iter(_section(result, "routing").values()))["embedders"]:
+            if losses := significant_losses(result, name):
+                parts += [f"- `{name}` is significantly below `minilm` on: {'; '.join(losses)}."]
+            if name != "minilm" and (missing := unmeasured(result, name)):
+                parts += [f"- `{name}` is not compared with `minilm` yet on: {', '.join(missing)} (run "
+                          "`python -m benchmarks.embedding --sections routing --home <the home of the saved runs>` "
+                          "to complete them)."]
+    return "\n".join(parts) + "\n"
+
+
+def write_table(result: dict[str, Any], page: Path = PAGE) -> Path:
+    """Write the page generated from a result dict; returns its path."""
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render(result))
+    return page
+
+
+if __name__ == "__main__":
+    print(write_table(json.loads(RESULTS.read_text())))

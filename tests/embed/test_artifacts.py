@@ -1,0 +1,92 @@
+"""Model files built once into a cache folder: reuse, interruption, concurrent builders, stale leftovers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from uniroute.embed import artifacts
+
+RECIPE = {"source": "test", "setting": 1}
+
+
+def write_model(folder: Path, text: str = "weights") -> None:
+    """A builder: one small file, and a line in a shared log per call (so tests can count builds)."""
+    (folder / "model.bin").write_text(text)
+    log = os.environ.get("ARTIFACT_TEST_LOG")
+    if log:
+        with open(log, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+
+def slow_write_model(folder: Path) -> None:
+    time.sleep(1.0)
+    write_model(folder)
+
+
+def build_in_child(cache_dir: str, log: str) -> str:
+    os.environ["ARTIFACT_TEST_LOG"] = log
+    return artifacts.built_artifact(Path(cache_dir), "toy", RECIPE, slow_write_model).fingerprint
+
+
+def test_built_once_then_reused(tmp_path: Path) -> None:
+    calls = []
+
+    def build(folder: Path) -> None:
+        calls.append(folder)
+        write_model(folder)
+
+    first = artifacts.built_artifact(tmp_path, "toy", RECIPE, build)
+    again = artifacts.built_artifact(tmp_path, "toy", RECIPE, build)
+    assert len(calls) == 1 and first == again
+    assert (first.path / "model.bin").read_text() == "weights"
+    assert first.path.parent == tmp_path / "embedders" and first.recipe == RECIPE
+    assert first.fingerprint == artifacts.files_fingerprint(first.path) and len(first.fingerprint) == 12
+    # Another recipe is another folder; other bytes give another fingerprint.
+    other = artifacts.built_artifact(tmp_path, "toy", {**RECIPE, "setting": 2}, lambda f: write_model(f, "other"))
+    assert other.path != first.path and other.fingerprint != first.fingerprint
+    assert [p.name for p in (tmp_path / "embedders").iterdir() if ".tmp-" in p.name] == []
+
+
+def test_a_failed_build_leaves_nothing_and_the_next_one_builds(tmp_path: Path) -> None:
+    def broken(folder: Path) -> None:
+        (folder / "model.bin").write_text("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        artifacts.built_artifact(tmp_path, "toy", RECIPE, broken)
+    assert sorted(p.name for p in (tmp_path / "embedders").iterdir() if not p.name.endswith(".lock")) == []
+    built = artifacts.built_artifact(tmp_path, "toy", RECIPE, write_model)
+    assert (built.path / "model.bin").read_text() == "weights"
+
+
+def test_a_killed_builder_is_cleaned_up_by_the_next(tmp_path: Path) -> None:
+    code = ("import sys, time; from pathlib import Path; from uniroute.embed import artifacts\n"
+            "def build(folder):\n    (folder / 'model.bin').write_text('half'); print('building', flush=True); "
+            "time.sleep(60)\n"
+            f"artifacts.built_artifact(Path(sys.argv[1]), 'toy', {RECIPE!r}, build)\n")
+    child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert child.stdout.readline().strip() == "building"
+    os.kill(child.pid, signal.SIGKILL)  # no cleanup runs: the lock dies with the process, the temp folder stays
+    child.wait()
+    assert [p for p in (tmp_path / "embedders").iterdir() if ".tmp-" in p.name]
+    built = artifacts.built_artifact(tmp_path, "toy", RECIPE, write_model)
+    assert (built.path / "model.bin").read_text() == "weights"
+    assert [p for p in (tmp_path / "embedders").iterdir() if ".tmp-" in p.name] == []
+
+
+def test_concurrent_builders_build_once(tmp_path: Path) -> None:
+    log = tmp_path / "builds.log"
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(2) as pool:
+        fingerprints = pool.starmap(build_in_child, [(str(tmp_path / "cache"), str(log))] * 2)
+    assert len(set(fingerprints)) == 1
+    assert len(log.read_text().split()) == 1  # the second process waited and reused the first one's build

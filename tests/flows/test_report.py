@@ -1,0 +1,111 @@
+"""The Markdown and tables flow runs leave in Prefect, built from result objects and the hand-checked store."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from flows.report import (
+    build_markdown,
+    build_run_name,
+    evaluation_rows,
+    inbox_run_name,
+    mlflow_links,
+    onboard_run_name,
+    onboarding_markdown,
+    publish_markdown,
+    publish_run_name,
+)
+from tests.sql.views_store import write_views_store
+from uniroute import store
+from uniroute.ingest.inbox import InboxOutcome
+from uniroute.ingest.load import IngestSummary
+from uniroute.pipeline.build import BuildResult
+from uniroute.pipeline.onboard import OnboardResult
+from uniroute.pipeline.publish import PublishResult
+from uniroute.settings import Settings
+
+
+def _build() -> BuildResult:
+    return BuildResult(
+        router_id="R2", learned_map_router_id="L2", k=2, k_learned_map=3, val_area=0.61234, promoted=True,
+        reason="validation Area 0.6123 >= champion's 0.6000",
+        metrics={"zero": {"area": 0.5, "area50": 0.2, "qnc": math.inf, "peak": 0.7},
+                 "kmeans": {"area": 0.6, "area50": 0.25, "qnc": 0.41666, "peak": 0.8}},
+        models=("a", "b", "c"), excluded_models=(), roles={"training": ["a", "b", "c"]},
+        n_prompts={"train": 60, "val": 10, "test": 30}, seconds={"fit": 1.25})
+
+
+def _query(db: Path, name: str, **params):
+    with store.opened(db, read_only=True) as con:
+        return store.query(con, name, **params)
+
+
+def test_evaluation_rows_are_json_safe_and_best_first():
+    assert evaluation_rows(_build()) == [
+        {"method": "kmeans", "area": 0.6, "area50": 0.25, "qnc": 0.4167, "peak": 0.8},
+        {"method": "zero", "area": 0.5, "area50": 0.2, "qnc": "inf", "peak": 0.7}]
+
+
+def test_build_markdown_shows_outcome_candidates_evaluation_and_mlflow_links(db_path):
+    db = write_views_store(db_path)
+    candidates = _query(db, "build_candidates", router_id="R2")
+    # R2 stands in for this build's served router (no candidate was written beside it); R1 is the champion
+    # it was measured against.
+    assert candidates[["role", "router_id"]].values.tolist() == [
+        ["this build (served)", "R2"], ["champion before this build", "R1"]]
+    links = mlflow_links(Settings(mlflow_port=5123), "run1")
+    assert links == {"run": "http://127.0.0.1:5123/#/runs/run1",
+                     "curves": "http://127.0.0.1:5123/get-artifact?path=deferral_curves.png&run_uuid=run1"}
+    text = build_markdown(_build(), candidates, "run1", links)
+    assert text.startswith("# Nightly build: R2\n\n**Promoted to champion**: validation Area 0.6123 >= champion's")
+    assert "- MLflow run: [run1](http://127.0.0.1:5123/#/runs/run1), [deferral curves](" in text
+    assert "| this build (served) | R2 | kmeans | 2 | 0.5 | True | test |" in text
+    assert "| kmeans | 0.6 | 0.25 | 0.4167 | 0.8 |" in text and "| zero | 0.5 | 0.2 | inf | 0.7 |" in text
+    assert build_run_name(_build()) == "built R2 K=2 3 models (champion)"
+    assert mlflow_links(Settings(), None) == {}
+
+
+def test_publish_markdown_says_what_changed_and_the_new_traffic_shares(db_path):
+    db = write_views_store(db_path)
+    result = PublishResult(True, "V2", "R2", ("a", "b", "c"), "published")
+    changes = _query(db, "publication_changes", version="V2")
+    traffic = _query(db, "publication_traffic", version="V2")
+    assert publish_markdown(result, changes, traffic) == "\n".join([
+        "# Published V2", "", "Router R2; pool: a, b, c.", "",
+        "## Changes since V1 (budget grid)", "",
+        "| budget | model | pool_change | share_before | share_after | share_change | clusters_gained "
+        "| clusters_lost |",
+        "|---:|---|---|---:|---:|---:|---|---|",
+        "| 0.5 | a |  | 0.75 | 0 | -0.75 | [] | [0] |",
+        "| 0.5 | c | added | 0 | 0.75 | 0.75 | [0] | [] |",
+        "", "## Traffic share per model at each budget", "",
+        "| model | budget 0.5 |", "|---|---:|", "| a | 0 |", "| b | 0.25 |", "| c | 0.75 |"])
+    first = publish_markdown(PublishResult(True, "V1", "R1", ("a", "b"), "published"),
+                             _query(db, "publication_changes", version="V1"), traffic.iloc[:0])
+    assert "No earlier publication, or no model's traffic changed." in first
+    assert publish_run_name(result) == "published V2"
+    assert publish_run_name(PublishResult(False, "V2", "R2", (), "nothing changed since V2")) == (
+        "unchanged: nothing changed since V2")
+
+
+def test_onboarding_markdown_counts_the_evidence_of_each_new_model(db_path):
+    db = write_views_store(db_path)
+    evidence = _query(db, "models_evidence", router_id="R2", models=["c"])
+    assert evidence[["cluster", "val_answers", "uses_fallback"]].values.tolist() == [[0, 3, False], [1, 0, True]]
+    result = OnboardResult("R2", "R1", ("c",), (), 4, 0.5)
+    text = onboarding_markdown(result, evidence)
+    assert text.startswith("# Onboarding c\n\nonboarded c -> router R2 (parent R1), 4 new prompts embedded, 0.50s.")
+    assert onboard_run_name(result) == "onboarded c -> R2"
+    assert onboard_run_name(OnboardResult("R2", "R1", (), ("c",), 0, 0.1)) == "c already routable in R2"
+    # 2 clusters, 1 with evidence, 1 on fallback; error (.1 * 3 + .5 * 1) / 4 with clusters weighted by their prompts
+    assert "| c | 2 | 1 | 1 | 3 | 0.2 |" in text
+
+
+def test_inbox_run_name_counts_what_happened():
+    summary = IngestSummary("a.csv", "h", "long", "ingested", landed_models=("m2", "m1"))
+    outcomes = [InboxOutcome("a.csv", "ingested", "done/a.csv", summary, None),
+                InboxOutcome("b.csv", "failed", "failed/b.csv", None, "bad"),
+                InboxOutcome("c.csv", "ingested", "done/c.csv", None, None)]
+    assert inbox_run_name(outcomes) == "inbox: 2 ingested, 1 failed; results landed for m1, m2"
+    assert inbox_run_name([]) == "inbox: nothing new"

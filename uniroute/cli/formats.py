@@ -1,0 +1,49 @@
+"""How a result frame is printed: an aligned table, JSON records, CSV or a Markdown table."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def _cell(value: Any) -> str:
+    """One Markdown cell: empty for missing values, six significant digits for floats, no pipes or newlines."""
+    if isinstance(value, list | tuple | np.ndarray):
+        return "[" + ", ".join(_cell(v) for v in value) + "]"
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NaT:
+        return ""
+    if isinstance(value, pd.Timestamp) and value == value.normalize():
+        return value.date().isoformat()  # a DATE column (pandas reads it as a midnight timestamp)
+    text = format(value, ".6g") if isinstance(value, float | np.floating) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table of the frame; numeric columns right-aligned."""
+    columns = [str(c) for c in frame.columns]
+    align = ["---:" if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+             else "---" for c in frame.columns]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def render(frame: pd.DataFrame, fmt: str) -> str:
+    """The frame as text in one of FORMATS (CSV keeps its trailing newline)."""
+    if fmt == "json":
+        return frame.to_json(orient="records", date_format="iso")
+    if fmt == "csv":
+        return frame.to_csv(index=False)
+    if fmt == "markdown":
+        return markdown_table(frame)
+    if fmt != "table":
+        raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if not len(frame):
+        return "(no rows)"
+    with pd.option_context("display.max_rows", 200, "display.max_columns", 50, "display.width", 200):
+        return frame.to_string(index=False)

@@ -1,0 +1,84 @@
+"""An embedder's state as bytes, so a router embeds exactly as it was fitted wherever it runs.
+
+A router is tied to one embedder id. MiniLM is rebuilt from the installed package alone, but a TF-IDF embedder
+is fitted on a build's prompts, and the static and ONNX embedders are files built once into a cache folder (a
+static table rebuilt on another machine need not be bit-identical). Their state travels with every router
+built on them: in the store (`fitted_embedders`), in published snapshots and in MLflow models. The bytes are
+npz of plain arrays (no pickle); a restored model file is written under its fingerprint into a folder the
+caller gives, so restoring twice reuses it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder
+from uniroute.embed.static import StaticEmbedder
+from uniroute.embed.tfidf import STATE_FORMAT as TFIDF_FORMAT
+from uniroute.embed.tfidf import TfidfEmbedder, tfidf_from_bytes, tfidf_to_bytes
+
+FORMAT = "uniroute-embedder-file"
+# Where restored model files go when the caller has no cache folder: content-addressed, shared by processes.
+DEFAULT_FOLDER = Path(tempfile.gettempdir()) / "uniroute-embedders"
+
+
+def embedder_state(embedder: Any) -> bytes | None:
+    """The bytes that rebuild this embedder exactly, or None when it is rebuilt from the installed package."""
+    if isinstance(embedder, TfidfEmbedder):
+        return tfidf_to_bytes(embedder)
+    if isinstance(embedder, StaticEmbedder):
+        fields = {"kind": "static", "pca_dims": embedder.pca_dims, "sif_coefficient": embedder.sif_coefficient,
+                  "max_tokens": embedder.max_tokens, "dim": embedder.dim}
+        return _file_state(embedder.table_file, embedder.fingerprint, fields)
+    if isinstance(embedder, MiniLMOnnxEmbedder):
+        fields = {"kind": "minilm-onnx", "quantization": embedder.quantization, "batch_size": embedder.batch_size}
+        return _file_state(embedder.model_file, embedder.fingerprint, fields)
+    return None
+
+
+def _file_state(path: str, fingerprint: str, fields: dict[str, Any]) -> bytes:
+    header = {"format": FORMAT, "version": 1, "fingerprint": fingerprint, "suffix": Path(path).suffix, **fields}
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.array(json.dumps(header)),
+             file=np.frombuffer(Path(path).read_bytes(), dtype=np.uint8))
+    return buffer.getvalue()
+
+
+def _restored_file(content: np.ndarray, name: str, folder: Path) -> str:
+    """The model file written once under folder (atomically: a temporary name, then a rename)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if not path.exists():
+        handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+        with os.fdopen(handle, "wb") as out:
+            out.write(content.tobytes())
+        os.replace(tmp, path)
+    return str(path)
+
+
+def embedder_from_state(data: bytes, folder: Path | None = None, progress: bool = False) -> Any:
+    """The embedder saved by embedder_state; a model file is written once under folder (default: DEFAULT_FOLDER)."""
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as saved:
+        header = json.loads(str(saved["header"]))
+        if header.get("format") == TFIDF_FORMAT:
+            return tfidf_from_bytes(data, progress=progress)
+        if header.get("format") != FORMAT:
+            raise ValueError(f"not a saved embedder (format {header.get('format')!r})")
+        folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+        name = f"{header['kind']}-{header['fingerprint']}{header['suffix']}"
+        path = _restored_file(saved["file"], name, folder / "restored")
+    if header["kind"] == "static":
+        return StaticEmbedder(path, header["fingerprint"], dim=header["dim"], pca_dims=header["pca_dims"],
+                              sif_coefficient=header["sif_coefficient"], max_tokens=header["max_tokens"],
+                              progress=progress)
+    if header["kind"] == "minilm-onnx":
+        return MiniLMOnnxEmbedder(path, header["fingerprint"], header["quantization"],
+                                  batch_size=header["batch_size"], progress=progress)
+    raise ValueError(f"a saved embedder of unknown kind {header['kind']!r}")

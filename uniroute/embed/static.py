@@ -1,0 +1,182 @@
+"""A static (model2vec-style) embedder distilled once, offline, from the local MiniLM: a prompt's vector is the
+normalised sum of its tokens' rows in one table. No transformer runs at encode time, so no torch either.
+
+The distillation follows model2vec's `distill` (MinishLab/model2vec, model2vec/distill/distillation.py and
+inference.py, version 0.8): every vocabulary token is run through the teacher as `[CLS] token [SEP]` and the
+three output states are mean-pooled; `[unusedN]` tokens are dropped; PCA reduces the rows (256 dimensions by
+default); each row is then weighted by SIF, a / (a + p(token)), with p estimated from Zipf's law on the
+token's rank in the vocabulary. model2vec's own `distill` extra pins older transformers/tokenizers than this
+project's, so the same steps are written here with the libraries we already have; the few deviations are
+commented where they happen.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from uniroute.embed.artifacts import built_artifact
+from uniroute.embed.base import check_texts, unit_rows
+from uniroute.embed.minilm import minilm_path, minilm_version
+from uniroute.embed.tokens import wordpiece_tokenizer
+
+log = logging.getLogger(__name__)
+
+TABLE_FILE = "static.npz"
+STATIC_PCA_DIMS = 256        # model2vec's default
+STATIC_SIF_COEFFICIENT = 1e-4  # model2vec's default
+REMOVED_TOKENS = r"\[unused\d+\]"  # model2vec's default token_remove_pattern
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# Vocabulary entries per teacher forward pass while distilling (each a 3-token sequence).
+DISTIL_BATCH = 1024
+
+
+def _static_recipe(pca_dims: int, sif_coefficient: float) -> dict[str, object]:
+    """Everything that decides the built table (library versions from metadata: no torch import)."""
+    return {
+        "source": f"all-MiniLM-L6-v2@{minilm_version()}",
+        "teacher_input": "[CLS] token [SEP], mean of the 3 output states",
+        "removed": REMOVED_TOKENS,
+        "pca_dims": pca_dims,
+        "sif_coefficient": sif_coefficient,
+        "torch": version("torch"),
+        "transformers": version("transformers"),
+        "scikit-learn": version("scikit-learn"),
+    }
+
+
+def teacher_token_vectors(token_ids: np.ndarray, cls_id: int, sep_id: int) -> np.ndarray:
+    """(len(token_ids), 384) float32: MiniLM's mean output state over `[CLS] token [SEP]` for each token."""
+    import torch
+    from transformers import AutoModel
+
+    bert = AutoModel.from_pretrained(str(minilm_path())).eval()
+    threads = torch.get_num_threads()
+    # One thread: the cores are shared. The table's bits still depend on the process's thread environment (a
+    # rebuild under OMP_NUM_THREADS=1 got another fingerprint than one with the default threads: benchmarks/results/
+    # embedding.json, `build`), which is why the fingerprint is in the id: a router refuses vectors from another build.
+    torch.set_num_threads(1)
+    parts = []
+    try:
+        with torch.inference_mode():
+            for lo in range(0, len(token_ids), DISTIL_BATCH):
+                middle = torch.as_tensor(token_ids[lo : lo + DISTIL_BATCH], dtype=torch.long)[:, None]
+                ids = torch.cat([torch.full_like(middle, cls_id), middle, torch.full_like(middle, sep_id)], dim=1)
+                hidden = bert(input_ids=ids, attention_mask=torch.ones_like(ids),
+                              token_type_ids=torch.zeros_like(ids)).last_hidden_state  # (b, 3, 384)
+                parts.append(hidden.mean(dim=1).numpy())
+    finally:
+        torch.set_num_threads(threads)
+    return np.concatenate(parts).astype(np.float32)
+
+
+def sif_weights(n: int, sif_coefficient: float) -> np.ndarray:
+    """(n,) SIF weights a / (a + p_r) with Zipf probabilities p_r proportional to 1 / (r + 2), r = 0..n-1."""
+    inv_rank = 1.0 / np.arange(2, n + 2)
+    return sif_coefficient / (sif_coefficient + inv_rank / inv_rank.sum())
+
+
+def distil_static(folder: Path, pca_dims: int, sif_coefficient: float) -> None:
+    """Write TABLE_FILE into folder: `vectors` (vocabulary, pca_dims) float32 rows and `used` (vocabulary,) bool."""
+    from sklearn.decomposition import PCA
+
+    vocab = wordpiece_tokenizer(str(minilm_path()), None).get_vocab()  # token -> id
+    tokens = sorted(vocab, key=vocab.get)
+    ids = np.array([vocab[t] for t in tokens])
+    removed = re.compile(REMOVED_TOKENS)
+    kept = np.array([not removed.fullmatch(t) for t in tokens])
+    log.info("distilling a static table: %d tokens through MiniLM", int(kept.sum()))
+    teacher = teacher_token_vectors(ids[kept], vocab["[CLS]"], vocab["[SEP]"])  # (kept, 384)
+    # Deviation: model2vec fits PCA on every kept row, special tokens included; those five rows are never
+    # summed here (see `used`), so leaving them in or out changes the fit negligibly. We keep model2vec's rows.
+    reduced = PCA(n_components=pca_dims, svd_solver="full").fit_transform(teacher.astype(np.float64))
+    # Zipf rank = position in the vocabulary once [unusedN] are removed (WordPiece ids run roughly by frequency).
+    weighted = reduced * sif_weights(len(reduced), sif_coefficient)[:, None]
+    vectors = np.zeros((len(tokens), pca_dims), dtype=np.float32)
+    vectors[ids[kept]] = weighted
+    used = np.zeros(len(tokens), dtype=bool)
+    used[ids[kept]] = True
+    # Deviation: model2vec drops only [UNK] from a sentence's tokens (and adds no [CLS]/[SEP]); [PAD] and [MASK]
+    # can still appear when a prompt spells them out. They carry no meaning of the prompt, so they are dropped.
+    used[[vocab[t] for t in SPECIAL_TOKENS]] = False
+    # Deviation: float32, not model2vec's default float16, so the table is the distilled numbers themselves.
+    np.savez(folder / TABLE_FILE, vectors=vectors, used=used)
+
+
+@functools.lru_cache(maxsize=4)
+def _table(table_file: str) -> tuple[np.ndarray, np.ndarray]:
+    """(vocabulary, dim) float32 rows and (vocabulary,) bool used flags, loaded once per process."""
+    with np.load(table_file, allow_pickle=False) as saved:
+        return np.ascontiguousarray(saved["vectors"], dtype=np.float32), saved["used"].astype(bool)
+
+
+@dataclass(frozen=True)
+class StaticEmbedder:
+    """Token-table embedder distilled from MiniLM; picklable (the table is loaded per process on first use)."""
+
+    table_file: str
+    fingerprint: str  # of the built table: a rebuilt, different table gets a different id
+    dim: int
+    pca_dims: int = STATIC_PCA_DIMS
+    sif_coefficient: float = STATIC_SIF_COEFFICIENT
+    max_tokens: int | None = None  # None: every token of the prompt; else the LAST max_tokens (as `minilm`)
+    progress: bool = True
+    embedder_id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1 or None, got {self.max_tokens}")
+        span = "all" if self.max_tokens is None else f"left{self.max_tokens}"
+        ident = (f"static:all-MiniLM-L6-v2@{minilm_version()}:m2v-pca{self.pca_dims}-sif{self.sif_coefficient:g}"
+                 f":{span}:d{self.dim}:{self.fingerprint}")
+        object.__setattr__(self, "embedder_id", ident)
+
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
+        """The token table and its used flags (cached per process)."""
+        return _table(self.table_file)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32 unit vectors: the sum of each text's token rows; a text without tokens is zero."""
+        from scipy.sparse import csr_matrix
+
+        texts = check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors, used = self.table()
+        encodings = wordpiece_tokenizer(str(minilm_path()), self.max_tokens).encode_batch(
+            texts, add_special_tokens=False
+        )
+        token_ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
+        token_ids = [ids[used[ids]] for ids in token_ids]
+        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(ids) for ids in token_ids], out=indptr[1:])
+        flat = np.concatenate(token_ids)
+        # (n, vocabulary) token counts times the (vocabulary, dim) table: the sums, without an (all tokens, dim)
+        # intermediate. The mean model2vec takes differs from the sum only in length, which unit_rows removes.
+        counts = csr_matrix((np.ones(len(flat), dtype=np.float32), flat, indptr), shape=(len(texts), len(used)))
+        return unit_rows(np.asarray(counts @ vectors))
+
+
+def load_static(
+    cache_dir: Path, max_tokens: int | None = None, pca_dims: int = STATIC_PCA_DIMS,
+    sif_coefficient: float = STATIC_SIF_COEFFICIENT, progress: bool = True,
+) -> StaticEmbedder:
+    """The static embedder, distilling its table into cache_dir the first time (about a minute on one core)."""
+    if not 0 < sif_coefficient < 1:
+        raise ValueError(f"sif_coefficient must be in (0, 1), got {sif_coefficient}")
+    if not 1 <= pca_dims <= 384:
+        raise ValueError(f"pca_dims must be in [1, 384], got {pca_dims}")
+    artifact = built_artifact(cache_dir, "static", _static_recipe(pca_dims, sif_coefficient),
+                              functools.partial(distil_static, pca_dims=pca_dims, sif_coefficient=sif_coefficient))
+    table_file = str(artifact.path / TABLE_FILE)
+    embedder = StaticEmbedder(table_file, artifact.fingerprint, dim=pca_dims, pca_dims=pca_dims,
+                              sif_coefficient=sif_coefficient, max_tokens=max_tokens, progress=progress)
+    embedder.table()
+    return embedder

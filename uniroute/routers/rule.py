@@ -1,0 +1,183 @@
+"""What every router kind shares: the rule argmin over the allowed pool of gamma(x, m) + lambda * c(m) (paper
+eq. 5), the pool, the budget-to-lambda conversion and the embedder check. A kind supplies gamma.
+
+Shapes: X (n, d) float32, costs (M,), gamma (n, M).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from uniroute.routers.kmeans import as_float32_matrix
+
+log = logging.getLogger(__name__)
+
+ROUTE_BLOCK = 4096  # rows per block when routing through gamma (a soft map or K-NN)
+
+
+class EmbedderMismatch(ValueError):
+    """Prompts embedded by one embedder were given to a router fitted on another."""
+
+
+def argmin_cheapest(scores: np.ndarray, costs: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """(n,) entry of candidates minimising scores (n, M)[:, m]; ties go to the cheaper, then the lower index."""
+    # Reorder the candidate columns by (cost, index): argmin returns the first minimum, which is then the
+    # cheapest among tied models and, among equal costs, the lowest index.
+    order = candidates[np.lexsort((candidates, costs[candidates]))]
+    return order[np.argmin(scores[:, order], axis=1)]
+
+
+class RoutingRule:
+    """The routing surface of every router kind; subclasses are frozen dataclasses with embedder_id, models,
+    costs and a gamma(X) (n, M) of estimated losses."""
+
+    embedder_id: str
+    models: tuple[str, ...]
+    costs: np.ndarray
+
+    def gamma(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - every kind defines it
+        raise NotImplementedError
+
+    def budget_reference(self) -> np.ndarray:  # pragma: no cover - every kind defines it
+        """(n, d) prompts that stand in for the validation prompts when a budget is turned into lambda."""
+        raise NotImplementedError
+
+    def check_embedder(self, embedder_id: str) -> None:
+        """Refuse prompts embedded by a different embedder than the router was fitted on."""
+        if embedder_id != self.embedder_id:
+            raise EmbedderMismatch(
+                f"prompts were embedded with {embedder_id!r} but this router was fitted on {self.embedder_id!r}"
+            )
+
+    def pool_indices(self, pool: Sequence[str] | None = None) -> np.ndarray:
+        """(P,) sorted int64 indices into self.models of the allowed pool (None = every model)."""
+        if pool is None:
+            return np.arange(len(self.models), dtype=np.int64)
+        if isinstance(pool, str):
+            raise TypeError(f"pool must be a sequence of model names, not the string {pool!r}")
+        index = {m: i for i, m in enumerate(self.models)}
+        unknown = sorted({p for p in pool if p not in index})
+        if unknown:
+            raise ValueError(f"unknown models in pool: {unknown} (router models: {list(self.models)})")
+        if len(pool) == 0:
+            raise ValueError("the pool is empty: name at least one model")
+        return np.array(sorted({index[p] for p in pool}), dtype=np.int64)
+
+    def route(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> np.ndarray:
+        """(n,) int64 index into self.models: argmin over the pool of gamma + lam * cost (ties: cheaper, lower)."""
+        lam = check_lambda(lam)
+        candidates = self.pool_indices(pool)
+        # In row blocks so no (n, M) temporary is kept; columns in (cost, index) order once, so argmin's first
+        # minimum applies the tie rule.
+        order = candidates[np.lexsort((candidates, self.costs[candidates]))]
+        penalty = lam * self.costs[order]  # (P,)
+        X = as_float32_matrix(X)
+        out = np.empty(X.shape[0], dtype=np.int64)
+        for start in range(0, X.shape[0], ROUTE_BLOCK):
+            gamma = self.gamma(X[start : start + ROUTE_BLOCK])[:, order]
+            out[start : start + gamma.shape[0]] = order[np.argmin(gamma + penalty, axis=1)]
+        return out
+
+    def route_names(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> np.ndarray:
+        """(n,) model names chosen for each prompt."""
+        return np.asarray(self.models, dtype=object)[self.route(X, lam, pool)]
+
+    def _budget_rows(self, X_val: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct gamma rows (R, P), weights (R,)) of the validation prompts; kinds may merge equal rows."""
+        return self.gamma(X_val)[:, candidates], np.ones(X_val.shape[0])
+
+    def lambda_for_budget(
+        self, X_val: np.ndarray | None, budget: float, pool: Sequence[str] | None = None
+    ) -> float:
+        """Smallest lambda whose mean routed cost on X_val is <= budget * (cost of the priciest pool model).
+
+        X_val None: the router's own stand-in for its validation prompts (budget_reference).
+        """
+        if not np.isfinite(budget) or budget < 0:
+            raise ValueError(f"budget must be a finite fraction >= 0, got {budget}")
+        if X_val is None:
+            X_val = self.budget_reference()
+        candidates = self.pool_indices(pool)
+        costs = self.costs[candidates]
+        target = float(budget) * float(costs.max())
+        rows, weights = self._budget_rows(X_val, candidates)
+        if rows.shape[0] == 0:
+            raise ValueError("X_val is empty: cannot turn a budget into lambda")
+        lam, mean_cost = lambda_for_mean_cost(rows, costs, weights / weights.sum(), target)
+        if lam is None:
+            raise ValueError(
+                f"budget {budget} (mean cost {target:.6g}) is below the least achievable mean cost "
+                f"{mean_cost:.6g} (fraction {mean_cost / costs.max():.6g}) for this pool"
+            )
+        # The breakpoint is exact in real arithmetic; in floats the tie at it may tip the other way, so
+        # step up until routing itself meets the target (a few ulps at most).
+        for _ in range(200):
+            chosen = self.route(X_val, lam, pool)
+            if float(self.costs[chosen].mean()) <= target * (1 + 1e-12) + 1e-300:
+                return float(lam)
+            lam = max(np.nextafter(lam, np.inf), lam * (1 + 1e-12), 1e-300)
+        raise RuntimeError(f"lambda_for_budget did not converge at lambda={lam} for budget {budget}")
+
+
+def check_lambda(lam: float) -> float:
+    """lam as a float; an error unless finite and >= 0."""
+    lam = float(lam)
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"lambda must be finite and >= 0, got {lam}")
+    return lam
+
+
+def lambda_for_mean_cost(
+    rows: np.ndarray, costs: np.ndarray, weights: np.ndarray, target: float
+) -> tuple[float | None, float]:
+    """Smallest lambda at which the weighted mean routed cost is <= target, and the least reachable cost.
+
+    rows (R, P): distinct gamma rows; costs (P,); weights (R,) summing to 1. Walks each row's lower envelope
+    of the lines gamma_m + lambda * c_m as lambda grows from 0: the choice only ever moves to cheaper models,
+    and each switch is an event (lambda, cost drop). The mean cost is a non-increasing step function of
+    lambda, right-continuous because ties go to the cheaper model, so the answer is 0 or one of the events.
+    """
+    n_rows, p = rows.shape
+    idx = np.arange(p)
+    ar = np.arange(n_rows)
+    cur = argmin_cheapest(rows, costs, idx)  # (R,) choice at lambda = 0
+    cur_lam = np.zeros(n_rows)
+    mean_cost0 = float(weights @ costs[cur])
+    ev_lam: list[np.ndarray] = []
+    ev_drop: list[np.ndarray] = []
+    for _ in range(p):
+        c_cur = costs[cur][:, None]  # (R, 1)
+        g_cur = rows[ar, cur][:, None]
+        cheaper = costs[None, :] < c_cur  # (R, P)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = np.where(cheaper, (rows - g_cur) / (c_cur - costs[None, :]), np.inf)
+        # A cheaper model can only overtake at or after the current lambda (else it would be chosen already).
+        cross = np.maximum(cross, cur_lam[:, None])
+        nxt_lam = cross.min(axis=1)
+        active = np.isfinite(nxt_lam)
+        if not active.any():
+            break
+        # Among models crossing at the same lambda, the cheapest wins (then the lowest index).
+        tied = np.where(cross == nxt_lam[:, None], 0.0, np.inf)
+        nxt = argmin_cheapest(tied, costs, idx)
+        ev_lam.append(nxt_lam[active])
+        ev_drop.append(weights[active] * (costs[cur[active]] - costs[nxt[active]]))
+        cur = np.where(active, nxt, cur)
+        cur_lam = np.where(active, nxt_lam, cur_lam)
+    min_cost = float(weights @ costs[cur])
+    if mean_cost0 <= target:
+        return 0.0, mean_cost0
+    if not ev_lam or min_cost > target * (1 + 1e-12):
+        return None, min_cost
+    lams = np.concatenate(ev_lam)
+    drops = np.concatenate(ev_drop)
+    order = np.argsort(lams, kind="stable")
+    lams, drops = lams[order], drops[order]
+    # Group events at an identical lambda: the step happens once for all of them.
+    uniq, first = np.unique(lams, return_index=True)
+    mean_after = mean_cost0 - np.add.reduceat(drops, first).cumsum()
+    hit = np.nonzero(mean_after <= target * (1 + 1e-12))[0]
+    return float(uniq[hit[0]]), min_cost
