@@ -22,7 +22,8 @@ BUILT_EMBEDDERS = ("minilm-onnx", "static")
 
 AnyEmbedder = MiniLMEmbedder | MiniLMOnnxEmbedder | StaticEmbedder | TfidfEmbedder
 # Evaluation only: distilled from an attribute labels file. Not in EMBEDDERS because routers built on it could
-# not be stored (embed.portable does not carry its heads yet), so build and onboarding refuse it.
+# not be stored (embed.portable does not carry its heads yet): `uniroute build` refuses it, and make_embedder
+# without labels.
 ATTRIBUTES_EMBEDDER = "attributes"
 
 
