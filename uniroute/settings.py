@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Every switch that stops a library from reaching the network or phoning home. Applied by the
@@ -47,6 +48,12 @@ class Settings(BaseSettings):
     prefect_port: int = 4200
     mlflow_port: int = 5000
     shared_datasets: Path = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+    # The prompt-attribute annotator (`uniroute annotate`): any OpenAI-compatible chat endpoint, e.g. a local
+    # model server at http://127.0.0.1:8000/v1; the key is sent as a bearer token when given.
+    annotator_url: str | None = None
+    annotator_model: str = ""
+    annotator_key: SecretStr | None = None
+    annotator_timeout_seconds: float = 60.0
 
     @property
     def db_path(self) -> Path:

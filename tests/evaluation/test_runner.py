@@ -17,18 +17,18 @@ def synthetic():
 
 
 def test_three_trials_in_process_report(synthetic) -> None:
-    from uniroute.evaluation import METHODS, EvalConfig, evaluate
+    from uniroute.evaluation import DEFAULT_METHODS, EvalConfig, evaluate
 
     data, X = synthetic
     assert data.excluded_models == ("model-7",)
     config = EvalConfig(seed=0, val_sizes=(10,), oracle_epochs=3)
     report, study, results = evaluate(data, X, 3, config, workers=0)
     assert report["trials"] == 3 and len(results) == 3
-    assert set(report["methods"]) == set(METHODS)
+    assert set(report["methods"]) == set(DEFAULT_METHODS)
     for s in report["methods"].values():
         assert 0 < s["area50"] < s["area"] <= s["peak"] <= 1
         assert 0 <= s["qnc_inf_frac"] <= 1
-    assert len(report["sign_tests"]) == len(METHODS) * (len(METHODS) - 1) // 2
+    assert len(report["sign_tests"]) == len(DEFAULT_METHODS) * (len(DEFAULT_METHODS) - 1) // 2
     for t in report["sign_tests"].values():
         assert t["wins"] + t["losses"] <= 3 and 0 < t["p"] <= 1
     for m in ("knn", "kmeans", "kmeans_shrunk", "learnedmap"):

@@ -26,7 +26,7 @@ def snapshot(db_path: Path) -> dict[str, list[tuple]]:
     """Every row of the tables ingestion writes, sorted, for before/after comparisons."""
     out = {}
     with store.opened(db_path) as con:
-        for table in ("prompts", "models", "results", "prompt_keys", "ingested_files", "quarantine"):
+        for table in ("prompts", "models", "results", "battles", "prompt_keys", "ingested_files", "quarantine"):
             out[table] = sorted(con.execute(f"select * from {table}").fetchall(), key=repr)
     return out
 

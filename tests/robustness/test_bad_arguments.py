@@ -68,6 +68,9 @@ CASES = {
     "zero trials": (["evaluate", "--data", "{missing}", "--out", "{missing}", "--trials", "0"],
                     r"--trials must be >= 1"),
     "evaluate a missing file": (["evaluate", "--data", "{missing}", "--out", "{missing}"], r"no such file"),
+    "build with the attributes embedder": (["build", "--embedder", "attributes"],
+                                           r"attributes embedder is for evaluation only.*build with one of minilm"),
+    "build with an unknown embedder": (["build", "--embedder", "nope"], r"unknown embedder 'nope'"),
 }
 
 

@@ -1,11 +1,11 @@
 """The `uniroute` command line: a thin edge that builds Settings from the environment and calls the library.
 
 Each command module registers its commands on the one Typer `app` (`data`: ingest, synth, sql, models;
-`evaluation`: evaluate, report; `operations`: build, onboard, retire, publish, route). Errors are one line on
-stderr with a non-zero exit; results go to stdout, as JSON with --json.
+`evaluation`: evaluate, report; `operations`: build, onboard, retire, publish, route; `paper`: arena-battles,
+annotate). Errors are one line on stderr with a non-zero exit; results go to stdout, as JSON with --json.
 """
 
-from uniroute.cli import data, evaluation, operations  # noqa: F401  (importing registers the commands)
+from uniroute.cli import data, evaluation, operations, paper  # noqa: F401  (importing registers the commands)
 from uniroute.cli.app import app
 
 __all__ = ["app"]

@@ -26,7 +26,8 @@ from uniroute.cli.app import (
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Benchmark log files (long CSV/JSONL/Parquet, "
-                                                "RouterBench wide CSV, RouterDC JSON); detected by content.")],
+                                                "RouterBench wide CSV, RouterDC JSON, pairwise preferences in the "
+                                                "Chatbot Arena convention); detected by content.")],
     split: Annotated[str | None, typer.Option(help="Mark every prompt of these files as train, val or test.")] = None,
     as_json: JsonFlag = False,
 ):

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from uniroute.cli.app import JsonFlag, app, fail, settings_from_env
+from uniroute.cli.app import JsonFlag, app, fail, one_line_errors, settings_from_env
 
 
 def _int_list(text: str | None, what: str, allow_all: bool = False) -> list[int]:
@@ -33,11 +33,13 @@ def evaluate(
     trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed; trial t uses numpy default_rng((seed, t)).")] = 0,
     embedder: Annotated[str | None, typer.Option(
-        help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
+        help="minilm, minilm-onnx, static, tfidf or attributes (default: UNIROUTE_EMBEDDER)."
     )] = None,
     methods: Annotated[str, typer.Option(help="Comma-separated methods to compare: zero, the router kinds knn, "
                                          "kmeans, kmeans_shrunk and learnedmap, auto (the kind chosen on "
-                                         "validation), and the clairvoyant oracles mlp and matfac.")] = (
+                                         "validation), the clairvoyant oracles mlp and matfac, and pairwise "
+                                         "(K-means from arena-style battles drawn from the labels; not run "
+                                         "unless named).")] = (
         "zero,knn,kmeans,kmeans_shrunk,learnedmap,auto,mlp,matfac"
     ),
     val_sizes: Annotated[str | None, typer.Option(
@@ -48,9 +50,22 @@ def evaluate(
     workers: Annotated[int, typer.Option(help="Dask worker processes (0: run the trials in this process).")] = 2,
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address (default: UNIROUTE_DASK_ADDRESS; "
                                                   "none starts a local cluster).")] = None,
+    test_data: Annotated[Path | None, typer.Option(
+        "--test-data", help="Transfer: train on --data (pointwise or pairwise) and test on this log's prompts "
+        "(pointwise) over the LLMs both share.")] = None,
+    train_benchmarks: Annotated[str | None, typer.Option(help="Transfer: only these benchmarks of --data.")] = None,
+    test_benchmarks: Annotated[str | None, typer.Option(help="Transfer: only these benchmarks of --test-data.")] = None,
+    test_fraction: Annotated[float, typer.Option(help="Transfer: share of the test log's prompts per trial.")] = 0.5,
+    attribute_labels: Annotated[Path | None, typer.Option(
+        help="--embedder attributes: prompt_id and one 0/1 column per attribute (see `uniroute annotate`).")] = None,
+    attribute_base: Annotated[str, typer.Option(help="--embedder attributes: the frozen embedder the heads read.")] = (
+        "static"),
     as_json: JsonFlag = False,
 ):
-    """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5)."""
+    """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5).
+
+    Without costs in the data, the comparison is quality-only: mean test score at lambda = 0 next to the best
+    single LLM and the oracle. With --test-data, the transfer protocol (train on one log, test on another)."""
     from uniroute import evaluation as ev
 
     settings = settings_from_env()
@@ -60,19 +75,36 @@ def evaluate(
         fail(f"--trials must be >= 1, got {trials}")
     if workers < 0:
         fail(f"--workers must be >= 0, got {workers}")
+    name = embedder or settings.embedder
+    attributes = _AttributeOptions(attribute_labels, attribute_base) if name == "attributes" else None
+    if attributes is not None and attribute_labels is None:
+        fail("--embedder attributes needs --attribute-labels FILE (prompt_id and one 0/1 column per attribute)")
+    if test_data is not None:
+        _transfer(settings, data, test_data, out, trials, seed, name, attributes, method_list, prompt_part, workers,
+                  scheduler, train_benchmarks, test_benchmarks, test_fraction, as_json)
+        return
+    if train_benchmarks or test_benchmarks:
+        fail("--train-benchmarks and --test-benchmarks select the logs of a transfer: give --test-data too")
+    from uniroute.ingest import is_pairwise_file
+
+    if not data.is_dir() and is_pairwise_file(data):
+        fail(f"{data}: pairwise preferences; routers are scored on pointwise labels: give them with --test-data "
+             "(transfer), or evaluate `--methods ...,pairwise` on a pointwise log")
+    quality_only = False
     try:
         config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes))
-        eval_data = ev.eval_data_from_frame(ev.long_frame(data))
+        frame = ev.long_frame(data)
+        quality_only = not ev.has_costs(frame)
+        eval_data = ev.unit_cost_data(frame) if quality_only else ev.eval_data_from_frame(frame)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
     if eval_data.excluded_models:
         typer.echo(f"excluded (no cost, so no place on a cost axis): {', '.join(eval_data.excluded_models)}", err=True)
-    name = embedder or settings.embedder
     try:
         texts = ev.prompt_texts(eval_data.prompts, prompt_part)
+        X, embedder_id, about = _embeddings(settings, texts, eval_data.prompt_ids, name, attributes, seed)
     except ValueError as exc:
         fail(str(exc))
-    X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed, cache_dir=settings.cache_dir)
     typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
                f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
 
@@ -85,27 +117,159 @@ def evaluate(
         progress=progress,
     )
     dataset = data.name if data.is_dir() else data.stem
-    report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data))
-    paths = ev.write_outputs(report, study, results, out, title=f"{dataset}: {trials} trials, {embedder_id}")
+    report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data), **about)
+    title = f"{dataset}: {trials} trials, {embedder_id}"
+    if quality_only:
+        report = ev.quality_report(report, results, ev.protocol_oracles(eval_data.routing, config, results))
+        paths = ev.write_transfer_outputs(report, out, title)
+    else:
+        paths = ev.write_outputs(report, study, results, out, title=title)
+    _print_report(report, study, paths, as_json)
+
+
+def _print_report(report: dict, study: dict | None, paths: list[Path], as_json: bool) -> None:
+    from uniroute import evaluation as ev
+
     if as_json:
         typer.echo(json.dumps(report))
-    else:
-        typer.echo(ev.markdown_report(report, study))
-        typer.echo("wrote " + ", ".join(str(p) for p in paths))
+        return
+    typer.echo(ev.quality_markdown(report) if report.get("quality_only") else ev.markdown_report(report, study))
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+class _AttributeOptions:
+    """Where the attribute labels are and which frozen embedder the heads read."""
+
+    def __init__(self, labels: Path | None, base: str) -> None:
+        self.labels, self.base = labels, base
+
+
+def _embeddings(settings, texts: list[str], prompt_ids, name: str, attributes: _AttributeOptions | None, seed: int,
+                fit_ids=None) -> tuple:
+    """(X, embedder id, report fields): the named embedder through the cache, or attribute heads on its base."""
+    from uniroute import evaluation as ev
+
+    if attributes is None:
+        X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed, cache_dir=settings.cache_dir)
+        return X, embedder_id, {}
+    from uniroute.embed.attributes import read_attribute_labels
+    from uniroute.evaluation.attribute_embeddings import attribute_embeddings
+
+    labels = read_attribute_labels(attributes.labels)
+    X, embedder_id, info = attribute_embeddings(texts, list(prompt_ids), labels, attributes.base, settings.db_path,
+                                                seed, fit_ids, cache_dir=settings.cache_dir)
+    return X, embedder_id, {"attribute_heads": {**info, "labels": str(attributes.labels)}}
+
+
+def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, seed: int, embedder: str,
+              attributes: _AttributeOptions | None, methods: tuple[str, ...], prompt_part: str, workers: int,
+              scheduler: str | None,
+              train_benchmarks: str | None, test_benchmarks: str | None, test_fraction: float,
+              as_json: bool) -> None:
+    """`uniroute evaluate --test-data`: the transfer protocol (evaluation.transfer)."""
+    from uniroute import evaluation as ev
+    from uniroute.ingest import IngestError
+
+    def names(text: str | None) -> list[str]:
+        return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+    try:
+        train_log, train_costs = ev.read_log(data, names(train_benchmarks))
+        test_log, test_costs = ev.read_log(test_data, names(test_benchmarks), allow_pairwise=False)
+        transfer = ev.transfer_data(train_log, test_log, train_costs, test_costs)
+        if transfer.pairwise:
+            methods = tuple(m for m in methods if m in ev.PAIRWISE_TRANSFER_METHODS)
+        config = ev.TransferConfig(seed=seed, methods=tuple(m for m in methods if m in ev.TRANSFER_METHODS),
+                                   test_fraction=test_fraction)
+        texts = ev.prompt_texts(transfer.prompts, prompt_part)
+        X, embedder_id, about = _embeddings(settings, texts, transfer.prompt_ids, embedder, attributes, seed,
+                                            fit_ids=transfer.prompt_ids[: transfer.n_train_prompts])
+    except (ValueError, FileNotFoundError, IngestError) as exc:
+        fail(str(exc))
+    typer.echo(f"transfer {data} -> {test_data}: {len(transfer.routing.models)} shared LLMs, "
+               f"{transfer.n_train_prompts} training and {transfer.n_prompts - transfer.n_train_prompts} test "
+               f"prompts, {transfer.train_evidence_kind} evidence; c(m) from the {transfer.costs_from}", err=True)
+    report, _ = ev.evaluate_transfer(transfer, X, trials, config, workers, scheduler or settings.dask_address)
+    report.update(data=str(data), test_data=str(test_data), train_benchmarks=names(train_benchmarks),
+                  test_benchmarks=names(test_benchmarks), embedder_id=embedder_id, prompt_part=prompt_part,
+                  dataset=f"{Path(data).stem} -> {Path(test_data).stem}", **about)
+    title = f"transfer {report['dataset']}: {trials} trials, {embedder_id}"
+    _print_report(report, None, ev.write_transfer_outputs(report, out, title), as_json)
 
 
 @app.command()
 def report(
-    result: Annotated[Path, typer.Argument(help="A JSON result written by `uniroute evaluate --out`; its "
-                                           "<name>_valsize.json beside it is included when present.")],
+    result: Annotated[Path | None, typer.Argument(help="A JSON result written by `uniroute evaluate --out`; its "
+                                                  "<name>_valsize.json beside it is included when present.")] = None,
+    similarity: Annotated[Path | None, typer.Option(
+        help="Write the LLM-similarity map (cosine of Psi rows, hierarchically ordered) to this PNG (+ JSON): of "
+        "the champion router in the store, or of --data.")] = None,
+    data: Annotated[Path | None, typer.Option(help="Similarity map of this log's LLMs instead of the champion's: "
+                                              "Psi on K-means clusters of all its prompts.")] = None,
+    k: Annotated[int, typer.Option(help="Clusters K for the similarity map of --data.")] = 20,
+    embedder: Annotated[str | None, typer.Option(help="Embedder for --data (default: UNIROUTE_EMBEDDER).")] = None,
+    prompt_part: Annotated[str, typer.Option(help="full or last-block (for --data).")] = "full",
+    seed: Annotated[int, typer.Option(help="K-means seed (for --data).")] = 0,
 ):
-    """Print a saved evaluation as Markdown: the method table, the sign tests and the validation-size study."""
+    """Print a saved evaluation as Markdown (method table, sign tests, validation-size study), and/or write the
+    LLM-similarity map, flagging near-duplicate LLMs."""
     from uniroute import evaluation as ev
 
+    if result is None and similarity is None:
+        fail("give a saved evaluation to print, or --similarity PNG to draw the LLM-similarity map")
+    if result is not None:
+        try:
+            saved = json.loads(result.read_text())
+            study_path = result.with_name(result.stem + "_valsize.json")
+            study = json.loads(study_path.read_text()) if study_path.exists() else None
+            typer.echo(ev.quality_markdown(saved) if saved.get("quality_only") else ev.markdown_report(saved, study))
+        except (OSError, ValueError, KeyError) as exc:
+            fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
+    if similarity is not None:
+        _similarity_map(similarity, data, k, embedder, prompt_part, seed)
+
+
+def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int) -> None:
+    """`uniroute report --similarity`: the map of a log's LLMs, or of the champion router's."""
+    from uniroute.evaluation.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
+    from uniroute.routers.similarity import model_similarity
+
+    settings = settings_from_env()
     try:
-        saved = json.loads(result.read_text())
-        study_path = result.with_name(result.stem + "_valsize.json")
-        study = json.loads(study_path.read_text()) if study_path.exists() else None
-        typer.echo(ev.markdown_report(saved, study))
-    except (OSError, ValueError, KeyError) as exc:
-        fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
+        if data is not None:
+            from uniroute import evaluation as ev
+
+            log = ev.unit_cost_data(ev.long_frame(data))  # costs play no part in Psi: every LLM is kept
+            X, embedder_id = ev.prompt_embeddings(ev.prompt_texts(log.prompts, prompt_part),
+                                                  embedder or settings.embedder, settings.db_path, seed,
+                                                  cache_dir=settings.cache_dir)
+            psi, source = log_psi(log, X, k, seed), f"{data.name if data.is_dir() else data.stem}, K = {k}"
+            about = {"data": str(data), "k": k, "embedder_id": embedder_id, "seed": seed}
+        else:
+            with one_line_errors():
+                psi, router_id = _champion_psi(settings)
+            source, about = f"champion router {router_id}", {"router_id": router_id}
+        sim = model_similarity(psi)
+    except (ValueError, FileNotFoundError) as exc:
+        fail(str(exc))
+    paths = write_similarity_outputs(sim, png, f"LLM similarity ({len(sim.models)} LLMs; {source})", **about)
+    for line in near_duplicate_lines(sim) or ["no near-duplicate LLMs"]:
+        typer.echo(line)
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+def _champion_psi(settings):
+    """The champion router's Psi, read from the store (read-only)."""
+    from uniroute import store
+    from uniroute.pipeline import registry
+    from uniroute.routers.psi import Psi
+
+    if not settings.db_path.exists():
+        raise ValueError(f"no store at {settings.db_path}: build a router first, or give --data")
+    with store.opened(settings.db_path, read_only=True) as con:
+        if registry.champion_id(con) is None:
+            raise ValueError("the store has no router yet: run `uniroute build`, or give --data")
+        champion = registry.load_champion(con)
+    router = champion.router
+    counts = router.psi_counts if router.psi_counts is not None else 0 * router.psi.astype(int)
+    return Psi(router.models, router.psi, counts), champion.router_id

@@ -35,11 +35,17 @@ def build_command(
     as_json: JsonFlag = False,
 ):
     """The nightly job on what is in the store: choose K, fit, compute Psi, evaluate, version, log to MLflow."""
+    from uniroute.embed import EMBEDDERS
     from uniroute.pipeline.build import run_build
     from uniroute.pipeline.build_data import BuildError
 
     settings = settings_from_env()
     name, seed = embedder or settings.embedder, settings.seed if seed is None else seed
+    if name == "attributes":  # its heads would not travel with the router (embed/portable.py)
+        fail("the attributes embedder is for evaluation only (`uniroute evaluate --embedder attributes`): routers "
+             f"built on it cannot be stored yet; build with one of {', '.join(EMBEDDERS)}")
+    if name not in EMBEDDERS:
+        fail(f"unknown embedder {name!r}; build with one of {', '.join(EMBEDDERS)}")
     with one_line_errors(BuildError), session(settings, "build", inputs=f"embedder={name} seed={seed}") as s:
         result = run_build(s.con, name, seed, cache_dir=settings.cache_dir)
         s.detail = result.line()

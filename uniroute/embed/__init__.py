@@ -3,7 +3,9 @@
 Owns the embedders (`minilm`; `minilm-onnx` and `static`, whose model files are built once from the local MiniLM
 into a cache folder by `artifacts`; `tfidf`. Each returns (n, dim) float32 unit rows and an `embedder_id` naming
 everything that changes the vectors), batching on Dask workers (`batches`) and the `embeddings` cache table
-(`cache`, keyed by (sha256(text), embedder_id)). It knows nothing of clusters, routers or LLM results.
+(`cache`, keyed by (sha256(text), embedder_id)). `attributes` is the prompt-attribute embedder (heads distilled
+on a frozen embedder); `annotator` asks an OpenAI-compatible endpoint for the attribute labels and caches the
+answers. It knows nothing of clusters, routers or LLM results.
 """
 
 from uniroute.embed.base import MINILM_DIM, Embedder, text_hash

@@ -6,6 +6,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
+from uniroute.embed.attributes import AttributeEmbedder, fit_attribute_embedder
 from uniroute.embed.minilm import MiniLMEmbedder, load_minilm
 from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
 from uniroute.embed.static import StaticEmbedder, load_static
@@ -18,6 +21,10 @@ EMBEDDERS = ("minilm", "minilm-onnx", "static", "tfidf")
 BUILT_EMBEDDERS = ("minilm-onnx", "static")
 
 AnyEmbedder = MiniLMEmbedder | MiniLMOnnxEmbedder | StaticEmbedder | TfidfEmbedder
+# Evaluation only: distilled from an attribute labels file. Not in EMBEDDERS because routers built on it could
+# not be stored (embed.portable does not carry its heads yet): `uniroute build` refuses it, and make_embedder
+# without labels.
+ATTRIBUTES_EMBEDDER = "attributes"
 
 
 def make_embedder(
@@ -27,13 +34,24 @@ def make_embedder(
     batch_size: int = 128,
     progress: bool = True,
     cache_dir: Path | None = None,
-) -> AnyEmbedder:
-    """The embedder called `name` (one of EMBEDDERS).
+    attribute_labels: np.ndarray | None = None,
+    attribute_base: str = "static",
+) -> AnyEmbedder | AttributeEmbedder:
+    """The embedder called `name` (one of EMBEDDERS, or "attributes" with labels).
 
     `minilm-onnx` and `static` build their model file from the local MiniLM into cache_dir the first time
     (`Settings.cache_dir`, passed in by the edges); `tfidf` is fitted on fit_texts. batch_size is MiniLM's
     (sentence-transformers) batch; the ONNX embedder uses its own, smaller, length-sorted batches.
+    `attributes` distils heads on the frozen `attribute_base` from fit_texts and their (n, A) attribute_labels.
     """
+    if name == ATTRIBUTES_EMBEDDER:
+        if fit_texts is None or attribute_labels is None:
+            raise ValueError("the attributes embedder is for evaluation only (`uniroute evaluate --embedder "
+                             "attributes --attribute-labels FILE`): routers built on it cannot be stored yet; "
+                             f"choose one of {', '.join(EMBEDDERS)}")
+        base = make_embedder(attribute_base, fit_texts=fit_texts, seed=seed, batch_size=batch_size,
+                             progress=progress, cache_dir=cache_dir)
+        return fit_attribute_embedder(base, fit_texts, attribute_labels)
     if name in BUILT_EMBEDDERS and cache_dir is None:
         raise ValueError(f"the {name} embedder builds its model file once into a cache folder: pass cache_dir "
                          "(Settings.cache_dir, under UNIROUTE_HOME)")

@@ -5,8 +5,10 @@ methods share; `trial`: one trial; `runner`: many trials on Dask and the whole e
 tuning with the training LLMs (`candidates`, on grids that follow the data: `grids`) and the choice of the kind
 to serve (`selection`, which the nightly build calls too), the deferral curves and their metrics (`curves`,
 drawn on a `pool`), paired statistics (`statistics`), and what an evaluation leaves behind (`report`: JSON;
-`markdown`: tables; `plots`: PNGs). It reads logs and embeddings, never the store's router versions, and writes
-nothing but its output files.
+`markdown`: tables; `plots`: PNGs). Beyond the paper's table: `pairwise` (routers from arena-style battles), the
+transfer protocol (`transfer`, `transfer_trial`, `pairwise_transfer`, `transfer_run`), `quality` (logs without
+costs), `attribute_embeddings` and `similarity_map`. It reads logs and embeddings, never the store's router
+versions, and writes nothing but its output files.
 """
 
 from uniroute.evaluation.candidates import KINDS, CandidateFits, Tuned, TuningData
@@ -25,44 +27,73 @@ from uniroute.evaluation.curves import (
 from uniroute.evaluation.data import EvalData, RoutingData, eval_data_from_frame, long_frame
 from uniroute.evaluation.grids import GridSearch, cluster_ladder, neighbour_ladder, widening_search
 from uniroute.evaluation.markdown import markdown_report, sign_test_table, summary_table, val_size_table
-from uniroute.evaluation.methods import KIND_METHODS, METHOD_LABELS, METHODS, ORACLES, VAL_SIZE_METHODS
+from uniroute.evaluation.methods import (
+    DEFAULT_METHODS,
+    KIND_METHODS,
+    METHOD_LABELS,
+    METHODS,
+    ORACLES,
+    VAL_SIZE_METHODS,
+)
 from uniroute.evaluation.pool import LabelledPool
 from uniroute.evaluation.prompts import PROMPT_PARTS, prompt_embeddings, prompt_texts
 from uniroute.evaluation.protocol import EvalConfig, TrialSplit, trial_split
+from uniroute.evaluation.quality import (
+    has_costs,
+    protocol_oracles,
+    quality_markdown,
+    quality_report,
+    unit_cost_data,
+)
 from uniroute.evaluation.runner import evaluate, trial_results, write_outputs
 from uniroute.evaluation.selection import Selection, model_row, select_kind, served_router
 from uniroute.evaluation.state import TrialState
 from uniroute.evaluation.statistics import sign_test
+from uniroute.evaluation.transfer import (
+    PAIRWISE_TRANSFER_METHODS,
+    TRANSFER_METHODS,
+    TransferConfig,
+    TransferData,
+    transfer_data,
+)
+from uniroute.evaluation.transfer_run import evaluate_transfer, read_log, write_transfer_outputs
 from uniroute.evaluation.trial import trial_result
 
 __all__ = [
-    "CURVE_GRID",
-    "KINDS",
-    "KIND_METHODS",
-    "METHODS",
-    "METHOD_LABELS",
-    "ORACLES",
-    "PROMPT_PARTS",
-    "VAL_SIZE_METHODS",
     "CandidateFits",
     "cluster_ladder",
     "Curve",
     "curve_area",
+    "CURVE_GRID",
     "curve_metrics",
+    "DEFAULT_METHODS",
     "eval_data_from_frame",
     "EvalConfig",
     "EvalData",
     "evaluate",
+    "evaluate_transfer",
     "GridSearch",
+    "has_costs",
+    "KIND_METHODS",
+    "KINDS",
     "LabelledPool",
     "lambda_grid",
     "long_frame",
     "markdown_report",
+    "METHOD_LABELS",
+    "METHODS",
     "model_row",
     "neighbour_ladder",
+    "ORACLES",
+    "PAIRWISE_TRANSFER_METHODS",
     "prompt_embeddings",
+    "PROMPT_PARTS",
     "prompt_texts",
+    "protocol_oracles",
+    "quality_markdown",
+    "quality_report",
     "reach_cost",
+    "read_log",
     "routed_points",
     "routing_curve",
     "RoutingData",
@@ -73,6 +104,10 @@ __all__ = [
     "sign_test_table",
     "summary_table",
     "switch_path",
+    "transfer_data",
+    "TRANSFER_METHODS",
+    "TransferConfig",
+    "TransferData",
     "trial_result",
     "trial_results",
     "trial_split",
@@ -80,8 +115,11 @@ __all__ = [
     "TrialState",
     "Tuned",
     "TuningData",
+    "unit_cost_data",
     "upper_envelope",
+    "VAL_SIZE_METHODS",
     "val_size_table",
     "widening_search",
     "write_outputs",
+    "write_transfer_outputs",
 ]

@@ -78,3 +78,10 @@ def widening_search(area_of: Callable[[int], float], values: list[int], max_rung
     at_edge = not at_bound and best == max(areas) and len(areas) < len(values)
     return GridSearch(chosen=best, areas=areas, at_bound=at_bound, at_edge=at_edge)
 
+
+
+def search_record(search: GridSearch, shrinkage: float = 0.0, **extra: object) -> dict[str, object]:
+    """A trial's JSON record of a search (report.tuning_summary reads it): the chosen value, where it sits on
+    the ladder, and every searched value's score."""
+    return {"value": search.chosen, "shrinkage": shrinkage, "at_edge": search.at_edge, "at_bound": search.at_bound,
+            "areas": {str(v): a for v, a in search.areas.items()}, **extra}

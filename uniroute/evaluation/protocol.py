@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from uniroute.evaluation.data import RoutingData
-from uniroute.evaluation.methods import METHODS
+from uniroute.evaluation.methods import DEFAULT_METHODS, METHODS
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ class EvalConfig:
     """What to evaluate and how; plain values so that it pickles to Dask workers."""
 
     seed: int = 0
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = DEFAULT_METHODS
     val_sizes: tuple[int, ...] = ()  # validation-size study: sizes below the full validation set
     train_frac: float = 0.6
     val_frac: float = 0.1

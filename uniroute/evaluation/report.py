@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 def tuning_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Over trials: how often each value (and strength) was chosen, how often at a grid edge or a bound, and the
-    mean validation Area of every searched value."""
+    mean validation Area of every searched value (for `pairwise`: the validation battles' log-likelihood)."""
     values = [int(r["value"]) for r in records]
     searched = sorted({int(v) for r in records for v in r.get("areas", {})})
     mean_area = {str(v): finite_mean([r["areas"][str(v)] for r in records if str(v) in r.get("areas", {})])
@@ -36,6 +36,8 @@ def tuning_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     strengths = [float(r["shrinkage"]) for r in records]
     if any(strengths):
         out["shrinkage_counts"] = {f"{s:g}": c for s, c in sorted(Counter(strengths).items())}
+    if all("prior" in r for r in records):  # pairwise: the Bradley-Terry ridge chosen with K
+        out["prior_counts"] = {f"{p:g}": c for p, c in sorted(Counter(float(r["prior"]) for r in records).items())}
     return out
 
 
@@ -78,7 +80,7 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
             sign_tests[f"{a}_vs_{b}"] = sign_test(
                 [r["metrics"][a]["area"] for r in results], [r["metrics"][b]["area"] for r in results]
             )
-    tuning = {m: tuning_summary([r["tuning"][m] for r in results]) for m in methods if m in KIND_METHODS}
+    tuning = {m: tuning_summary([r["tuning"][m] for r in results]) for m in methods if m in (*KIND_METHODS, "pairwise")}
     auto = selection_summary([r["selection"] for r in results]) if "auto" in methods else None
     curves = {m: np.mean([r["curve"][m] for r in results], axis=0).tolist() for m in methods}
     return {

@@ -28,8 +28,11 @@ def trial_results(
     workers: int = 2,
     scheduler_address: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    trial_fn: Callable[..., dict[str, Any]] = trial_result,
 ) -> list[dict[str, Any]]:
-    """Run trials 0..trials-1: in-process when workers == 0, else one Dask task per trial (sorted by trial)."""
+    """Run trials 0..trials-1: in-process when workers == 0, else one Dask task per trial (sorted by trial).
+
+    trial_fn(X, data, trial, config) runs one trial (another protocol, e.g. transfer, passes its own)."""
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
     X = np.ascontiguousarray(X, dtype=np.float32)
@@ -38,7 +41,7 @@ def trial_results(
     if workers == 0 and scheduler_address is None:
         results = []
         for t in range(trials):
-            results.append(trial_result(X, data, t, config))
+            results.append(trial_fn(X, data, t, config))
             if progress:
                 progress(t + 1, trials)
         return results
@@ -51,7 +54,7 @@ def trial_results(
         X_f = client.scatter(X, broadcast=True)
         data_f = client.scatter(data, broadcast=True)
         futures = [
-            client.submit(trial_result, X_f, data_f, t, config, key=f"uniroute-trial-{config.seed}-{t}-{id(config)}")
+            client.submit(trial_fn, X_f, data_f, t, config, key=f"uniroute-trial-{config.seed}-{t}-{id(config)}")
             for t in range(trials)
         ]
         for done, _ in enumerate(as_completed(futures), start=1):

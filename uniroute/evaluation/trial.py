@@ -13,6 +13,7 @@ import numpy as np
 from uniroute.evaluation.curves import CURVE_GRID, Curve, curve_area, curve_metrics
 from uniroute.evaluation.data import RoutingData
 from uniroute.evaluation.methods import KIND_METHODS, VAL_SIZE_METHODS
+from uniroute.evaluation.pairwise import pairwise_method
 from uniroute.evaluation.pool import LabelledPool
 from uniroute.evaluation.protocol import EvalConfig, trial_split
 from uniroute.evaluation.state import TrialState
@@ -93,6 +94,8 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
                     out["selection"] = _selection_record(state, n_val)
                 else:
                     out["tuning"][method] = _tuning_record(state, method, n_val)
+            elif method == "pairwise":
+                out["tuning"][method], curve = pairwise_method(state, n_val, pool)
             else:
                 curve = state.oracle_curve(method, pool)
             out["metrics"][method] = curve_metrics(curve, float(test_score[best]), float(test_cost[best]))

@@ -1,10 +1,12 @@
 """Data in: validate benchmark logs and load them into the store.
 
-Owns the input formats (one module each: `long`, `routerbench`, `routerdc`, behind `formats.staged_file`, which
-detects the format by content and returns `staging.Staged` rows), the checks (`checks`: each row on its own and
-within its file; SQL in `sql/queries/ingest_*.sql`: against the store), the load (`load`: one file, one
-transaction) and the inbox (`inbox`). It writes the raw tables (prompts, models, results, quarantine,
-ingested_files, prompt_keys) and nothing else; it never embeds, clusters or routes.
+Owns the input formats (one module each: `long`, `routerbench`, `routerdc`, `pairwise`, behind
+`formats.staged_file`, which detects the format by content and returns `staging.Staged` rows), the checks
+(`checks`: each row on its own and within its file; SQL in `sql/queries/ingest_*.sql`: against the store), the
+load (`load`: one file, one transaction) and the inbox (`inbox`). It writes the raw tables (prompts, models,
+results, quarantine, ingested_files, prompt_keys, battles) and nothing else; it never embeds, clusters or
+routes. Pairwise preferences (Chatbot Arena battles) have their own staged shape, checks (`pairwise_checks`)
+and load (`pairwise_load`, the `battles` table) with the same guarantees.
 
 One file, one transaction:
 1. read: the format is detected by content and parsed into staged Arrow rows (`STAGE_SCHEMA`), one per
@@ -18,13 +20,16 @@ A killed process leaves nothing (DuckDB commits atomically); a file whose hash i
 """
 
 from uniroute.ingest.checks import Checked, checked_rows
-from uniroute.ingest.formats import detect_format, staged_file
+from uniroute.ingest.formats import detect_format, is_pairwise_file, staged_file
 from uniroute.ingest.inbox import PARTIAL_SUFFIXES, REASON_SUFFIX, InboxOutcome, inbox_files, process_inbox
 from uniroute.ingest.load import IngestSummary, ingest_file, set_default_cost
+from uniroute.ingest.pairwise import PAIRWISE_FORMATS, StagedPairs
+from uniroute.ingest.pairwise_load import pairs_frame
 from uniroute.ingest.staging import LONG_OPTIONAL, LONG_REQUIRED, SPLITS, IngestError, Staged, file_sha256
 
 __all__ = [
     "LONG_OPTIONAL",
+    "PAIRWISE_FORMATS",
     "LONG_REQUIRED",
     "PARTIAL_SUFFIXES",
     "REASON_SUFFIX",
@@ -34,11 +39,14 @@ __all__ = [
     "IngestError",
     "IngestSummary",
     "Staged",
+    "StagedPairs",
     "checked_rows",
     "detect_format",
     "file_sha256",
     "inbox_files",
+    "is_pairwise_file",
     "ingest_file",
+    "pairs_frame",
     "process_inbox",
     "set_default_cost",
     "staged_file",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -12,6 +13,18 @@ from uniroute.ingest.long import (
     long_csv,
     long_jsonl,
     long_parquet,
+)
+from uniroute.ingest.pairwise import (
+    FORMAT_PAIRWISE_CSV,
+    FORMAT_PAIRWISE_JSON,
+    FORMAT_PAIRWISE_JSONL,
+    PAIRWISE_FORMATS,
+    StagedPairs,
+    looks_pairwise,
+    pairwise_csv,
+    pairwise_json,
+    pairwise_jsonl,
+    pairwise_parquet,
 )
 from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH, WIDE_COST_SUFFIX, routerbench_csv
 from uniroute.ingest.routerdc import FORMAT_ROUTERDC, routerdc_json
@@ -35,16 +48,27 @@ def detect_format(path: Path, head: bytes, text: str | None) -> str:
     assert text is not None
     stripped = text.lstrip()
     if stripped.startswith("["):
-        return FORMAT_ROUTERDC
+        return FORMAT_PAIRWISE_JSON if _first_object_is_pairwise(stripped[1:]) else FORMAT_ROUTERDC
     if stripped.startswith("{"):
-        return FORMAT_LONG_JSONL
+        return FORMAT_PAIRWISE_JSONL if _first_object_is_pairwise(stripped) else FORMAT_LONG_JSONL
     header = csv_header(path, text)
     if any(name.endswith(WIDE_COST_SUFFIX) for name in header):
         return FORMAT_ROUTERBENCH
+    if looks_pairwise(header):
+        return FORMAT_PAIRWISE_CSV
     return FORMAT_LONG_CSV
 
 
-def staged_file(path: Path, split: str | None = None) -> Staged:
+def _first_object_is_pairwise(text: str) -> bool:
+    """Whether the first JSON object of the text names model_a and model_b (a pairwise record)."""
+    try:
+        first, _ = json.JSONDecoder().raw_decode(text.lstrip())
+    except json.JSONDecodeError:
+        return False  # the format's own reader reports the broken JSON, naming the line
+    return isinstance(first, dict) and looks_pairwise(list(first))
+
+
+def staged_file(path: Path, split: str | None = None) -> Staged | StagedPairs:
     """Parse a file of any supported format (detected by content) into staged rows; IngestError if unusable."""
     path = Path(path)
     try:
@@ -57,7 +81,7 @@ def staged_file(path: Path, split: str | None = None) -> Staged:
     if not head:
         raise IngestError(f"{path}: the file is empty")
     if head.startswith(b"PAR1"):
-        return long_parquet(path, split)
+        return pairwise_parquet(path, split) if _pairwise_parquet(path) else long_parquet(path, split)
     text = None
     if not head.startswith((b"\x1f\x8b", b"PK\x03\x04")):
         text = decoded_text(path, path.read_bytes())
@@ -72,5 +96,34 @@ def staged_file(path: Path, split: str | None = None) -> Staged:
         FORMAT_LONG_JSONL: long_jsonl,
         FORMAT_ROUTERBENCH: routerbench_csv,
         FORMAT_ROUTERDC: routerdc_json,
+        FORMAT_PAIRWISE_CSV: pairwise_csv,
+        FORMAT_PAIRWISE_JSONL: pairwise_jsonl,
+        FORMAT_PAIRWISE_JSON: pairwise_json,
     }
     return readers[fmt](path, text, split)
+
+
+def _pairwise_parquet(path: Path) -> bool:
+    """Whether a Parquet file's columns are those of pairwise preferences (an unreadable one is not)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return looks_pairwise(pq.ParquetFile(path).schema_arrow.names)
+    except (pa.ArrowException, OSError):
+        return False  # long_parquet reports the unreadable file
+
+
+def is_pairwise_file(path: Path) -> bool:
+    """Whether a file holds pairwise preferences, by content (False for anything unreadable: its reader says why)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        if head.startswith(b"PAR1"):
+            return _pairwise_parquet(path)
+        if head.startswith((b"\x1f\x8b", b"PK\x03\x04")) or not head:
+            return False
+        return detect_format(path, head, decoded_text(path, path.read_bytes())) in PAIRWISE_FORMATS
+    except (OSError, IngestError):
+        return False

@@ -21,6 +21,8 @@ from uniroute.faults import crashpoint
 from uniroute.ingest.checks import checked_rows
 from uniroute.ingest.formats import staged_file
 from uniroute.ingest.merge import cross_file_merges, merged_into_staged, rows_pointed_at_stored
+from uniroute.ingest.pairwise import StagedPairs
+from uniroute.ingest.pairwise_load import load_pairs
 from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH, ROUTERBENCH_KEY_KIND
 from uniroute.ingest.staging import (
     SPLITS,
@@ -66,6 +68,7 @@ class IngestSummary:
     models: tuple[str, ...] = ()  # every model the file gives a valid result for (new or already stored)
     seconds: float = 0.0
     ignored_columns: tuple[str, ...] = field(default=())
+    unit: str = "results"  # what rows_accepted counts: results (pointwise) or battles (pairwise)
 
     def line(self) -> str:
         """One line for a terminal."""
@@ -73,7 +76,7 @@ class IngestSummary:
         if self.status == "skipped":
             return f"{name}: skipped, this content ({self.file_hash[:12]}) was ingested before"
         return (
-            f"{name} [{self.format}]: {self.rows_read:,} rows read, {self.rows_accepted:,} results accepted, "
+            f"{name} [{self.format}]: {self.rows_read:,} rows read, {self.rows_accepted:,} {self.unit} accepted, "
             f"{self.rows_duplicate:,} duplicates skipped, {self.rows_quarantined:,} rows quarantined, "
             f"{self.new_prompts:,} new prompts, {self.new_models:,} new models ({self.seconds:.1f} s)"
             + (f"; {self.shared_texts:,} prompt ids share their text with another prompt id"
@@ -121,6 +124,14 @@ def ingest_file(
         log.info("%s: read %d rows as %s, %d staged results", path, staged.rows_read, staged.format,
                  staged.rows.num_rows)
         bar.update()
+        if isinstance(staged, StagedPairs):
+            summary = _pairs_summary(con, staged, source, file_hash, bar)
+            _record_file(con, summary)
+            crashpoint("ingest:written")
+            bar.update()
+            summary = replace(summary, seconds=round(time.perf_counter() - started, 3))
+            log.info("%s", summary.line())
+            return summary
         merges = cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
         bar.set_postfix_str(STAGES[1])
         checked = checked_rows(rows_pointed_at_stored(staged.rows, merges), staged.per_model)
@@ -165,16 +176,35 @@ def ingest_file(
                 models=tuple(store.query(con, "ingest_given_models").model.tolist()),
                 ignored_columns=staged.ignored_columns,
             )
-            store.execute(
-                con, "ingest_insert_file", file_hash=file_hash, path=source, format=staged.format,
-                rows_accepted=summary.rows_accepted, rows_quarantined=summary.rows_quarantined,
-                new_prompts=summary.new_prompts, new_models=summary.new_models, now=now,
-            )
+            _record_file(con, summary, now)
         crashpoint("ingest:written")
         bar.update()
     summary = replace(summary, seconds=round(time.perf_counter() - started, 3))
     log.info("%s", summary.line())
     return summary
+
+
+def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: tqdm) -> IngestSummary:
+    """Check and write a pairwise file's battles (its own table and checks; the same guarantees)."""
+    bar.set_postfix_str(STAGES[2])
+    written = load_pairs(con, staged, source, file_hash)
+    bar.update(2)
+    return IngestSummary(
+        path=source, file_hash=file_hash, format=staged.format, status="ingested", rows_read=staged.rows_read,
+        rows_accepted=written.rows_accepted, rows_duplicate=written.rows_duplicate,
+        rows_quarantined=written.rows_quarantined, new_prompts=written.new_prompts, new_models=written.new_models,
+        landed_models=written.landed_models, models=written.models, ignored_columns=staged.ignored_columns,
+        unit="battles",
+    )
+
+
+def _record_file(con: store.Connection, summary: IngestSummary, now: datetime | None = None) -> None:
+    """Record the ingested file content, in the same transaction as its rows."""
+    store.execute(
+        con, "ingest_insert_file", file_hash=summary.file_hash, path=summary.path, format=summary.format,
+        rows_accepted=summary.rows_accepted, rows_quarantined=summary.rows_quarantined,
+        new_prompts=summary.new_prompts, new_models=summary.new_models, now=now or datetime.now(),
+    )
 
 
 def readable_file(path: Path) -> tuple[int, str]:

@@ -118,7 +118,7 @@ def long_csv(path: Path, text: str, split: str | None) -> Staged:
     return _long_staged(path, FORMAT_LONG_CSV, columns, n, split, ignored)
 
 
-def _identifiers(values: Sequence[Any], name: str) -> tuple[pa.Array, list[str | None]]:
+def identifiers(values: Sequence[Any], name: str) -> tuple[pa.Array, list[str | None]]:
     """JSON values as identifier strings (integers allowed) and a problem for each value of another type."""
     out: list[str | None] = []
     problems: list[str | None] = []
@@ -135,18 +135,18 @@ def _identifiers(values: Sequence[Any], name: str) -> tuple[pa.Array, list[str |
     return pa.array(out, type=pa.string()), problems
 
 
-def _first_problems(*lists: Sequence[str | None]) -> list[str | None]:
+def first_problems(*lists: Sequence[str | None]) -> list[str | None]:
     """Element-wise, the first non-null problem."""
     return [next((p for p in items if p is not None), None) for items in zip(*lists, strict=True)]
 
 
-def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
-    """Staged rows of a JSON-lines long file; a later line that is not a JSON object is a quarantined row."""
-    lines = [line for line in text.splitlines() if line.strip()]
+def json_lines(path: Path, text: str) -> tuple[list[dict[str, Any]], list[str | None], list[str | None]]:
+    """The records of JSON-lines text, a problem per line (a later line that is not a JSON object: {} and its
+    problem) and the raw text of the problem lines; a first line that is not JSON fails the file."""
     records: list[dict[str, Any]] = []
     problems: list[str | None] = []
     raws: list[str | None] = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -159,13 +159,19 @@ def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
         records.append(record)
         problems.append(problem)
         raws.append(line[:1000] if problem else None)
+    return records, problems, raws
+
+
+def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
+    """Staged rows of a JSON-lines long file; a later line that is not a JSON object is a quarantined row."""
+    records, problems, raws = json_lines(path, text)
     found = list(dict.fromkeys(key for record in records for key in record))
     if any(name not in found for name in LONG_REQUIRED):
         raise missing_columns_error(path, found, LONG_REQUIRED, "long format")
     columns: dict[str, Any] = {}
     problem_lists = [problems]
     for name in ("prompt_id", "model", *(name for name in LONG_OPTIONAL if name in found)):
-        columns[name], issues = _identifiers([record.get(name) for record in records], name)
+        columns[name], issues = identifiers([record.get(name) for record in records], name)
         problem_lists.append(issues)
     prompts = [record.get("prompt") for record in records]
     columns["prompt"] = pa.array([v if isinstance(v, str) else None for v in prompts], type=pa.string())
@@ -174,7 +180,7 @@ def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
     ])
     columns["score"] = numbers_from_objects([record.get("score") for record in records])
     columns["cost"] = numbers_from_objects([record.get("cost") for record in records])
-    columns["pre_reason"] = pa.array(_first_problems(*problem_lists), type=pa.string())
+    columns["pre_reason"] = pa.array(first_problems(*problem_lists), type=pa.string())
     columns["raw"] = pa.array(raws, type=pa.string())
     ignored = [name for name in found if name not in LONG_REQUIRED and name not in LONG_OPTIONAL]
     return _long_staged(path, FORMAT_LONG_JSONL, columns, len(records), split, ignored)

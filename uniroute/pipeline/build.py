@@ -23,9 +23,10 @@ from uniroute import store
 from uniroute.evaluation import EvalConfig, TrialSplit, TrialState, curve_metrics
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
+from uniroute.pipeline.battles import assign_battle_prompts
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
 from uniroute.routers.kmeans import Centroids, fit_centroids, fit_centroids_dask
-from uniroute.routers.psi import psi_from_store
+from uniroute.routers.psi_battles import psi_with_battles
 from uniroute.routers.router import Router
 
 log = logging.getLogger(__name__)
@@ -156,8 +157,9 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     centroids = final_centroids(state, X, split, k, seed) if tunable else fit_centroids(X[split.train], k, seed)
     clustering_id = registry.clustering_id_of(centroids)
     write_assignments(con, clustering_id, data.eval_data.prompt_ids, centroids.assign(X))
+    assign_battle_prompts(con, clustering_id, centroids, lambda: embedder)
     val_clusters = store.query(con, "val_prompt_clusters", clustering_id=clustering_id)
-    psi = psi_from_store(con, val_clusters, k)
+    psi = psi_with_battles(con, val_clusters, k)
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
     models = tuple(m for m in routing.models if m in psi.models and pd.notna(costs.get(m)))
     rows = [psi.models.index(m) for m in models]
@@ -169,7 +171,8 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
         k_lm, _ = state.tune_clusters("learnedmap", n_val)
         lm_centroids = state.centroids(k_lm)
         lm_psi = router_psi_on(lm_centroids, X[split.val], routing, split, models)
-        lm_router = Router(embedder_id, models, router.costs, lm_psi.values, state.learned_map(k_lm), lm_psi.counts)
+        lm_costs = router.costs[[models.index(m) for m in lm_psi.models]]
+        lm_router = Router(embedder_id, lm_psi.models, lm_costs, lm_psi.values, state.learned_map(k_lm), lm_psi.counts)
     seconds["fit"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -234,9 +237,11 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
 
 
 def router_psi_on(centroids: Centroids, X_val: np.ndarray, routing, split: TrialSplit, models: Sequence[str]):
-    """Psi of `models` on the validation prompts under `centroids` (numpy; the LearnedMap's K may differ)."""
+    """Psi of `models` on the validation prompts under `centroids` (numpy; the LearnedMap's K may differ); models
+    without a result there (pairwise evidence only) are left out."""
     from uniroute.routers.psi import psi_from_losses
 
+    models = [m for m in models if not np.isnan(routing.scores[split.val, routing.models.index(m)]).all()]
     cols = [routing.models.index(m) for m in models]
     losses = 1.0 - routing.scores[np.ix_(split.val, cols)]
     return psi_from_losses(centroids.assign(X_val), losses, centroids.k, list(models))

@@ -24,7 +24,8 @@ import pandas as pd
 from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
-from uniroute.routers.psi import psi_frame_from_store, psi_from_frame
+from uniroute.pipeline.battles import assign_battle_prompts
+from uniroute.routers.psi_battles import onboard_psi
 
 log = logging.getLogger(__name__)
 
@@ -95,19 +96,23 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
             "prompt_id": new_prompts["prompt_id"].to_numpy(),
             "cluster": centroids.assign(X).astype(np.int32),
         }))
+    battle_prompts = assign_battle_prompts(con, champion.clustering_id, centroids,
+                                           lambda: champion.embedder(progress=progress))
     crashpoint("onboard:embedded")
     val_clusters = store.query(con, "val_prompt_clusters", clustering_id=champion.clustering_id)
-    frame = psi_frame_from_store(con, val_clusters)
-    frame = frame[frame["model"].isin(models)]
-    missing = sorted(set(models) - set(frame["model"]))
+    router = champion.router
+    try:  # results where a model has some, else its battles against the frozen pool
+        psi = onboard_psi(con, val_clusters, models, router)
+    except ValueError as exc:
+        raise OnboardError(str(exc)) from exc
+    missing = sorted(set(models) - set(psi.models))
     if missing:
-        raise OnboardError(f"models {missing} have no results on validation prompts: nothing to build Psi from")
+        raise OnboardError(f"models {missing} have no results or battles on validation prompts: "
+                           "nothing to build Psi from")
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
     no_cost = [m for m in models if pd.isna(costs.get(m))]
     if no_cost:
         raise OnboardError(f"models {no_cost} have no cost: give one with `uniroute models set-cost MODEL COST`")
-    psi = psi_from_frame(frame, champion.router.k)
-    router = champion.router
     changed, unchanged = [], []
     for model in models:
         i = psi.models.index(model)
@@ -120,7 +125,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         changed.append(model)
     if not changed:
         result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), tuple(unchanged),
-                               len(new_prompts), time.perf_counter() - started)
+                               len(new_prompts) + battle_prompts, time.perf_counter() - started)
         log.info(result.line())
         return result
     router_id = registry.new_router_id(champion.kind)
@@ -139,8 +144,8 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         origin="onboard",
     )
     crashpoint("onboard:written")
-    result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged), len(new_prompts),
-                           time.perf_counter() - started)
+    result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged),
+                           len(new_prompts) + battle_prompts, time.perf_counter() - started)
     log.info(result.line())
     return result
 

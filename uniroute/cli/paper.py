@@ -1,0 +1,89 @@
+"""Commands for the paper's further experiments: arena-style battles from pointwise logs, prompt attributes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from uniroute.cli.app import app, fail
+
+
+@app.command("arena-battles")
+def arena_battles(
+    data: Annotated[Path, typer.Option(help="Pointwise long-format log (file or dataset folder).")],
+    out: Annotated[Path, typer.Option(help="Pairwise file to write (.csv, .jsonl or .parquet).")],
+    seed: Annotated[int, typer.Option(help="Seed of the random pairs.")] = 0,
+):
+    """Turn a pointwise log into Chatbot Arena-style battles: per prompt, two random LLMs, the better score wins."""
+    from uniroute import evaluation as ev
+    from uniroute.evaluation.pairwise import arena_battles_frame
+
+    try:
+        battles = arena_battles_frame(ev.long_frame(data), seed)
+    except (ValueError, FileNotFoundError) as exc:
+        fail(str(exc))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    suffix = out.suffix.lower()
+    if suffix == ".parquet":
+        battles.to_parquet(out, index=False)
+    elif suffix == ".jsonl":
+        battles.to_json(out, orient="records", lines=True)
+    elif suffix == ".csv":
+        battles.to_csv(out, index=False)
+    else:
+        fail(f"{out}: write .csv, .jsonl or .parquet, not {suffix!r}")
+    typer.echo(f"wrote {len(battles):,} battles between {battles[['model_a', 'model_b']].stack().nunique()} LLMs "
+               f"to {out}")
+
+
+@app.command()
+def annotate(
+    data: Annotated[Path, typer.Option(help="A log (pointwise or pairwise) whose prompts to label.")],
+    out: Annotated[Path, typer.Option(help="Labels file to write (CSV: prompt_id and one 0/1 column per attribute); "
+                                      "`uniroute evaluate --embedder attributes --attribute-labels` reads it.")],
+    benchmarks: Annotated[str | None, typer.Option(help="Only the prompts of these benchmarks (comma-separated).")] = (
+        None),
+    limit: Annotated[int | None, typer.Option(help="Label at most this many prompts (the first by prompt_id).")] = None,
+):
+    """Label prompts with the seven difficulty attributes by asking the chat endpoint of UNIROUTE_ANNOTATOR_URL
+    (OpenAI-compatible) with UNIROUTE_ANNOTATOR_MODEL; answers are cached in the store, so a rerun asks only
+    about prompts it has not labelled yet."""
+    from uniroute.cli.app import one_line_errors, session, settings_from_env
+    from uniroute.embed.annotator import AnnotatorConfig, AnnotatorError, annotate
+    from uniroute.evaluation.transfer_run import only_benchmarks
+
+    settings = settings_from_env()
+    if not settings.annotator_url or not settings.annotator_model:
+        fail("set UNIROUTE_ANNOTATOR_URL (an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1) and "
+             "UNIROUTE_ANNOTATOR_MODEL")
+    config = AnnotatorConfig(settings.annotator_url, settings.annotator_model,
+                             settings.annotator_key.get_secret_value() if settings.annotator_key else None,
+                             settings.annotator_timeout_seconds)
+    try:
+        prompts = _prompts_of(data)
+        wanted = [b.strip() for b in (benchmarks or "").split(",") if b.strip()]
+        prompts = only_benchmarks(prompts, wanted, data).sort_values("prompt_id").head(limit)
+    except (ValueError, FileNotFoundError) as exc:
+        fail(str(exc))
+    with one_line_errors(AnnotatorError), session(settings, "annotate", inputs=str(data), atomic=False) as s:
+        labels = annotate(s.con, prompts["prompt"].tolist(), config)
+        s.detail = f"{len(prompts)} prompts labelled by {config.annotator_id}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    labels.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
+    labels.to_csv(out, index=False)
+    typer.echo(f"labelled {len(labels):,} prompts with {config.annotator_id}; wrote {out}")
+
+
+def _prompts_of(path: Path):
+    """The distinct prompts (prompt_id, prompt, benchmark) of a pointwise or pairwise log."""
+    from uniroute import evaluation as ev
+    from uniroute.ingest import IngestError, is_pairwise_file, pairs_frame
+
+    try:
+        frame = pairs_frame(path) if not path.is_dir() and is_pairwise_file(path) else ev.long_frame(path)
+    except IngestError as exc:
+        raise ValueError(str(exc)) from exc
+    columns = [c for c in ("prompt_id", "prompt", "benchmark") if c in frame.columns]
+    return frame[columns].drop_duplicates("prompt_id").assign(prompt_id=lambda f: f.prompt_id.astype(str))
