@@ -32,8 +32,8 @@ def test_make_embedder_needs_a_cache_folder() -> None:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
+def cache_dir(built_embedders_cache: Path) -> Path:
+    return built_embedders_cache  # the session's: the model file is built once for every test that needs it
 
 
 @pytest.fixture(scope="module")
