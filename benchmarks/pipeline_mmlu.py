@@ -1,4 +1,7 @@
-"""The `mmlu` section of benchmarks.pipeline: build, onboarding latency and publish on mmlu_pro_cot29."""
+"""The `mmlu` section of benchmarks.pipeline: build, onboarding latency and publish on mmlu_pro_cot29.
+
+Run alone: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.pipeline_mmlu [--mmlu-limit N ...]` (the options of
+benchmarks.pipeline)."""
 
 
 from __future__ import annotations
@@ -285,3 +288,9 @@ def run_mmlu(args: argparse.Namespace, out: Partial) -> None:
 
 
 # -------------------------------------------------------------------------------------- synthetic
+
+
+if __name__ == "__main__":  # this section alone, with benchmarks.pipeline's options
+    from benchmarks.pipeline import main
+
+    sys.exit(main(["--skip-1m", "--skip-startup", *sys.argv[1:]]))

@@ -144,3 +144,11 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
 
 
 # ------------------------------------------------------------------------------------------ startup
+
+
+if __name__ == "__main__":  # this section alone, with benchmarks.pipeline's options
+    import sys
+
+    from benchmarks.pipeline import main
+
+    sys.exit(main(["--skip-mmlu", "--skip-startup", *sys.argv[1:]]))
