@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from uniroute.ingest import ingest_file
+from benchmarks import operations
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
@@ -81,7 +81,7 @@ def timed_ingest(path: Path, workdir: Path) -> tuple[float, float, int]:
     db = workdir / "ingest.duckdb"
     db.unlink(missing_ok=True)
     started, cpu = time.perf_counter(), time.process_time()
-    summary = ingest_file(db, path, progress=False)
+    summary = operations.ingest(db, path, progress=False)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     db.unlink(missing_ok=True)
     return seconds, cpu, summary.rows_accepted

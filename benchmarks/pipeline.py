@@ -23,8 +23,9 @@ models have no cost and the build leaves them out):
 variant of onboarding pays on top of the in-process latency.
 
 `synthetic` -- `uniroute.synth.write_synthetic_logs` writes `--prompts` x `--models` long Parquet logs; they
-are ingested as `--ingest-parts` files (row groups are whole prompts), then `run_build` runs with the TF-IDF
-embedder (MiniLM at ~100 prompts/s on this CPU would take hours on 1M prompts) and MLflow on. Above
+are ingested as `--ingest-parts` files (row groups are whole prompts), then the build runs as `uniroute build` does (the
+build session, then the MLflow sync) with `--embedder` (default static; its model file is built once into
+`--work`/cache; MiniLM at ~100 prompts/s on this CPU would take hours on 1M prompts). Above
 build.DASK_KMEANS_MIN_PROMPTS training prompts K-means runs on Dask and K is tuned on build.TUNING_SAMPLE
 prompts. Peak RSS (ru_maxrss of the process and of its children) is recorded after every step; a watchdog
 ends the section with a traceback if the RSS passes `--max-rss-gb` (the machine is shared).
@@ -119,7 +120,7 @@ def child_command(args: argparse.Namespace, section: str, partial: Path) -> list
     cmd = [sys.executable, "-m", "benchmarks.pipeline", "--section", section, "--partial", str(partial),
            "--work", str(args.work), "--seed", str(args.seed)]
     for name in ("warm_repeats", "onboard_repeats", "publish_repeats", "onboard_results", "mmlu_limit", "prompts",
-                 "models", "topics", "ingest_parts", "max_rss_gb"):
+                 "models", "topics", "ingest_parts", "max_rss_gb", "embedder"):
         cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     for flag in ("profile", "keep_logs", "reuse_store"):
         if getattr(args, flag):
@@ -150,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reuse-store", action="store_true",
                         help="build on the synthetic store ingested by an earlier run with the same sizes")
     parser.add_argument("--keep-logs", action="store_true", help="keep the synthetic Parquet logs")
+    parser.add_argument("--embedder", default="static",
+                        help="embedder of the synthetic build (static, tfidf, minilm-onnx, minilm)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/uniroute-bench-pipeline"),
                         help="scratch folder for the UNIROUTE_HOMEs (never the repository)")

@@ -1,4 +1,7 @@
-"""The `mmlu` section of benchmarks.pipeline: build, onboarding latency and publish on mmlu_pro_cot29."""
+"""The `mmlu` section of benchmarks.pipeline: build, onboarding latency and publish on mmlu_pro_cot29.
+
+Run alone: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.pipeline_mmlu [--mmlu-limit N ...]` (the options of
+benchmarks.pipeline)."""
 
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import operations
 from benchmarks.measure import MMLU, ONBOARD_TARGET_SECONDS, Partial, fresh_home, load_average, median, rounded
 
 log = logging.getLogger("benchmarks.pipeline")
@@ -35,20 +39,17 @@ def build_figures(result, wall: float) -> dict[str, Any]:
         "n_prompts": result.n_prompts,
         "promoted": result.promoted,
         "test_area": {m: round(v["area"], 4) for m, v in result.metrics.items()},
-        "mlflow_run": result.mlflow_run_id is not None,
+        "mlflow": None,  # set by timed_build
     }
 
 
-def timed_build(settings, embedder: str, seed: int, mlflow: bool = True) -> dict[str, Any]:
-    from uniroute.pipeline.build import run_build
-
+def timed_build(settings, embedder: str, seed: int, mlflow: bool = True, cache_dir: Path | None = None
+                ) -> dict[str, Any]:
+    """Figures of one build as `uniroute build` runs it (the build session, then the MLflow sync when mlflow)."""
     t0 = time.perf_counter()
-    result = run_build(
-        settings.db_path, embedder, seed,
-        tracking_uri=settings.mlflow_uri if mlflow else None,
-        artifact_root=settings.mlflow_artifacts if mlflow else None,
-    )
+    result = operations.build(settings, embedder, seed, mlflow=mlflow, cache_dir=cache_dir)
     figures = build_figures(result, time.perf_counter() - t0)
+    figures["mlflow"] = mlflow
     figures["load_average_after"] = load_average()
     log.info("build: %s", json.dumps(figures))
     return figures
@@ -87,11 +88,9 @@ class ReplayEmbedder:
 
 def seed_embedding_cache(source_db: Path, target_db: Path, texts: list[str], embedder) -> int:
     """Copy the source store's cached vectors of `texts` into the target store; how many were copied."""
-    from uniroute import embed
-
-    vectors = embed.embed_cached(source_db, texts, embedder)  # all cached: a lookup, nothing embedded
+    vectors = operations.embedded(source_db, texts, embedder)  # all cached: a lookup, nothing embedded
     replay = ReplayEmbedder(embedder.embedder_id, embedder.dim, dict(zip(texts, vectors, strict=True)))
-    embed.embed_cached(target_db, texts, replay)
+    operations.embedded(target_db, texts, replay)
     return len(texts)
 
 
@@ -123,8 +122,6 @@ def onboard_once(
     the template's artifact folder and refuses another, so runs of every copy put their artifacts there.
     """
     from uniroute.ingest import process_inbox
-    from uniroute.pipeline import registry
-    from uniroute.pipeline.onboard import onboard_models
     from uniroute.settings import Settings
 
     restore_home(template, home)
@@ -135,13 +132,9 @@ def onboard_once(
     outcomes = process_inbox(settings.db_path, settings.inbox_dir)
     t_ingest = time.perf_counter()
     landed = [m for o in outcomes if o.summary is not None for m in o.summary.landed_models]
-    result = onboard_models(
-        settings.db_path, landed,
-        tracking_uri=settings.mlflow_uri if mlflow else None,
-        artifact_root=artifact_root if mlflow else None,
-    )
+    result = operations.onboard(settings, landed, mlflow=mlflow, artifact_root=artifact_root)
     t_end = time.perf_counter()
-    routable = model in registry.load_champion(settings.db_path).router.models
+    routable = model in operations.champion_models(settings.db_path)
     if not routable or landed != [model]:
         raise RuntimeError(f"onboarding landed {landed} and the champion routes {model}: {routable}")
     return {
@@ -149,7 +142,7 @@ def onboard_once(
         "ingest_seconds": round(t_ingest - t0, 3),
         "onboard_seconds": round(t_end - t_ingest, 3),
         "embedded_prompts": result.embedded_prompts,
-        "mlflow_run": result.mlflow_run_id is not None,
+        "mlflow": mlflow,
     }
 
 
@@ -195,8 +188,6 @@ def run_mmlu(args: argparse.Namespace, out: Partial) -> None:
     import torch
 
     from uniroute import embed
-    from uniroute.ingest import ingest_file
-    from uniroute.pipeline.publish import publish_champion
 
     torch.set_num_threads(1)
     work = args.work / "mmlu"
@@ -212,7 +203,7 @@ def run_mmlu(args: argparse.Namespace, out: Partial) -> None:
     # 1. Build on the full logs: cold cache once, then warm.
     full = fresh_home(work / "full")
     logs, logs_path = mmlu_logs(args.mmlu_limit, work)
-    summary = ingest_file(full.db_path, logs_path, progress=False)
+    summary = operations.ingest(full.db_path, logs_path, progress=False)
     data["ingest"] = {"seconds": summary.seconds, "rows_accepted": summary.rows_accepted,
                       "new_prompts": summary.new_prompts, "new_models": summary.new_models}
     out.save()
@@ -231,7 +222,7 @@ def run_mmlu(args: argparse.Namespace, out: Partial) -> None:
     held = fresh_home(work / "held_out")
     without = work / "logs_without_model.parquet"
     pq.write_table(logs.filter(pc.not_equal(logs["model"], model)), without)
-    ingest_file(held.db_path, without, progress=False)
+    operations.ingest(held.db_path, without, progress=False)
     texts = logs.column("prompt").unique().to_pylist()
     seeded = seed_embedding_cache(full.db_path, held.db_path, texts, minilm)
     held_build = timed_build(held, "minilm", args.seed)
@@ -275,11 +266,7 @@ def run_mmlu(args: argparse.Namespace, out: Partial) -> None:
         seconds = []
         for _ in range(args.publish_repeats):
             t0 = time.perf_counter()
-            result = publish_champion(
-                onboarded.db_path, onboarded.published_dir,
-                onboarded.mlflow_uri if mlflow else None, held.mlflow_artifacts if mlflow else None,
-                force=True,
-            )
+            result = operations.publish(onboarded, force=True, mlflow=mlflow, artifact_root=held.mlflow_artifacts)
             seconds.append(round(time.perf_counter() - t0, 3))
             if not result.published:
                 raise RuntimeError(f"publish with force=True did not publish: {result.reason}")
@@ -301,3 +288,9 @@ def run_mmlu(args: argparse.Namespace, out: Partial) -> None:
 
 
 # -------------------------------------------------------------------------------------- synthetic
+
+
+if __name__ == "__main__":  # this section alone, with benchmarks.pipeline's options
+    from benchmarks.pipeline import main
+
+    sys.exit(main(["--skip-1m", "--skip-startup", *sys.argv[1:]]))

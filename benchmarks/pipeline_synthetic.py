@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import operations
 from benchmarks.measure import Partial, RssTimeline, RssWatchdog, fresh_home, now_utc, peak_rss_mb
 from benchmarks.pipeline_mmlu import timed_build
 
@@ -24,8 +25,6 @@ log = logging.getLogger("benchmarks.pipeline")
 def ingest_in_parts(logs_path: Path, parts: int, db_path: Path, work: Path) -> list[dict[str, Any]]:
     """Write the logs as `parts` Parquet files of whole row groups (whole prompts) and ingest each in turn."""
     import pyarrow.parquet as pq
-
-    from uniroute.ingest import ingest_file
 
     source = pq.ParquetFile(logs_path)
     groups = np.array_split(np.arange(source.num_row_groups), parts)
@@ -37,7 +36,7 @@ def ingest_in_parts(logs_path: Path, parts: int, db_path: Path, work: Path) -> l
         with pq.ParquetWriter(part, source.schema_arrow, compression="zstd") as writer:
             for g in group:
                 writer.write_table(source.read_row_group(int(g)))
-        summary = ingest_file(db_path, part, progress=False)
+        summary = operations.ingest(db_path, part, progress=False)
         part.unlink()
         out.append({"part": i, "rows": summary.rows_accepted, "seconds": summary.seconds,
                     "new_prompts": summary.new_prompts, "peak_rss_mb_after": peak_rss_mb()["self"]})
@@ -80,12 +79,12 @@ def generate_and_ingest(args: argparse.Namespace, work: Path, home, data: dict[s
 
 
 def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
-    """Synthetic logs of --prompts x --models: generate, ingest, build with TF-IDF and MLflow."""
+    """Synthetic logs of --prompts x --models: generate, ingest, build with --embedder and MLflow."""
     from uniroute.pipeline import build
 
     work = args.work / "synthetic"
     data = out.data
-    data["config"] = {"prompts": args.prompts, "models": args.models, "topics": args.topics, "embedder": "tfidf",
+    data["config"] = {"prompts": args.prompts, "models": args.models, "topics": args.topics, "embedder": args.embedder,
                       "ingest_parts": args.ingest_parts, "dask_kmeans_min_prompts": build.DASK_KMEANS_MIN_PROMPTS,
                       "tuning_sample": build.TUNING_SAMPLE, "max_rss_gb": args.max_rss_gb}
     home = fresh_home(work / "home")
@@ -128,7 +127,7 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
         if profile is not None:
             profile.enable()
         try:
-            data["build"] = timed_build(home, "tfidf", args.seed)
+            data["build"] = timed_build(home, args.embedder, args.seed, cache_dir=args.work / "cache")
         finally:
             if profile is not None:
                 profile.disable()
@@ -145,3 +144,11 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
 
 
 # ------------------------------------------------------------------------------------------ startup
+
+
+if __name__ == "__main__":  # this section alone, with benchmarks.pipeline's options
+    import sys
+
+    from benchmarks.pipeline import main
+
+    sys.exit(main(["--skip-mmlu", "--skip-startup", *sys.argv[1:]]))

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("routing", "ingest", "embedding", "evaluate", "pipeline")
+BENCHMARKS = ("routing", "route_command", "ingest", "embedding", "evaluate", "pipeline")
 
 
 def main() -> int:

@@ -36,6 +36,12 @@ def db_path(home: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def built_embedders_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the whole session: the static and ONNX model files are built into it once (~45 s)."""
+    return tmp_path_factory.mktemp("built_embedders")
+
+
+@pytest.fixture(scope="session")
 def shared_datasets() -> Path:
     if not SHARED_DATASETS.exists():
         pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")

@@ -15,6 +15,7 @@ LIBRARY = REPO / "uniroute"
 STAGE_RANK = {
     "settings": 0,
     "faults": 0,
+    "progress": 0,
     "store": 1,
     "ingest": 2,
     "embed": 2,

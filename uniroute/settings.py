@@ -23,6 +23,9 @@ OFFLINE_ENVIRONMENT = {
     # Quiet: MLflow's per-download progress bars and INFO lines are not for users of a command line.
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
     "MLFLOW_LOGGING_LEVEL": "WARNING",
+    # transformers draws a "Loading weights" bar whenever MiniLM loads (building the static and ONNX models,
+    # the minilm embedder); it reads this switch of huggingface_hub when it is imported.
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
 }
 
 

@@ -25,8 +25,8 @@ TEXTS = ALGEBRA + COOKING + [LONG, ""]
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
+def cache_dir(built_embedders_cache: Path) -> Path:
+    return built_embedders_cache  # the session's: the model file is built once for every test that needs it
 
 
 @pytest.fixture(scope="module")

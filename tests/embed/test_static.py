@@ -32,8 +32,8 @@ def test_make_embedder_needs_a_cache_folder() -> None:
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("cache")
+def cache_dir(built_embedders_cache: Path) -> Path:
+    return built_embedders_cache  # the session's: the model file is built once for every test that needs it
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +93,11 @@ def test_static_on_a_dask_worker_and_without_torch(static: embed.StaticEmbedder,
     out = subprocess.run([sys.executable, "-c", code, str(cache_dir)], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.stdout.split() == [static.embedder_id, "False"]
+
+
+@pytest.mark.slow
+def test_static_state_travels_and_restores_the_same_embedder(static: embed.StaticEmbedder, tmp_path: Path) -> None:
+    """The bytes stored with a router (embed.portable) rebuild an embedder with the same id and vectors."""
+    restored = embed.embedder_from_state(embed.embedder_state(static), tmp_path)
+    assert restored.embedder_id == static.embedder_id and restored.table_file != static.table_file
+    np.testing.assert_array_equal(restored.encode(ALGEBRA), static.encode(ALGEBRA))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -96,15 +97,19 @@ def test_cli_ingest_and_set_cost(home, tmp_path, monkeypatch):
     assert result.exit_code == 1 and "unknown model 'nope'" in result.stderr
 
 
-def test_progress_bar_only_on_large_files(db_path, tmp_path, capsys, monkeypatch):
+def test_progress_only_on_large_files_and_as_log_lines_off_a_terminal(db_path, tmp_path, capsys, caplog,
+                                                                       monkeypatch):
+    caplog.set_level(logging.INFO, logger="uniroute.ingest.load")
     path = write(tmp_path / "a.csv", long_csv("p1,Q,m1,1,0.5"))
     ingest(db_path, path, progress=True)
-    assert "stage" not in capsys.readouterr().err
+    assert "/4 stage" not in capsys.readouterr().err + caplog.text
     monkeypatch.setattr(load, "LARGE_FILE_BYTES", 1)
     ingest(db_path, write(tmp_path / "b.csv", long_csv("p2,Q,m1,1,0.5")), progress=True)
-    assert "b.csv" in capsys.readouterr().err
+    # stderr is not a terminal here: no bar on it, a closing line in the log instead
+    assert capsys.readouterr().err == "" and "b.csv: 4/4 stage (100%)" in caplog.text
+    caplog.clear()
     ingest(db_path, write(tmp_path / "c.csv", long_csv("p3,Q,m1,1,0.5")), progress=False)
-    assert capsys.readouterr().err == ""
+    assert capsys.readouterr().err == "" and "/4 stage" not in caplog.text
 
 
 # ---------------------------------------------------------------------------------------------- inbox

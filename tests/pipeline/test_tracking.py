@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -35,27 +28,13 @@ from uniroute.routers.kmeans import Centroids, fit_centroids
 from uniroute.routers.psi import psi_from_losses
 from uniroute.routers.router import EmbedderMismatch, Router
 from uniroute.routers.tables import validation_proxy
-from uniroute.settings import Settings
+
+from .topics import COSTS, MODELS, NEW_PROMPTS, PROMPTS, topic_losses
 
 mlflow = pytest.importorskip("mlflow")
 
 
 # ---- fixtures -------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty MLflow SQLite store with its schema migrations applied (they take seconds; a copy is instant)."""
-    path = tmp_path_factory.mktemp("mlflow_template") / "mlflow.db"
-    mlflow.MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
-@pytest.fixture
-def tracking(settings: Settings, migrated_db: Path) -> tuple[str, Path]:
-    """(tracking URI, artifact root) under a fresh UNIROUTE_HOME, its store a copy of the migrated empty one."""
-    shutil.copyfile(migrated_db, settings.home / "mlflow.db")
-    return settings.mlflow_uri, settings.mlflow_artifacts
 
 
 @pytest.fixture
@@ -251,27 +230,6 @@ def test_compact_val_is_exact_for_repeated_rows_and_a_seeded_sample_otherwise():
 
 # ---- the registered pyfunc with a real embedder -----------------------------------------------------------
 
-# Hand-written prompts on three topics (no third-party text); the losses below make each topic's specialist
-# the best model there, so the routing differs by cluster.
-TOPICS = {
-    "math": ["What is 17 times 23?", "Solve for x: 3x + 5 = 20.", "Is 91 a prime number?",
-             "Compute the derivative of x squared plus 4x.", "What is the square root of 144?",
-             "Add 1234 and 5678.", "Find the area of a circle with radius 3.", "Simplify 12/18."],
-    "cooking": ["How long should I boil an egg for a soft yolk?", "What can I use instead of butter in cookies?",
-                "How do I make a simple tomato sauce?", "At what temperature should I roast a chicken?",
-                "How do I keep rice from getting sticky?", "What spices go well with lentil soup?",
-                "How do I knead bread dough by hand?", "How long do pancakes cook on each side?"],
-    "code": ["Write a Python function that reverses a list.", "How do I read a CSV file with pandas?",
-             "What does a segmentation fault mean in C?", "Explain recursion with a short example in Python.",
-             "How do I create a virtual environment in Python?", "Fix this SQL: SELEC name FROM users;",
-             "What is the difference between a list and a tuple in Python?", "How do I undo the last git commit?"],
-}
-NEW_PROMPTS = ["What is 9 plus 10?", "How do I bake a sponge cake?", "How do I sort a dict by value in Python?",
-               "Multiply 12 by 12.", "What goes in a Greek salad?"]
-MODELS = ("mathwiz", "chef", "coder", "generalist")
-COSTS = np.array([2.0, 1.0, 3.0, 10.0])
-
-
 @pytest.fixture(scope="module")
 def embedder():
     embed = pytest.importorskip("uniroute.embed")
@@ -281,15 +239,9 @@ def embedder():
 @pytest.fixture(scope="module")
 def fitted(embedder):
     """A small real Router (K=3 K-means on MiniLM embeddings, Psi from per-topic losses) and its val embeddings."""
-    prompts = [p for group in TOPICS.values() for p in group]
-    topic = np.repeat(np.arange(3), [len(g) for g in TOPICS.values()])
-    X = np.asarray(embedder.encode(prompts), dtype=np.float32)
+    X = np.asarray(embedder.encode(PROMPTS), dtype=np.float32)
     centroids = fit_centroids(X, k=3, seed=0)
-    # (n, M) losses: each specialist is right on its topic only; the generalist is mostly right everywhere.
-    losses = np.full((len(prompts), len(MODELS)), 1.0)
-    losses[np.arange(len(prompts)), topic] = 0.0
-    losses[:, 3] = 0.25
-    psi = psi_from_losses(centroids.assign(X), losses, 3, MODELS)
+    psi = psi_from_losses(centroids.assign(X), topic_losses(), 3, MODELS)
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     return router, X
 
@@ -331,14 +283,10 @@ def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
 def test_a_tfidf_router_is_served_with_its_fitted_embedder(db_path, tracking):
     from uniroute.embed import fit_tfidf
 
-    prompts = [p for group in TOPICS.values() for p in group]
-    embedder = fit_tfidf(prompts, dim=8, seed=0, progress=False)
-    X = embedder.encode(prompts)
+    embedder = fit_tfidf(PROMPTS, dim=8, seed=0, progress=False)
+    X = embedder.encode(PROMPTS)
     centroids = fit_centroids(X, k=3, seed=0)
-    topic = np.repeat(np.arange(3), [len(g) for g in TOPICS.values()])
-    losses = np.full((len(prompts), len(MODELS)), 1.0)
-    losses[np.arange(len(prompts)), topic] = 0.0
-    psi = psi_from_losses(centroids.assign(X), losses, 3, MODELS)
+    psi = psi_from_losses(centroids.assign(X), topic_losses(), 3, MODELS)
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     with uniroute_store.session(db_path, "test") as s:
         registry.save_router_version(s.con, router, "r-tfidf", registry.clustering_id_of(centroids), centroids,
@@ -356,47 +304,3 @@ def test_pyfunc_refuses_a_router_fitted_on_another_embedder(db_path, tracking, f
     _sync(db_path, tracking)
     with pytest.raises(EmbedderMismatch, match="some-other-version"):
         load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=tracking[0])
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.slow
-def test_mlflow_models_serve_answers_a_routing_request(db_path, tracking, fitted, embedder):
-    """`mlflow models serve --env-manager local` on the champion answers like Router.route_names."""
-    router, _ = fitted
-    _save(db_path, router, "r-real")
-    _sync(db_path, tracking)
-    store = tracking
-    port = _free_port()
-    bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": store[0], "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    server = subprocess.Popen(
-        [str(Path(bin_dir) / "mlflow"), "models", "serve", "-m", f"models:/{REGISTERED_NAME}@{CHAMPION}",
-         "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-    )
-    try:
-        body = json.dumps({"dataframe_records": [{"prompt": p} for p in NEW_PROMPTS], "params": {"lambda": 0.1}})
-        deadline = time.monotonic() + 180  # a bound for a contended machine, not a timing assertion
-        while True:
-            assert server.poll() is None, server.stderr.read().decode()[-2000:]
-            try:
-                request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", data=body.encode(),
-                                                 headers={"Content-Type": "application/json"})
-                with urllib.request.urlopen(request, timeout=30) as response:
-                    answer = json.loads(response.read())
-                break
-            except (ConnectionError, urllib.error.URLError):
-                assert time.monotonic() < deadline, "mlflow models serve did not answer within 180 s"
-                time.sleep(0.5)
-    finally:
-        # The server runs in its own session: stop its whole process group (the CLI and its uvicorn worker).
-        os.killpg(server.pid, 15)
-        server.wait(timeout=30)
-    X = np.asarray(embedder.encode(NEW_PROMPTS), dtype=np.float32)
-    assert [row["model"] for row in answer["predictions"]] == router.route_names(X, 0.1).tolist()
-    assert [row["prompt_index"] for row in answer["predictions"]] == list(range(len(NEW_PROMPTS)))

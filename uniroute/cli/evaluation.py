@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -108,14 +110,23 @@ def evaluate(
     typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
                f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
 
+    from uniroute.progress import progress_bar
+
+    # A bar with rate and ETA on a terminal; a line every tenth of the trials in a file or a pipe.
+    bar = progress_bar(trials, "trials", "trial", logging.getLogger(__name__),
+                       enabled=not as_json and sys.stderr.isatty())
+
     def progress(done: int, total: int) -> None:
-        if not as_json and (done == total or done % max(1, total // 10) == 0):
+        if sys.stderr.isatty():
+            bar.update(done - bar.n)
+        elif not as_json and (done == total or done % max(1, total // 10) == 0):
             typer.echo(f"  {done}/{total} trials", err=True)
 
-    report, study, results = ev.evaluate(
-        eval_data, X, trials, config, workers=workers, scheduler_address=scheduler or settings.dask_address,
-        progress=progress,
-    )
+    with bar:
+        report, study, results = ev.evaluate(
+            eval_data, X, trials, config, workers=workers, scheduler_address=scheduler or settings.dask_address,
+            progress=progress,
+        )
     dataset = data.name if data.is_dir() else data.stem
     report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data), **about)
     title = f"{dataset}: {trials} trials, {embedder_id}"

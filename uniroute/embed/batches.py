@@ -60,11 +60,11 @@ def embed_batches(
         if bar is not None:
             bar.update(len(texts))
     else:
-        from tqdm.auto import tqdm
+        from uniroute.progress import progress_bar
 
         own = bar is None
         if own:
-            bar = tqdm(total=len(texts), unit="prompt", desc="embed", disable=not embedder.progress or len(batches) < 2)
+            bar = progress_bar(len(texts), "embed", "prompt", log, enabled=embedder.progress and len(batches) >= 2)
         parts = []
         try:
             for batch in batches:

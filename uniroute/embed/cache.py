@@ -90,10 +90,10 @@ def embed_cached(
         "embed %s: %d texts, %d cached, %d distinct to embed",
         embedder_id, len(texts), found.num_rows, len(new_pos),
     )
-    from tqdm.auto import tqdm
+    from uniroute.progress import progress_bar
 
-    quiet = not embedder.progress or len(new_pos) < 2
-    with tqdm(total=len(new_pos), unit="prompt", desc=f"embed {embedder_id}", disable=quiet) as bar:
+    shown = embedder.progress and len(new_pos) >= 2
+    with progress_bar(len(new_pos), f"embed {embedder_id}", "prompt", log, enabled=shown) as bar:
         for lo in range(0, len(new_pos), chunk_texts):
             chunk = new_pos[lo : lo + chunk_texts]
             vectors = embed_batches([texts[i] for i in chunk], embedder, client=client, bar=bar)  # (b, dim)

@@ -144,8 +144,6 @@ class StaticEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """(n, dim) float32 unit vectors: the sum of each text's token rows; a text without tokens is zero."""
-        from scipy.sparse import csr_matrix
-
         texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -155,13 +153,22 @@ class StaticEmbedder:
         )
         token_ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         token_ids = [ids[used[ids]] for ids in token_ids]
-        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([len(ids) for ids in token_ids], out=indptr[1:])
-        flat = np.concatenate(token_ids)
-        # (n, vocabulary) token counts times the (vocabulary, dim) table: the sums, without an (all tokens, dim)
-        # intermediate. The mean model2vec takes differs from the sum only in length, which unit_rows removes.
-        counts = csr_matrix((np.ones(len(flat), dtype=np.float32), flat, indptr), shape=(len(texts), len(used)))
-        return unit_rows(np.asarray(counts @ vectors))
+        # The mean model2vec takes differs from the sum only in length, which unit_rows removes.
+        return unit_rows(token_sums(vectors, token_ids))
+
+
+def token_sums(vectors: np.ndarray, token_ids: Sequence[np.ndarray]) -> np.ndarray:
+    """(n, dim) float32: for each text, the sum of the table rows (vocabulary, dim) of its token ids.
+
+    One numpy sum per text: as fast as a sparse (n, vocabulary) count matrix times the table and bit-identical
+    to it (both add the rows in order), without importing scipy.sparse (0.3 s, a fifth of a one-prompt
+    `uniroute route`) or an (all tokens, dim) intermediate.
+    """
+    out = np.zeros((len(token_ids), vectors.shape[1]), dtype=np.float32)
+    for row, ids in enumerate(token_ids):
+        if len(ids):
+            out[row] = vectors[ids].sum(axis=0)
+    return out
 
 
 def load_static(

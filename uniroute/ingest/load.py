@@ -7,14 +7,11 @@ import difflib
 import logging
 import math
 import stat
-import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from uniroute import store
 from uniroute.faults import crashpoint
@@ -29,6 +26,7 @@ from uniroute.ingest.staging import (
     IngestError,
     file_sha256,
 )
+from uniroute.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +90,10 @@ class IngestSummary:
         return out
 
 
-def _progress(path: Path, size: int, enabled: bool) -> tqdm:
-    """A progress bar over the ingestion stages, shown for large files only."""
-    return tqdm(
-        total=len(STAGES), desc=path.name, unit="stage", disable=not enabled or size < LARGE_FILE_BYTES,
-        file=sys.stderr, leave=False,
-    )
+def _progress(path: Path, size: int, enabled: bool) -> Any:
+    """A progress bar over the ingestion stages (log lines off a terminal), for large files only."""
+    return progress_bar(len(STAGES), path.name, "stage", log, enabled=enabled and size >= LARGE_FILE_BYTES,
+                        leave=False)
 
 
 def ingest_file(

@@ -83,8 +83,8 @@ def save_embedder(con: store.Connection, embedder: Any) -> None:
 
 def stored_embedder_state(con: store.Connection, embedder_id: str) -> bytes | None:
     """The stored state of an embedder id, or None (embedders rebuilt by name are not stored)."""
-    rows = store.query(con, "fitted_embedder", embedder_id=embedder_id)
-    return None if rows.empty else bytes(rows.state.iloc[0])
+    row = store.query_row(con, "fitted_embedder", embedder_id=embedder_id)
+    return None if row is None else bytes(row[1])
 
 
 def save_router_version(

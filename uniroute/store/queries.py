@@ -29,6 +29,11 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pd.DataFr
     return con.execute(query_text(name), params or None).df()
 
 
+def query_row(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> tuple | None:
+    """The first row of a named query as a tuple, or None: no DataFrame (a large BLOB takes 0.1 s, not 0.7 s)."""
+    return con.execute(query_text(name), params or None).fetchone()
+
+
 def query_arrow(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Table:
     """Run a named query and return an Arrow table (no pandas conversion)."""
     # con.sql streams the result into Arrow; execute() would first materialise it as DB-API rows.

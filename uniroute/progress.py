@@ -1,0 +1,70 @@
+"""Progress of a long step: a tqdm bar with rate and ETA on a terminal, periodic log lines everywhere else.
+
+A bar written into a file or a Prefect log is noise (carriage returns, one line per refresh), so where stderr is
+not a terminal the same updates become an INFO line on the caller's logger at most every `every_seconds`, plus
+one when the step ends: quiet by default on the command line (WARNING), visible with `-v` and in any handler
+that takes the `uniroute` logger's INFO records (Prefect forwards them with PREFECT_LOGGING_EXTRA_LOGGERS=uniroute).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+
+class LoggedProgress:
+    """The part of tqdm's interface the pipeline uses (update, set_postfix_str, close, with), as log lines."""
+
+    def __init__(self, total: int, desc: str, unit: str, logger: logging.Logger, every_seconds: float) -> None:
+        self.total, self.desc, self.unit, self.logger, self.every = total, desc, unit, logger, every_seconds
+        self.n = 0
+        self.postfix = ""
+        self.started = self.last = time.monotonic()
+        self.closed = False
+
+    def line(self) -> str:
+        """`desc: n/total unit (p%), rate unit/s, about s left [postfix]`."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.n / elapsed
+        text = f"{self.desc}: {self.n:,}/{self.total:,} {self.unit}"
+        if self.total:
+            text += f" ({100 * self.n / self.total:.0f}%)"
+        text += f", {rate:,.0f} {self.unit}/s"
+        if 0 < self.n < self.total and rate > 0:
+            text += f", about {(self.total - self.n) / rate:,.0f} s left"
+        return f"{text} [{self.postfix}]" if self.postfix else text
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self.last >= self.every and self.n < self.total:
+            self.last = now
+            self.logger.info(self.line())
+
+    def set_postfix_str(self, text: str) -> None:
+        self.postfix = text
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.logger.info(f"{self.line()} in {time.monotonic() - self.started:,.1f} s")
+
+    def __enter__(self) -> LoggedProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress_bar(total: int, desc: str, unit: str, logger: logging.Logger, enabled: bool = True,
+                 every_seconds: float = 10.0, **tqdm_options: Any) -> Any:
+    """A tqdm bar on a terminal, a LoggedProgress elsewhere, a disabled bar when not enabled."""
+    from tqdm.auto import tqdm
+
+    if not enabled:
+        return tqdm(total=total, disable=True)
+    if sys.stderr.isatty():
+        return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, **tqdm_options)
+    return LoggedProgress(total, desc, unit, logger, every_seconds)
