@@ -180,7 +180,7 @@ def ingest_file(
     return summary
 
 
-def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: tqdm) -> IngestSummary:
+def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any) -> IngestSummary:
     """Check and write a pairwise file's battles (its own table and checks; the same guarantees)."""
     bar.set_postfix_str(STAGES[2])
     written = load_pairs(con, staged, source, file_hash)
