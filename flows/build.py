@@ -65,8 +65,8 @@ def nightly_build() -> dict:
         s.detail = result.line()
     logger.info(result.line())
     logger.info(result.selection)
-    logger.info("router kinds compared:\n%s", result.candidates_table().drop(columns=["build_router_id"], errors="ignore").to_string(
-        index=False))
+    compared = result.candidates_table().drop(columns=["build_router_id"], errors="ignore")
+    logger.info("router kinds compared:\n%s", compared.to_string(index=False))
     reconcile_store(settings)
     report_build(result, settings)
     rename_run(build_run_name(result))
