@@ -92,7 +92,6 @@ def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, model
             "prompt_id": new_prompts["prompt_id"].to_numpy(),
             "cluster": centroids.assign(X).astype(np.int32),
         }))
-    crashpoint("onboard:embedded")
     val_clusters = store.query(con, "val_prompt_clusters", clustering_id=champion.clustering_id)
     frame = psi_frame_from_store(con, val_clusters)
     frame = frame[frame["model"].isin(models)]
@@ -142,6 +141,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         rows, embedded = _knn_rows(con, champion.router, models), 0
     else:
         rows, embedded = _cluster_rows(con, champion, models, progress, cache_dir)
+    crashpoint("onboard:embedded")
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
     no_cost = [m for m in models if pd.isna(costs.get(m))]
     if no_cost:
