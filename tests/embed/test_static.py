@@ -93,3 +93,14 @@ def test_static_on_a_dask_worker_and_without_torch(static: embed.StaticEmbedder,
     out = subprocess.run([sys.executable, "-c", code, str(cache_dir)], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.stdout.split() == [static.embedder_id, "False"]
+
+
+@pytest.mark.slow
+def test_static_state_round_trip(static: embed.StaticEmbedder, tmp_path: Path) -> None:
+    """What a build stores with its routers (embed.portable) rebuilds the same embedder elsewhere."""
+    from uniroute.embed.portable import embedder_from_state, embedder_state
+
+    again = embedder_from_state(embedder_state(static), tmp_path)
+    assert again.embedder_id == static.embedder_id
+    texts = ["solve the equation for x", "a poem about rain"]
+    np.testing.assert_array_equal(again.encode(texts), static.encode(texts))

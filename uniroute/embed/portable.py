@@ -46,8 +46,9 @@ def embedder_state(embedder: Any) -> bytes | None:
 def _file_state(path: str, fingerprint: str, fields: dict[str, Any]) -> bytes:
     header = {"format": FORMAT, "version": 1, "fingerprint": fingerprint, "suffix": Path(path).suffix, **fields}
     buffer = io.BytesIO()
+    # Not `file=`: that is np.savez's own first parameter (TypeError: multiple values for argument 'file').
     np.savez(buffer, header=np.array(json.dumps(header)),
-             file=np.frombuffer(Path(path).read_bytes(), dtype=np.uint8))
+             content=np.frombuffer(Path(path).read_bytes(), dtype=np.uint8))
     return buffer.getvalue()
 
 
@@ -73,7 +74,7 @@ def embedder_from_state(data: bytes, folder: Path | None = None, progress: bool 
             raise ValueError(f"not a saved embedder (format {header.get('format')!r})")
         folder = Path(folder) if folder is not None else DEFAULT_FOLDER
         name = f"{header['kind']}-{header['fingerprint']}{header['suffix']}"
-        path = _restored_file(saved["file"], name, folder / "restored")
+        path = _restored_file(saved["content"], name, folder / "restored")
     if header["kind"] == "static":
         return StaticEmbedder(path, header["fingerprint"], dim=header["dim"], pca_dims=header["pca_dims"],
                               sif_coefficient=header["sif_coefficient"], max_tokens=header["max_tokens"],
