@@ -161,8 +161,11 @@ def test_build_run_is_named_for_its_router_and_leaves_artifacts(pipeline, tmp_pa
     k_name = "k" if build["kind"] == "knn" else "K"
     assert name == (f"built {build['router_id']} {build['kind']} {k_name}={build['k']} {len(build['models'])} "
                     "models (champion)")
-    assert set(artifacts) == {"uniroute-build", "uniroute-build-evaluation", "uniroute-deferral-curves",
-                              "uniroute-mlflow-run"}
+    assert set(artifacts) == {"uniroute-build", "uniroute-build-candidates", "uniroute-build-evaluation",
+                              "uniroute-deferral-curves", "uniroute-mlflow-run"}
+    kinds = json.loads(artifacts["uniroute-build-candidates"].data)
+    assert sorted(r["kind"] for r in kinds) == ["kmeans", "kmeans_shrunk"]
+    assert [r["kind"] for r in kinds if r["chosen"]] == [build["kind"]]
     summary = artifacts["uniroute-build"].data
     assert summary.startswith(f"# Nightly build: {build['router_id']}") and "| this build (candidate) |" in summary
     assert {row["method"] for row in json.loads(artifacts["uniroute-build-evaluation"].data)} == set(build["metrics"])
@@ -246,7 +249,7 @@ def test_user_views_agree_with_the_published_tables(pipeline):
     db = pipeline.settings.db_path
     check = read_only_query(db, """
         select r.version, r.grid, r.budget, r.lam, any_value(b.expected_score) as published,
-               sum(r.share * (1 - psi.loss)) as recomputed
+               sum(r.share * (1 - psi.routing_loss)) as recomputed
         from publication_routes as r
         join psi on psi.router_id = r.router_id and psi.model = r.model and psi.cluster = r.cluster
         join published_budgets as b on b.version = r.version and b.grid = r.grid and b.lam = r.lam

@@ -194,10 +194,12 @@ def champion_val_area(con: store.Connection) -> float | None:
 
 
 def psi_table(router: AnyRouter) -> pd.DataFrame:
-    """Long table of a router's Psi: model, cluster, loss, n (no rows for K-NN, which has no clusters)."""
+    """Long table of a router's Psi: model, cluster, loss (measured), n, routing_loss (what routing uses; shrunk
+    for count-aware Psi); no rows for K-NN, which has no clusters."""
     if isinstance(router, KnnRouter):
         return pd.DataFrame({"model": pd.Series(dtype=object), "cluster": pd.Series(dtype=np.int64),
-                             "loss": pd.Series(dtype=np.float64), "n": pd.Series(dtype=np.int64)})
+                             "loss": pd.Series(dtype=np.float64), "n": pd.Series(dtype=np.int64),
+                             "routing_loss": pd.Series(dtype=np.float64)})
     k = router.k
     counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
     return pd.DataFrame(
@@ -206,6 +208,7 @@ def psi_table(router: AnyRouter) -> pd.DataFrame:
             "cluster": np.tile(np.arange(k), len(router.models)),
             "loss": router.psi.reshape(-1),
             "n": counts.reshape(-1),
+            "routing_loss": router.routing_psi.reshape(-1),  # the shrunk cell for count-aware Psi
         }
     )
 
