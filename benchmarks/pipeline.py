@@ -25,10 +25,10 @@ variant of onboarding pays on top of the in-process latency.
 `synthetic` -- `uniroute.synth.write_synthetic_logs` writes `--prompts` x `--models` long Parquet logs; they
 are ingested as `--ingest-parts` files (row groups are whole prompts), then the build runs as `uniroute build` does (the
 build session, then the MLflow sync) with `--embedder` (default static; its model file is built once into
-`--work`/cache; MiniLM at ~100 prompts/s on this CPU would take hours on 1M prompts). Above
-build.DASK_KMEANS_MIN_PROMPTS training prompts K-means runs on Dask and K is tuned on build.TUNING_SAMPLE
-prompts. Peak RSS (ru_maxrss of the process and of its children) is recorded after every step; a watchdog
-ends the section with a traceback if the RSS passes `--max-rss-gb` (the machine is shared).
+`--work`/cache; MiniLM at ~100 prompts/s on this CPU would take hours on 1M prompts). Above build.TUNING_SAMPLE
+training prompts the router kinds are tuned on that many and the served one-hot router's K-means is refitted on
+all of them on Dask. Peak RSS (ru_maxrss of the process and of its children) is recorded after every step; a
+watchdog ends the section with a traceback if the RSS passes `--max-rss-gb` (the machine is shared).
 
 Timings are wall seconds on a shared, contended 2-core machine: repeated figures are medians, the load
 average at the start and end of each section is recorded. Results: benchmarks/results/pipeline.json (a

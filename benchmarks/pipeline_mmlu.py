@@ -32,8 +32,9 @@ def build_figures(result, wall: float) -> dict[str, Any]:
     return {
         "seconds": rounded(result.seconds),
         "seconds_total": round(wall, 3),
+        "kind": result.kind,
         "k": result.k,
-        "k_learned_map": result.k_learned_map,
+        "selection": result.selection,
         "models": len(result.models),
         "excluded_models": list(result.excluded_models),
         "n_prompts": result.n_prompts,

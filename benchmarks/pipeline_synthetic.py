@@ -85,8 +85,8 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
     work = args.work / "synthetic"
     data = out.data
     data["config"] = {"prompts": args.prompts, "models": args.models, "topics": args.topics, "embedder": args.embedder,
-                      "ingest_parts": args.ingest_parts, "dask_kmeans_min_prompts": build.DASK_KMEANS_MIN_PROMPTS,
-                      "tuning_sample": build.TUNING_SAMPLE, "max_rss_gb": args.max_rss_gb}
+                      "ingest_parts": args.ingest_parts, "tuning_sample": build.TUNING_SAMPLE,
+                      "max_rss_gb": args.max_rss_gb}
     home = fresh_home(work / "home")
 
     timelines: list[RssTimeline] = []

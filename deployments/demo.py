@@ -2,11 +2,12 @@
 
 1. Ingest the benchmark logs (RouterBench's raw CSVs from ../shared, or synthetic logs where it is
    absent) through the inbox flow, holding one LLM back.
-2. Nightly build: embed, choose K, fit K-means and the LearnedMap, Psi in SQL, evaluate, MLflow.
+2. Nightly build: embed, tune every router kind (K-means, count-aware K-means, LearnedMap, K-NN), serve the
+   one chosen on validation prompts (its candidates' table is printed), evaluate, MLflow.
 3. Publish the routing tables.
 4. Drop the held-back LLM's validation results into the inbox: the inbox flow emits
    `uniroute.results.landed`, the served onboarding deployment is triggered by it and makes the LLM
-   routable on the frozen clusters.
+   routable without refitting (a Psi row on the frozen clusters, or its labels in the K-NN table).
 5. Republish, and show with SQL where the new LLM now takes traffic; end with the evaluation table.
 """
 
@@ -133,9 +134,17 @@ def main(argv: list[str] | None = None) -> None:
         from flows.ingest import ingest_inbox
         from flows.publish import publish_routing_tables
 
-        say("2. Nightly build (ingest the inbox, embed on Dask, choose K, fit, Psi in SQL, evaluate, MLflow)")
+        say("2. Nightly build (ingest the inbox, embed on Dask, tune every router kind, serve the one chosen on "
+            "validation, evaluate, MLflow)")
         build = nightly_build()
-        print(f"router {build['router_id']}: K={build['k']}, {len(build['models'])} LLMs, {build['reason']}")
+        name = "k" if build["kind"] == "knn" else "K"
+        print(f"router {build['router_id']}: {build['kind']} {name}={build['k']}, {len(build['models'])} LLMs, "
+              f"{build['reason']}")
+        show("router kinds compared on validation prompts (training LLMs only; the build serves `chosen`)",
+             sql(settings, f"""
+            select kind, value, shrinkage, round(val_area, 4) as val_area, round(val_area_se, 4) as se,
+                   round(diff_to_default, 4) as diff_to_default, round(diff_se, 4) as diff_se, p_best, chosen
+            from router_selection where build_router_id = '{build['router_id']}'"""))
         show("prompts and models", sql(settings, "select split, count(*) as prompts from prompt_splits group by 1"))
 
         say("3. Publish")
@@ -171,10 +180,13 @@ def main(argv: list[str] | None = None) -> None:
 
         APILogWorker.drain_all()
         EventsWorker.drain_all()
-    show("newcomer's share of clusters per budget (current routing table)", sql(settings, f"""
-        select budget, count(*) filter (where model = '{newcomer}') as clusters_to_newcomer,
-               count(*) as clusters
-        from current_routing_table where grid = 'budget' group by budget order by budget"""))
+    if len(sql(settings, "select 1 from current_routing_table limit 1")):
+        show("newcomer's share of clusters per budget (current routing table)", sql(settings, f"""
+            select budget, count(*) filter (where model = '{newcomer}') as clusters_to_newcomer,
+                   count(*) as clusters
+            from current_routing_table where grid = 'budget' group by budget order by budget"""))
+    else:
+        print("-- the champion routes per prompt (LearnedMap or K-NN): no per-cluster routing table to show")
     show("pool leaderboard", sql(settings, "select * from pool_leaderboard"))
     show("held-out evaluation of the nightly build (test prompts, whole pool)", sql(settings, """
         select method,
@@ -183,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
                round(max(value) filter (where metric = 'qnc'), 4) as qnc,
                round(max(value) filter (where metric = 'peak'), 4) as peak
         from router_metrics
-        where router_id = (select router_id from routers where kind = 'kmeans' and parent_id is null
+        where router_id = (select router_id from routers where origin = 'build' and candidate_of is null
                            order by created_at desc limit 1)
         group by method order by area desc"""))
     plots = sorted(settings.mlflow_artifacts.rglob("deferral_curves.png"), key=lambda p: p.stat().st_mtime)

@@ -43,7 +43,8 @@ def embed_on_dask(db_path: str, embedder_name: str, cache_dir: str, wait_seconds
 
 @flow(name="uniroute-nightly-build", flow_run_name=started("build"))
 def nightly_build() -> dict:
-    """Reconcile, ingest the inbox, embed new prompts on Dask, then build a router version (MLflow follows)."""
+    """Reconcile, ingest the inbox, embed new prompts on Dask, then build a router version (MLflow follows): every
+    router kind in UNIROUTE_BUILD_KINDS (default all) is tuned, and the one chosen on validation is served."""
     settings = flow_settings()
     logger = get_run_logger()
     reconcile_store(settings)
@@ -56,11 +57,16 @@ def nightly_build() -> dict:
         on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
             str(settings.db_path), settings.embedder, str(settings.cache_dir), settings.store_wait_seconds
         )
-    with store.session(settings.db_path, "build", inputs=f"embedder={settings.embedder} seed={settings.seed}",
-                       wait_seconds=settings.store_wait_seconds, on_wait=logger.info) as s:
-        result = build.run_build(s.con, settings.embedder, settings.seed, cache_dir=settings.cache_dir)
+    kinds = settings.build_kinds.split(",") if settings.build_kinds.strip() else None
+    inputs = f"embedder={settings.embedder} seed={settings.seed}" + (f" kinds={settings.build_kinds}" if kinds else "")
+    with store.session(settings.db_path, "build", inputs=inputs, wait_seconds=settings.store_wait_seconds,
+                       on_wait=logger.info) as s:
+        result = build.run_build(s.con, settings.embedder, settings.seed, cache_dir=settings.cache_dir, kinds=kinds)
         s.detail = result.line()
     logger.info(result.line())
+    logger.info(result.selection)
+    compared = result.candidates_table().drop(columns=["build_router_id"], errors="ignore")
+    logger.info("router kinds compared:\n%s", compared.to_string(index=False))
     reconcile_store(settings)
     report_build(result, settings)
     rename_run(build_run_name(result))

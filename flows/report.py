@@ -57,9 +57,20 @@ def evaluation_rows(result: BuildResult) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -r["area"] if isinstance(r["area"], float) else 0.0)
 
 
+def candidate_rows(result: BuildResult) -> list[dict[str, Any]]:
+    """One row per router kind the build compared: hyper-parameters, validation Area +/- SE, P(best), chosen."""
+    shown = ("kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best",
+             "chosen")
+    rows = []
+    for c in result.candidates_table().to_dict("records"):
+        rows.append({k: (_number(c[k]) if isinstance(c.get(k), float) else c.get(k)) for k in shown})
+    return rows
+
+
 def build_run_name(result: BuildResult) -> str:
     state = "champion" if result.promoted else "challenger"
-    return f"built {result.router_id} K={result.k} {len(result.models)} models ({state})"
+    name = "k" if result.kind == "knn" else "K"
+    return f"built {result.router_id} {result.kind} {name}={result.k} {len(result.models)} models ({state})"
 
 
 def mlflow_links(settings: Settings, run_id: str | None) -> dict[str, str]:
@@ -79,7 +90,7 @@ def build_markdown(result: BuildResult, candidates: pd.DataFrame, run_id: str | 
         "",
         f"**{'Promoted to champion' if result.promoted else 'Kept as challenger'}**: {result.reason}.",
         "",
-        f"- K = {result.k} (LearnedMap K = {result.k_learned_map}), validation Area {area}",
+        f"- served kind {result.kind} ({'k' if result.kind == 'knn' else 'K'} = {result.k}), validation Area {area}",
         f"- {len(result.models)} models: {', '.join(result.models)}",
         f"- left out (no cost or too few results): {', '.join(result.excluded_models) or 'none'}",
         "- prompts: " + ", ".join(f"{n:,} {split}" for split, n in result.n_prompts.items()),
@@ -88,6 +99,9 @@ def build_markdown(result: BuildResult, candidates: pd.DataFrame, run_id: str | 
     lines += [f"- note: {note}" for note in result.notes]
     if links:
         lines.append(f"- MLflow run: [{run_id}]({links['run']}), [deferral curves]({links['curves']})")
+    kinds = pd.DataFrame(candidate_rows(result))
+    lines += ["", "## Router kinds compared (validation, training LLMs only)", "", result.selection or "", "",
+              markdown_table(kinds) if len(kinds) else "(none recorded)"]
     shown = candidates.drop(columns=["created_at"], errors="ignore")
     lines += ["", "## Candidates", "", markdown_table(shown) if len(shown) else "(none recorded)"]
     lines += ["", "## Held-out evaluation (test prompts, whole pool)", "",
@@ -164,7 +178,7 @@ def _read(db_path: Path, name: str, **params: Any) -> pd.DataFrame | None:
 
 
 def report_build(result: BuildResult, settings: Settings) -> None:
-    """Artifacts of a build: summary with candidates and evaluation, the evaluation table, the curves image."""
+    """Artifacts of a build: summary, the candidate kinds' table, the evaluation table, the curves image."""
     candidates = _read(settings.db_path, "build_candidates", router_id=result.router_id)
     logged = _read(settings.db_path, "router_mlflow_run", router_id=result.router_id)
     run_id = str(logged.run_id.iloc[0]) if logged is not None and len(logged) else None
@@ -172,6 +186,9 @@ def report_build(result: BuildResult, settings: Settings) -> None:
     if candidates is not None:
         create_markdown_artifact(build_markdown(result, candidates, run_id, links), key="uniroute-build",
                                  description=f"Nightly build {result.router_id}")
+    if result.candidates:
+        create_table_artifact(candidate_rows(result), key="uniroute-build-candidates",
+                              description=f"Router kinds {result.router_id} chose among: {result.selection}")
     create_table_artifact(evaluation_rows(result), key="uniroute-build-evaluation",
                           description=f"Held-out evaluation of {result.router_id}")
     if links:

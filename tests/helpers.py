@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,9 @@ def embedded(db_path: Path, texts: list[str], embedder: Any, **options: Any):
         return embed_cached(s.con, texts, embedder, **options)
 
 
-def build(db_path: Path, embedder: str, seed: int = 0) -> BuildResult:
+def build(db_path: Path, embedder: str, seed: int = 0, kinds: Sequence[str] | None = None) -> BuildResult:
     with store.session(db_path, "build") as s:
-        return run_build(s.con, embedder, seed)
+        return run_build(s.con, embedder, seed, kinds=kinds)
 
 
 def onboard(db_path: Path, models: list[str]) -> OnboardResult:

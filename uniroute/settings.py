@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     embedder: str = "static"
     embed_batch_size: int = 128
     seed: int = 0
+    # The router kinds the nightly build fits and chooses among (comma-separated; blank: every kind, see
+    # evaluation.candidates.KINDS). One kind serves that kind without a choice.
+    build_kinds: str = ""
     dask_address: str | None = None
     dask_workers: int = 2
     mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)

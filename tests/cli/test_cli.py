@@ -113,3 +113,24 @@ def test_publish_and_retire_through_the_cli(routed_home):
     refused = _invoke("route", "Which city is France's capital?", "--pool", "atlas")
     assert refused.exit_code == 1 and "retired" in refused.output
     assert _invoke("retire", "nobody").exit_code == 1
+
+
+def test_build_prints_the_kinds_it_chose_among_and_takes_kinds(cli_home, tmp_path, monkeypatch):
+    from uniroute.synth import write_synthetic_logs
+
+    monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
+    summary = write_synthetic_logs(tmp_path / "logs", n_prompts=200, n_models=3, n_topics=3, seed=1, with_split=True)
+    assert _invoke("ingest", str(summary.logs_path)).exit_code == 0
+    assert "--kinds" in _invoke("build", "--help").output
+    bad = _invoke("build", "--embedder", "tfidf", "--kinds", "kmeans,zero")
+    assert bad.exit_code == 1 and "unknown router kinds ['zero']: choose from kmeans" in bad.output
+    assert json.loads(_invoke("sql", "select count(*) as n from routers", "--json").stdout) == [{"n": 0}]
+    result = _invoke("build", "--embedder", "tfidf", "--kinds", "knn,kmeans")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("built ") and lines[1].startswith("served ")
+    header = lines[2].split()
+    assert header[:4] == ["kind", "value", "shrinkage", "val_area"]
+    assert sorted(line.split()[0] for line in lines[3:5]) == ["kmeans", "knn"]
+    chosen = json.loads(_invoke("sql", "select kind from router_selection where chosen", "--json").stdout)
+    assert chosen == [{"kind": lines[0].split("(")[1].split()[0]}]

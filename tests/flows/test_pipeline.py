@@ -57,8 +57,10 @@ def pipeline(tmp_path_factory, prefect_harness, shared_datasets):
     from deployments.serve import free_port
 
     # The build's artifacts link to the MLflow UI on this port (never the default 5000: it may be in use).
+    # The one-hot kinds only: the views checked below read per-cluster routing tables (every kind's survival of
+    # publish / route / onboard / retire / pyfunc: tests/pipeline/test_router_kinds.py).
     previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="minilm", UNIROUTE_DASK_WORKERS="2",
-                    UNIROUTE_MLFLOW_PORT=str(free_port()))
+                    UNIROUTE_MLFLOW_PORT=str(free_port()), UNIROUTE_BUILD_KINDS="kmeans,kmeans_shrunk")
     try:
         settings = Settings()
         logs = _slice(shared_datasets)
@@ -93,13 +95,15 @@ def test_build_versions_a_router_and_logs_its_lineage(pipeline):
     champion = _champion(settings.db_path)
     assert champion.router_id == build["router_id"] and champion.parent_id is None
     assert pipeline.newcomer not in champion.router.models and len(champion.router.models) == 10
-    assert set(build["metrics"]) == {"kmeans", "learnedmap", "zero", "knn"}
+    assert set(build["metrics"]) == {"kmeans", "kmeans_shrunk", "zero"}
+    assert build["kind"] in ("kmeans", "kmeans_shrunk") and [c["chosen"] for c in build["candidates"]].count(True) == 1
     client = mlflow.MlflowClient(tracking_uri=settings.mlflow_uri)
     run = client.get_run(client.get_model_version_by_alias("uniroute-router", "champion").run_id)
     assert run.data.params["k"] == str(build["k"]) and "data_fingerprint" in run.data.params
-    assert {"kmeans_area", "zero_area", "knn_area", "val_area"} <= set(run.data.metrics)
+    assert {"kmeans_area", "zero_area", "val_area", "candidate_kmeans_val_area"} <= set(run.data.metrics)
+    assert run.data.params["candidate_kinds"] == "kmeans,kmeans_shrunk"
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"centroids.npy", "psi.csv", "routing_table.csv", "deferral_curves.png"} <= artifacts
+    assert {"centroids.npy", "psi.csv", "routing_table.csv", "deferral_curves.png", "candidates.csv"} <= artifacts
     version = client.get_model_version_by_alias("uniroute-router", "champion")
     assert version.tags["router_id"] == build["router_id"]
 
@@ -124,7 +128,7 @@ def test_dask_build_equals_single_process_build(pipeline, tmp_path):
 
     other = Settings(home=tmp_path / "single")
     ingest(other.db_path, pipeline.settings.inbox_dir / "done" / "logs.parquet", progress=False)
-    single = build(other.db_path, "minilm", pipeline.settings.seed)
+    single = build(other.db_path, "minilm", pipeline.settings.seed, kinds=("kmeans", "kmeans_shrunk"))
     a = _version(pipeline.settings.db_path, pipeline.build["router_id"]).router
     b = _version(other.db_path, single.router_id).router
     assert single.k == pipeline.build["k"] and a.models == b.models
@@ -154,9 +158,14 @@ def test_build_run_is_named_for_its_router_and_leaves_artifacts(pipeline, tmp_pa
 
     build = pipeline.build
     name, artifacts = _flow_run_and_artifacts(pipeline.build_run)
-    assert name == f"built {build['router_id']} K={build['k']} {len(build['models'])} models (champion)"
-    assert set(artifacts) == {"uniroute-build", "uniroute-build-evaluation", "uniroute-deferral-curves",
-                              "uniroute-mlflow-run"}
+    k_name = "k" if build["kind"] == "knn" else "K"
+    assert name == (f"built {build['router_id']} {build['kind']} {k_name}={build['k']} {len(build['models'])} "
+                    "models (champion)")
+    assert set(artifacts) == {"uniroute-build", "uniroute-build-candidates", "uniroute-build-evaluation",
+                              "uniroute-deferral-curves", "uniroute-mlflow-run"}
+    kinds = json.loads(artifacts["uniroute-build-candidates"].data)
+    assert sorted(r["kind"] for r in kinds) == ["kmeans", "kmeans_shrunk"]
+    assert [r["kind"] for r in kinds if r["chosen"]] == [build["kind"]]
     summary = artifacts["uniroute-build"].data
     assert summary.startswith(f"# Nightly build: {build['router_id']}") and "| this build (candidate) |" in summary
     assert {row["method"] for row in json.loads(artifacts["uniroute-build-evaluation"].data)} == set(build["metrics"])
@@ -240,7 +249,7 @@ def test_user_views_agree_with_the_published_tables(pipeline):
     db = pipeline.settings.db_path
     check = read_only_query(db, """
         select r.version, r.grid, r.budget, r.lam, any_value(b.expected_score) as published,
-               sum(r.share * (1 - psi.loss)) as recomputed
+               sum(r.share * (1 - psi.routing_loss)) as recomputed
         from publication_routes as r
         join psi on psi.router_id = r.router_id and psi.model = r.model and psi.cluster = r.cluster
         join published_budgets as b on b.version = r.version and b.grid = r.grid and b.lam = r.lam

@@ -8,6 +8,7 @@ from pathlib import Path
 from flows.report import (
     build_markdown,
     build_run_name,
+    candidate_rows,
     evaluation_rows,
     inbox_run_name,
     mlflow_links,
@@ -28,12 +29,17 @@ from uniroute.settings import Settings
 
 def _build() -> BuildResult:
     return BuildResult(
-        router_id="R2", learned_map_router_id="L2", k=2, k_learned_map=3, val_area=0.61234, promoted=True,
+        router_id="R2", kind="kmeans", k=2, val_area=0.61234, promoted=True,
         reason="validation Area 0.6123 >= champion's 0.6000",
         metrics={"zero": {"area": 0.5, "area50": 0.2, "qnc": math.inf, "peak": 0.7},
                  "kmeans": {"area": 0.6, "area50": 0.25, "qnc": 0.41666, "peak": 0.8}},
         models=("a", "b", "c"), excluded_models=(), roles={"training": ["a", "b", "c"]},
-        n_prompts={"train": 60, "val": 10, "test": 30}, seconds={"fit": 1.25})
+        n_prompts={"train": 60, "val": 10, "test": 30}, seconds={"fit": 1.25},
+        candidates=({"kind": "kmeans", "value": 2, "shrinkage": 0.0, "val_area": 0.61234, "val_area_se": 0.01,
+                     "diff_to_default": 0.0, "diff_se": 0.0, "p_best": 0.7, "chosen": True},
+                    {"kind": "knn", "value": 5, "shrinkage": 0.0, "val_area": 0.6, "val_area_se": 0.02,
+                     "diff_to_default": -0.01234, "diff_se": 0.005, "p_best": 0.3, "chosen": False}),
+        selection="served kmeans K=2 (val Area 0.6123 +/- 0.0100, best in 70% of resamples)")
 
 
 def _query(db: Path, name: str, **params):
@@ -62,7 +68,11 @@ def test_build_markdown_shows_outcome_candidates_evaluation_and_mlflow_links(db_
     assert "- MLflow run: [run1](http://127.0.0.1:5123/#/runs/run1), [deferral curves](" in text
     assert "| this build (served) | R2 | kmeans | 2 | 0.5 | True | test |" in text
     assert "| kmeans | 0.6 | 0.25 | 0.4167 | 0.8 |" in text and "| zero | 0.5 | 0.2 | inf | 0.7 |" in text
-    assert build_run_name(_build()) == "built R2 K=2 3 models (champion)"
+    assert "served kmeans K=2 (val Area 0.6123 +/- 0.0100, best in 70% of resamples)" in text
+    assert "| kmeans | 2 | 0 | 0.6123 | 0.01 | 0 | 0 | 0.7 | True |" in text
+    assert "| knn | 5 | 0 | 0.6 | 0.02 | -0.0123 | 0.005 | 0.3 | False |" in text
+    assert [r["kind"] for r in candidate_rows(_build())] == ["kmeans", "knn"]  # best validation Area first
+    assert build_run_name(_build()) == "built R2 kmeans K=2 3 models (champion)"
     assert mlflow_links(Settings(), None) == {}
 
 

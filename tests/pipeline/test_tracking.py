@@ -189,8 +189,9 @@ def test_routed_frame_lambda_pool_and_budget(tiny_router):
     assert routed_frame(tiny_router, X, budget=1.0, X_val=X)["model"].tolist() == ["cheap", "big", "big"]
     with pytest.raises(ValueError, match="not both"):
         routed_frame(tiny_router, X, lam=0.5, budget=0.5, X_val=X)
-    with pytest.raises(ValueError, match="no validation embeddings"):
-        routed_frame(tiny_router, X, budget=0.5)
+    # Without validation embeddings the router's own stand-in turns the budget into lambda.
+    lam = tiny_router.lambda_for_budget(None, 0.5)
+    assert routed_frame(tiny_router, X, budget=0.5)["model"].tolist() == tiny_router.route_names(X, lam).tolist()
     with pytest.raises(ValueError, match="unknown models"):
         routed_frame(tiny_router, None, pool=["gpt-nope"])
     empty = routed_frame(tiny_router, None)

@@ -32,11 +32,17 @@ def build_command(
         help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
     )] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for K-means and the LearnedMap.")] = None,
+    kinds: Annotated[str | None, typer.Option(
+        help="Comma-separated router kinds to fit and choose among (default: UNIROUTE_BUILD_KINDS, else all of "
+             "kmeans,kmeans_shrunk,learnedmap,knn); one kind serves that kind without a choice."
+    )] = None,
     as_json: JsonFlag = False,
 ):
-    """The nightly job on what is in the store: choose K, fit, compute Psi, evaluate, version, log to MLflow."""
+    """The nightly job on what is in the store: tune every router kind, serve the one chosen on validation
+    prompts (its table of candidates is printed), evaluate on test prompts, version, log to MLflow."""
     from uniroute.embed import EMBEDDERS
     from uniroute.pipeline.build import run_build
+    from uniroute.pipeline.build_candidates import KindError, checked_kinds
     from uniroute.pipeline.build_data import BuildError
 
     settings = settings_from_env()
@@ -46,12 +52,21 @@ def build_command(
              f"built on it cannot be stored yet; build with one of {', '.join(EMBEDDERS)}")
     if name not in EMBEDDERS:
         fail(f"unknown embedder {name!r}; build with one of {', '.join(EMBEDDERS)}")
-    with one_line_errors(BuildError), session(settings, "build", inputs=f"embedder={name} seed={seed}") as s:
-        result = run_build(s.con, name, seed, cache_dir=settings.cache_dir)
+    with one_line_errors(KindError):  # a bad argument fails before the build opens the store
+        kinds = kinds if kinds is not None else settings.build_kinds
+        chosen = checked_kinds(kinds.split(",")) if kinds.strip() else None
+    inputs = f"embedder={name} seed={seed}" + (f" kinds={','.join(chosen)}" if chosen is not None else "")
+    with one_line_errors(BuildError), session(settings, "build", inputs=inputs) as s:
+        result = run_build(s.con, name, seed, cache_dir=settings.cache_dir, kinds=chosen)
         s.detail = result.line()
     with one_line_errors():
         reconcile_after(settings)
-    typer.echo(json.dumps(result.as_dict(), default=str) if as_json else result.line())
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), default=str))
+        return
+    typer.echo(result.line())
+    typer.echo(result.selection)
+    print_frame(result.candidates_table().drop(columns=["build_router_id"], errors="ignore"), False)
 
 
 @app.command()

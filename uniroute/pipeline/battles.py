@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.pipeline import registry
 from uniroute.routers.kmeans import Centroids
+from uniroute.routers.knn import KnnRouter
 
 log = logging.getLogger(__name__)
 
@@ -36,3 +38,33 @@ def assign_battle_prompts(con: store.Connection, clustering_id: str, centroids: 
     }))
     log.info("assigned %d validation prompts of battles to clusters of %s", len(new), clustering_id)
     return len(new)
+
+
+def with_battle_models(con: store.Connection, router: Any, embedder_of: Callable[[], Any]) -> tuple[Any, str]:
+    """The build's served router with a Psi row for every active model that has battles on validation prompts
+    but no results there, fitted against the router's rows (kept fixed), and a note for the build ('' if none).
+
+    Only cluster kinds can take them: a K-NN router routes by per-prompt labels, which battles do not give.
+    """
+    from uniroute.routers.psi_battles import onboard_psi
+
+    battle_only = store.query(con, "battle_only_models")
+    costs = dict(zip(battle_only["model"], battle_only["cost"], strict=True))
+    models = [m for m in costs if m not in router.models]
+    if not models:
+        return router, ""
+    if isinstance(router, KnnRouter):
+        return router, f"battle-only models {models} left out: a K-NN router needs per-prompt labels"
+    no_cost = [m for m in models if pd.isna(costs[m])]
+    if no_cost:
+        return router, f"battle-only models {no_cost} left out: no default cost (`uniroute models set-cost`)"
+    centroids = router.psi_clusters()
+    clustering_id = registry.router_clustering_id(router)
+    assign_battle_prompts(con, clustering_id, centroids, embedder_of)
+    val_clusters = store.query(con, "val_prompt_clusters", clustering_id=clustering_id)
+    psi = onboard_psi(con, val_clusters, models, router)
+    for i, model in enumerate(psi.models):
+        counts = psi.counts[i] if router.psi_counts is not None else None
+        router = router.with_model(model, psi.values[i], float(costs[model]), counts)
+    log.info("battle-only models joined the build's router: %s", list(psi.models))
+    return router, ""

@@ -1,11 +1,11 @@
-"""The nightly build: choose K, fit K-means and the LearnedMap, compute Psi in SQL, evaluate, version.
+"""The nightly build: tune every router kind, serve the one the selection chooses on validation, evaluate, version.
 
 Roles in the pipeline (build_data.store_split): the "training LLMs" are the models with training labels that
-together label most validation prompts (the hyper-parameters are chosen with them on the validation prompts,
+together label most validation prompts (the kinds' hyper-parameters and the kind served are chosen with them,
 as in the paper's appendix); the "test LLMs" are the models that together label most test prompts, where the
-new router is scored against ZeroRouter and K-NN. Every active, costed model with validation results gets a
-Psi row. Which prompts are train / val / test is stored in `prompt_splits` (from the logs, else a deterministic
-hash split) and never changes for a prompt.
+candidate kinds are scored against ZeroRouter. Every active, costed model with validation results joins the
+router (a Psi row, or a row of the K-NN label table). Which prompts are train / val / test is stored in
+`prompt_splits` (from the logs, else a deterministic hash split) and never changes for a prompt.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -21,29 +22,27 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.evaluation import EvalConfig, TrialSplit, TrialState, curve_metrics
+from uniroute.evaluation.candidates import Tuned
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
-from uniroute.pipeline.battles import assign_battle_prompts
+from uniroute.pipeline.battles import with_battle_models
+from uniroute.pipeline.build_candidates import checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
-from uniroute.routers.kmeans import Centroids, fit_centroids, fit_centroids_dask
-from uniroute.routers.psi_battles import psi_with_battles
-from uniroute.routers.router import Router
 
 log = logging.getLogger(__name__)
 
-# Above this many training prompts K-means runs on Dask (mini-batch over chunks, STACK.md: ~7 s for
-# 1M x 384) and K is tuned on a fixed subsample: an exact K-means per candidate K would take minutes each.
-DASK_KMEANS_MIN_PROMPTS = 200_000
+# Above this many training prompts the kinds are tuned on a fixed subsample (an exact K-means per candidate K
+# on all of them would take minutes each) and the served one-hot router's K-means is refitted on all of them
+# on Dask (build_candidates._full_scale).
 TUNING_SAMPLE = 50_000
 # Deviation from the paper's protocol at scale: above these sizes K (and K-NN's k) is chosen on a fixed random
 # subsample of the validation prompts and the build is scored on a subsample of the test prompts. The paper's
 # grids grow with the validation set (K up to n_val / 50, k up to n_val / 3): at 1M prompts (100k val, 300k
 # test) tuning would fit K-means up to K = 2,000 and hold a 100k x 33k neighbour table (27 GB), and the K-NN
-# test curve a 300k x 100k similarity matrix (120 GB). The registered router's Psi still uses every
-# validation prompt (computed in SQL); only the choice of K and the reported held-out metrics use the samples.
+# test curve a 300k x 100k similarity matrix (120 GB). A cluster router's Psi still uses every validation
+# prompt; a K-NN router's references are the sampled validation prompts (its k was chosen for that many).
 TUNING_VAL_SAMPLE = 5_000
 EVAL_TEST_SAMPLE = 20_000
-EVALUATED_METHODS = ("kmeans", "learnedmap", "zero", "knn")
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,8 @@ class BuildResult:
     """What a build produced and how it compares."""
 
     router_id: str
-    learned_map_router_id: str | None
-    k: int
-    k_learned_map: int | None
+    kind: str  # the router kind the build chose (selection) and stored as its router
+    k: int  # its K (clusters) or k (neighbours)
     val_area: float | None
     promoted: bool
     reason: str
@@ -62,19 +60,27 @@ class BuildResult:
     excluded_models: tuple[str, ...]
     roles: dict[str, list[str]]  # which models tuned the build (training) and which were scored on test prompts
     n_prompts: dict[str, int]
+    candidates: tuple[dict, ...] = ()  # one per kind compared: router_candidates' columns (selection.table())
+    selection: str = ""  # the selection's one line
     notes: tuple[str, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "models": list(self.models), "excluded_models": list(self.excluded_models),
-                "notes": list(self.notes)}
+                "candidates": list(self.candidates), "notes": list(self.notes)}
 
     def line(self) -> str:
         area = {m: round(v["area"], 4) for m, v in self.metrics.items()}
         state = "champion" if self.promoted else "challenger"
         scored = f"test Area {area}" if area else "no held-out evaluation"
         notes = "".join(f"; {note}" for note in self.notes)
-        return f"built {self.router_id} (K={self.k}, {len(self.models)} models) as {state}: {scored}{notes}"
+        return (f"built {self.router_id} ({self.kind} {'k' if self.kind == 'knn' else 'K'}={self.k}, "
+                f"{len(self.models)} models) as {state}: {scored}{notes}")
+
+    def candidates_table(self) -> pd.DataFrame:
+        """The candidates compared, best validation Area first, as a printable frame."""
+        frame = pd.DataFrame(list(self.candidates))
+        return frame.sort_values("val_area", ascending=False, na_position="last") if len(frame) else frame
 
 
 def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndarray:
@@ -100,15 +106,6 @@ def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: Eva
     )
 
 
-def final_centroids(state: TrialState, X: np.ndarray, split: TrialSplit, k: int, seed: int) -> Centroids:
-    """K-means on all training prompts: the tuned fit when it used them all, else a Dask fit."""
-    if len(split.train) < DASK_KMEANS_MIN_PROMPTS and len(state.split.train) == len(split.train):
-        return state.centroids(k)
-    import dask.array as da
-
-    return fit_centroids_dask(da.from_array(X[split.train], chunks=(50_000, X.shape[1])), k, seed)
-
-
 def write_assignments(
     con: store.Connection, clustering_id: str, prompt_ids: Sequence[str], clusters: np.ndarray
 ) -> None:
@@ -119,20 +116,19 @@ def write_assignments(
         {"clustering_id": clustering_id, "prompt_id": list(prompt_ids), "cluster": clusters.astype(np.int32)}))
 
 
-def default_k(n_val: int, n_train: int) -> int:
-    """K without training LLMs to tune it on: n_val / 50, as the paper's appendix does for Math+Code."""
-    return int(min(max(3, round(n_val / 50)), n_train))
-
-
-def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None) -> BuildResult:
+def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
+              kinds: Sequence[str] | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
-    The K-means router is served (promoted) when its validation Area is not below the champion's; the
-    LearnedMap is stored beside it as a candidate. With fewer than two training LLMs K is not tuned
-    (default_k) and no LearnedMap is fitted; with fewer than two test LLMs the held-out evaluation is skipped.
+    Every candidate kind (`kinds`, default all of candidates.KINDS) is tuned with the training LLMs and the one
+    evaluation.selection chooses on validation prompts becomes the build's router; the other kinds are stored
+    beside it as candidates (candidate_of), and every candidate's Area in `router_candidates`. The build's
+    router is served (promoted) when its validation Area is not below the champion's. With fewer than two
+    training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
+    held-out evaluation is skipped.
     """
+    kinds = checked_kinds(kinds)
     seconds: dict[str, float] = {}
-    notes: list[str] = []
     t0 = time.perf_counter()
     data = load_store_data(con)
     routing = data.eval_data.routing
@@ -140,44 +136,25 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     texts = data.eval_data.prompts
     fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
     X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
-    embedder_id = embedder.embedder_id
     seconds["load_and_embed"] = time.perf_counter() - t0
     crashpoint("build:embedded")
 
     t0 = time.perf_counter()
-    config = EvalConfig(seed=seed, methods=EVALUATED_METHODS)
-    state = _tuning_state(X, data, split, config)
+    state = _tuning_state(X, data, split, EvalConfig(seed=seed, methods=(*kinds, "zero")))
     n_val = len(state.split.val)
-    tunable = len(split.train_models) >= 2
-    if tunable:
-        k, areas = state.tune_clusters("kmeans", n_val)
-    else:
-        k, areas = default_k(n_val, len(split.train)), {}
-        notes.append(f"{len(split.train_models)} training LLM(s): K = {k} without tuning, no LearnedMap")
-    centroids = final_centroids(state, X, split, k, seed) if tunable else fit_centroids(X[split.train], k, seed)
-    clustering_id = registry.clustering_id_of(centroids)
-    write_assignments(con, clustering_id, data.eval_data.prompt_ids, centroids.assign(X))
-    assign_battle_prompts(con, clustering_id, centroids, lambda: embedder)
-    val_clusters = store.query(con, "val_prompt_clusters", clustering_id=clustering_id)
-    psi = psi_with_battles(con, val_clusters, k)
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
-    models = tuple(m for m in routing.models if m in psi.models and pd.notna(costs.get(m)))
-    rows = [psi.models.index(m) for m in models]
-    router = Router(
-        embedder_id, models, costs.loc[list(models)].to_numpy(float), psi.values[rows], centroids, psi.counts[rows]
-    )
-    k_lm = None
-    if tunable:
-        k_lm, _ = state.tune_clusters("learnedmap", n_val)
-        lm_centroids = state.centroids(k_lm)
-        lm_psi = router_psi_on(lm_centroids, X[split.val], routing, split, models)
-        lm_costs = router.costs[[models.index(m) for m in lm_psi.models]]
-        lm_router = Router(embedder_id, lm_psi.models, lm_costs, lm_psi.values, state.learned_map(k_lm), lm_psi.counts)
+    answered = ~np.isnan(routing.scores[split.val]).all(axis=0)
+    pool_columns = [j for j, m in enumerate(routing.models) if answered[j] and pd.notna(costs.get(m))]
+    pool = [routing.models[j] for j in pool_columns]
+    cands = fit_candidates(state, X, split, routing.scores, data.eval_data.prompt_ids, pool, pool_columns,
+                           costs.loc[pool].to_numpy(float), embedder.embedder_id, kinds, seed)
+    router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    notes = list(cands.notes)
     if len(split.test_models) >= 2 and len(split.test) >= 2:
-        metrics, curves = held_out_metrics(state, split, n_val, k, k_lm)
+        metrics, curves = held_out_metrics(state, n_val, cands.tuned)
     else:
         metrics, curves = {}, pd.DataFrame(columns=["method", "point", "cost", "score"])
         notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
@@ -185,50 +162,54 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     seconds["evaluate"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    router_id = registry.new_router_id("kmeans")
+    router_id = registry.new_router_id(cands.chosen)
+    table = cands.table()
+    area_of = dict(zip(table.kind, table.val_area, strict=True))
+    val_area = None if pd.isna(area_of[cands.chosen]) else float(area_of[cands.chosen])
+    promoted, reason = _promotion(con, val_area)
+    reason = f"{reason}; {cands.line()}"
     fingerprint = registry.data_fingerprint(con)
-    val_area = float(areas[k]) if areas else None
-    champion_area = registry.champion_val_area(con)
-    promoted = champion_area is None or val_area is None or val_area >= champion_area
-    if champion_area is None:
-        reason = "first build" if registry.champion_id(con) is None else "the champion has no validation Area"
-    elif val_area is None:
-        reason = "no training LLMs to compare validation Areas with: the newest build is served"
-    else:
-        reason = f"validation Area {val_area:.4f} {'>=' if promoted else '<'} champion's {champion_area:.4f}"
+    clusters = registry.router_centroids(router)
+    if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
+        write_assignments(con, registry.router_clustering_id(router), data.eval_data.prompt_ids, clusters.assign(X))
+    router, battle_note = with_battle_models(con, router, lambda: embedder)
+    notes.extend([battle_note] if battle_note else [])
     metric_rows = pd.DataFrame(
         [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
     )
-    registry.save_router_version(
-        con, router, router_id, clustering_id, centroids, "kmeans", fingerprint, val_area, promoted, reason,
-        embedder=embedder, metrics=metric_rows, curves=curves,
-    )
-    lm_router_id = None
-    if k_lm is not None:
-        lm_router_id = registry.new_router_id("learnedmap")
+    ids = {}
+    for kind, candidate in cands.routers.items():
+        served = kind == cands.chosen
+        candidate = router if served else candidate  # the served one also routes the battle-only models
+        ids[kind] = router_id if served else registry.new_router_id(kind)
         registry.save_router_version(
-            con, lm_router, lm_router_id, registry.clustering_id_of(lm_centroids), lm_centroids, "learnedmap",
-            fingerprint, float(areas.get(k_lm, np.nan)) if areas else None, False,
-            f"LearnedMap candidate beside {router_id}", candidate_of=router_id, embedder=embedder,
+            con, candidate, ids[kind], registry.router_clustering_id(candidate), registry.router_centroids(candidate),
+            kind, fingerprint, val_area if served else _area(area_of[kind]), promoted if served else False,
+            reason if served else f"{kind} candidate beside {router_id}", candidate_of=None if served else router_id,
+            embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
         )
+    rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
+                        default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
+    store.write_frame(con, "router_candidates", rows)
     seconds["record"] = time.perf_counter() - t0
     crashpoint("build:written")
     result = BuildResult(
         router_id=router_id,
-        learned_map_router_id=lm_router_id,
-        k=k,
-        k_learned_map=k_lm,
+        kind=cands.chosen,
+        k=int(router.k),
         val_area=val_area,
         promoted=promoted,
         reason=reason,
         metrics=metrics,
-        models=models,
+        models=tuple(router.models),
         excluded_models=data.eval_data.excluded_models,
         roles={
             "training": [routing.models[i] for i in split.train_models],
             "test": [routing.models[i] for i in split.test_models],
         },
         n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
+        candidates=tuple(rows.drop(columns=["created_at"]).to_dict("records")),
+        selection=cands.line(),
         notes=tuple(notes),
         seconds=seconds,
     )
@@ -236,31 +217,35 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     return result
 
 
-def router_psi_on(centroids: Centroids, X_val: np.ndarray, routing, split: TrialSplit, models: Sequence[str]):
-    """Psi of `models` on the validation prompts under `centroids` (numpy; the LearnedMap's K may differ); models
-    without a result there (pairwise evidence only) are left out."""
-    from uniroute.routers.psi import psi_from_losses
+def _area(value: float) -> float | None:
+    return None if pd.isna(value) else float(value)
 
-    models = [m for m in models if not np.isnan(routing.scores[split.val, routing.models.index(m)]).all()]
-    cols = [routing.models.index(m) for m in models]
-    losses = 1.0 - routing.scores[np.ix_(split.val, cols)]
-    return psi_from_losses(centroids.assign(X_val), losses, centroids.k, list(models))
+
+def _promotion(con: store.Connection, val_area: float | None) -> tuple[bool, str]:
+    """Whether the build's router becomes champion (validation Area not below the champion's), and why."""
+    champion_area = registry.champion_val_area(con)
+    if champion_area is None:
+        reason = "first build" if registry.champion_id(con) is None else "the champion has no validation Area"
+        return True, reason
+    if val_area is None:
+        return True, "no training LLMs to compare validation Areas with: the newest build is served"
+    promoted = val_area >= champion_area
+    return promoted, f"validation Area {val_area:.4f} {'>=' if promoted else '<'} champion's {champion_area:.4f}"
 
 
 def held_out_metrics(
-    state: TrialState, split: TrialSplit, n_val: int, k: int, k_lm: int | None
+    state: TrialState, n_val: int, tuned: dict[str, Tuned]
 ) -> tuple[dict[str, dict[str, float]], pd.DataFrame]:
-    """Area, Area50, QNC, Peak and curve vertices of kmeans, learnedmap, zero and knn on the test prompts."""
+    """Area, Area50, QNC, Peak and curve vertices of every candidate kind and ZeroRouter on the test prompts.
+
+    The test LLMs are onboarded on the validation prompts (their Psi or K-NN table), as a new model would be.
+    """
     pool = state.test_pool(n_val)
     test_cost = pool.prompt_costs.mean(axis=0)
     test_score = pool.scores.mean(axis=0)
     best = int(np.lexsort((test_cost, -test_score))[0])
-    k_knn = state.tune_knn(n_val)[0] if len(split.train_models) >= 2 else max(1, round(np.sqrt(n_val)))
-    curves = {"kmeans": state.cluster_curve("kmeans", k, n_val, pool)}
-    if k_lm is not None:
-        curves["learnedmap"] = state.cluster_curve("learnedmap", k_lm, n_val, pool)
+    curves = {kind: state.kind_curve(t, n_val, pool) for kind, t in tuned.items()}
     curves["zero"] = state.zero_curve(n_val, pool)
-    curves["knn"] = state.knn_curve(k_knn, n_val, pool)
     metrics = {m: curve_metrics(c, float(test_score[best]), float(test_cost[best])) for m, c in curves.items()}
     rows = [
         {"method": m, "point": i, "cost": float(x), "score": float(y)}

@@ -1,8 +1,11 @@
-"""Onboarding: make new (or re-evaluated) models routable on the champion's frozen clusters, no retraining.
+"""Onboarding: make new (or re-evaluated) models routable by the champion, whatever its kind, no retraining.
 
-A model's Psi row is its mean loss per cluster on the validation prompts (a SQL group-by over the stored
-cluster assignments). Only validation prompts that arrived with the new results and have no cluster yet are
-embedded; old prompts are never re-embedded, nothing is re-clustered or retrained.
+Cluster kinds (K-means, count-aware K-means, LearnedMap): a model's Psi row is its mean loss per cluster on the
+validation prompts (a SQL group-by over the stored cluster assignments of the clusters Psi is measured on), or,
+for a model with battles only, its per-cluster Bradley-Terry strengths against the frozen pool (psi_battles).
+Only validation prompts that arrived with the new results and have no cluster yet are embedded; old prompts are
+never re-embedded, nothing is re-clustered or retrained. K-NN: the model's validation labels join the router's
+neighbour table by prompt id (selection.model_row); nothing is embedded.
 
 Onboarding runs inside the caller's session, so ingesting the results and writing the child router version
 commit together. It is idempotent: a model whose Psi row and cost the champion already holds is reported as
@@ -22,10 +25,13 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.evaluation.selection import model_row
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
+from uniroute.routers.knn import KnnRouter
 from uniroute.routers.psi_battles import onboard_psi
+from uniroute.routers.serialize import AnyRouter
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +65,69 @@ class OnboardResult:
         )
 
 
-def _same_row(router, model: str, psi: np.ndarray, counts: np.ndarray, cost: float) -> bool:
-    """Whether the router already holds this model with exactly this Psi row, evidence and cost."""
+def _same_row(router: AnyRouter, model: str, row: np.ndarray, counts: np.ndarray | None, cost: float) -> bool:
+    """Whether the router already holds this model with exactly this row (Psi or K-NN labels), evidence, cost."""
     if model not in router.models:
         return False
     i = router.models.index(model)
+    if isinstance(router, KnnRouter):
+        return bool(np.array_equal(router.labels[i], row, equal_nan=True) and router.costs[i] == cost)
     same_counts = router.psi_counts is None or np.array_equal(router.psi_counts[i], counts)
-    return bool(np.array_equal(router.psi[i], psi) and same_counts and router.costs[i] == cost)
+    return bool(np.array_equal(router.psi[i], row) and same_counts and router.costs[i] == cost)
+
+
+def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, models: tuple[str, ...], progress: bool,
+                  cache_dir: Path | None) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
+    """({model: (Psi row (K,), counts (K,) or None)}, prompts embedded): a SQL group-by on the frozen clusters."""
+    router = champion.router
+    centroids = router.psi_clusters()
+    new_prompts = store.query(con, "unassigned_val_prompts", clustering_id=champion.clustering_id,
+                              models=list(models))
+    if len(new_prompts):
+        from uniroute import embed
+
+        embedder = champion.embedder(progress=progress, cache_dir=cache_dir)
+        router.check_embedder(embedder.embedder_id)
+        X = embed.embed_cached(con, new_prompts["text"].tolist(), embedder)
+        store.write_frame(con, "cluster_assignments", pd.DataFrame({
+            "clustering_id": champion.clustering_id,
+            "prompt_id": new_prompts["prompt_id"].to_numpy(),
+            "cluster": centroids.assign(X).astype(np.int32),
+        }))
+    battle_prompts = assign_battle_prompts(con, champion.clustering_id, centroids,
+                                           lambda: champion.embedder(progress=progress, cache_dir=cache_dir))
+    val_clusters = store.query(con, "val_prompt_clusters", clustering_id=champion.clustering_id)
+    try:  # results where a model has some, else its battles against the frozen pool
+        psi = onboard_psi(con, val_clusters, models, router)
+    except ValueError as exc:
+        raise OnboardError(str(exc)) from exc
+    missing = sorted(set(models) - set(psi.models))
+    if missing:
+        raise OnboardError(f"models {missing} have no results or battles on validation prompts: "
+                           "nothing to build Psi from")
+    keep_counts = router.psi_counts is not None
+    rows = {m: (psi.values[i], psi.counts[i] if keep_counts else None) for i, m in enumerate(psi.models)}
+    return rows, len(new_prompts) + battle_prompts
+
+
+def _knn_rows(con: store.Connection, router: KnnRouter,
+              models: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """{model: (its losses on the K-NN router's reference prompts (n_ref,), None)}: its validation results
+    joined to the neighbour table by prompt id (selection.model_row); nothing is embedded."""
+    results = store.query(con, "model_val_losses", models=list(models))
+    missing = sorted(set(models) - set(results["model"]))
+    if missing:
+        raise OnboardError(f"models {missing} have no results on validation prompts: nothing to route them by "
+                           "(a K-NN champion routes by per-prompt labels, which battles do not give)")
+    rows = {}
+    for model, group in results.groupby("model", sort=False):
+        losses = group["loss"].to_numpy(float)
+        row, counts = model_row(router, group["prompt_id"].tolist(), np.empty((len(losses), 0)), losses)
+        if np.isnan(row).all():
+            raise OnboardError(f"model {model!r} has no result on any of the {len(row)} reference prompts of the "
+                               "K-NN champion: give it results on the validation prompts the router was built on")
+        rows[str(model)] = (row, counts)
+    return rows
 
 
 def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False,
@@ -82,50 +144,28 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         raise OnboardError(f"models {unknown} have no results in the store: ingest their validation results first")
     store.execute(con, "reactivate_models", models=list(models))
     store.execute(con, "assign_splits")
-    centroids = registry.centroids_of(con, champion.clustering_id)
-    new_prompts = store.query(con, "unassigned_val_prompts", clustering_id=champion.clustering_id,
-                              models=list(models))
-    if len(new_prompts):
-        from uniroute import embed
-
-        embedder = champion.embedder(progress=progress, cache_dir=cache_dir)
-        champion.router.check_embedder(embedder.embedder_id)
-        X = embed.embed_cached(con, new_prompts["text"].tolist(), embedder)
-        store.write_frame(con, "cluster_assignments", pd.DataFrame({
-            "clustering_id": champion.clustering_id,
-            "prompt_id": new_prompts["prompt_id"].to_numpy(),
-            "cluster": centroids.assign(X).astype(np.int32),
-        }))
-    battle_prompts = assign_battle_prompts(con, champion.clustering_id, centroids,
-                                           lambda: champion.embedder(progress=progress))
+    if isinstance(champion.router, KnnRouter):
+        rows, embedded = _knn_rows(con, champion.router, models), 0
+    else:
+        rows, embedded = _cluster_rows(con, champion, models, progress, cache_dir)
     crashpoint("onboard:embedded")
-    val_clusters = store.query(con, "val_prompt_clusters", clustering_id=champion.clustering_id)
-    router = champion.router
-    try:  # results where a model has some, else its battles against the frozen pool
-        psi = onboard_psi(con, val_clusters, models, router)
-    except ValueError as exc:
-        raise OnboardError(str(exc)) from exc
-    missing = sorted(set(models) - set(psi.models))
-    if missing:
-        raise OnboardError(f"models {missing} have no results or battles on validation prompts: "
-                           "nothing to build Psi from")
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
     no_cost = [m for m in models if pd.isna(costs.get(m))]
     if no_cost:
         raise OnboardError(f"models {no_cost} have no cost: give one with `uniroute models set-cost MODEL COST`")
+    router = champion.router
     changed, unchanged = [], []
     for model in models:
-        i = psi.models.index(model)
+        row, counts = rows[model]
         cost = float(costs[model])
-        if _same_row(router, model, psi.values[i], psi.counts[i], cost):
+        if _same_row(router, model, row, counts, cost):
             unchanged.append(model)
             continue
-        router = router.with_model(model, psi.values[i], cost,
-                                   psi.counts[i] if router.psi_counts is not None else None)
+        router = router.with_model(model, row, cost, counts)
         changed.append(model)
     if not changed:
         result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), tuple(unchanged),
-                               len(new_prompts) + battle_prompts, time.perf_counter() - started)
+                               embedded, time.perf_counter() - started)
         log.info(result.line())
         return result
     router_id = registry.new_router_id(champion.kind)
@@ -134,7 +174,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         router,
         router_id,
         champion.clustering_id,
-        centroids,
+        None,  # the champion's clustering is stored already
         kind=champion.kind,
         data_fingerprint=registry.data_fingerprint(con),
         val_area=champion.val_area,
@@ -144,8 +184,8 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         origin="onboard",
     )
     crashpoint("onboard:written")
-    result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged),
-                           len(new_prompts) + battle_prompts, time.perf_counter() - started)
+    result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged), embedded,
+                           time.perf_counter() - started)
     log.info(result.line())
     return result
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from uniroute import store
@@ -72,7 +73,11 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
         return PublishResult(False, latest["version"], champion.router_id, pool, reason)
     tables = routing_tables(router, pool, validation_weights(router))
     version = snapshot.new_version(fp)
-    files = snapshot.table_files(tables, router.assigner.centers) if router.one_hot else {}
+    # Every kind publishes the table files (a LearnedMap or K-NN router's routes table is empty: it routes per
+    # prompt with router.npz); centroids are the clusters Psi rows are measured on, none for K-NN.
+    clusters = registry.router_centroids(router)
+    centers = clusters.centers if clusters is not None else np.empty((0, 0), dtype=np.float32)
+    files = snapshot.table_files(tables, centers)
     files[snapshot.ROUTER_FILE] = router_to_bytes(router)
     files[snapshot.PSI_FILE] = snapshot.frame_bytes(registry.psi_table(router), "parquet")
     if champion.embedder_state is not None:  # the embedder travels with the router (embed.portable)

@@ -21,8 +21,8 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.routers.kmeans import Centroids
-from uniroute.routers.router import Router
-from uniroute.routers.serialize import router_from_bytes, router_to_bytes
+from uniroute.routers.knn import KnnRouter
+from uniroute.routers.serialize import AnyRouter, router_from_bytes, router_to_bytes
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class RouterVersion:
     promoted: bool
     reason: str
     created_at: datetime
-    router: Router
+    router: AnyRouter  # a cluster Router (kmeans, kmeans_shrunk, learnedmap) or a KnnRouter
     embedder_state: bytes | None = None  # the stored embedder (embed.portable); None when rebuilt by name
 
     def embedder(self, progress: bool = False, cache_dir: Path | None = None) -> Any:
@@ -65,6 +65,19 @@ def clustering_id_of(centroids: Centroids) -> str:
     return "kmeans-" + digest[:16]
 
 
+def router_clustering_id(router: AnyRouter) -> str:
+    """The clustering a router measures Psi rows on; a K-NN router's stands for its reference prompts instead."""
+    if isinstance(router, KnnRouter):
+        digest = hashlib.sha256("\n".join(router.ref_ids).encode()).hexdigest()
+        return "knn-refs-" + digest[:16]
+    return clustering_id_of(router.psi_clusters())
+
+
+def router_centroids(router: AnyRouter) -> Centroids | None:
+    """The K-means centroids behind a router's Psi (the LearnedMap's clusters too); None for K-NN."""
+    return None if isinstance(router, KnnRouter) else router.psi_clusters()
+
+
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
@@ -89,10 +102,10 @@ def stored_embedder_state(con: store.Connection, embedder_id: str) -> bytes | No
 
 def save_router_version(
     con: store.Connection,
-    router: Router,
+    router: AnyRouter,
     router_id: str,
     clustering_id: str,
-    centroids: Centroids,
+    centroids: Centroids | None,
     kind: str,
     data_fingerprint: str,
     val_area: float | None,
@@ -105,14 +118,17 @@ def save_router_version(
     curves: pd.DataFrame | None = None,
     embedder: Any = None,
 ) -> None:
-    """Write a router version with its centroids, Psi, costs, metrics and curves (in the caller's transaction)."""
+    """Write a router version with its centroids, Psi, costs, metrics and curves (in the caller's transaction).
+
+    centroids None: nothing to write (a K-NN router, or a child version whose clustering is stored already).
+    """
     version_row = pd.DataFrame([{
         "router_id": router_id, "parent_id": parent_id, "origin": origin, "candidate_of": candidate_of,
         "clustering_id": clustering_id, "kind": kind, "embedder_id": router.embedder_id, "k": int(router.k),
         "models": list(router.models), "val_area": val_area, "promoted": promoted, "reason": reason,
         "data_fingerprint": data_fingerprint, "router": router_to_bytes(router), "created_at": _now(),
     }])
-    if not bool(store.query(con, "centroids_exist", clustering_id=clustering_id).iloc[0, 0]):
+    if centroids is not None and not bool(store.query(con, "centroids_exist", clustering_id=clustering_id).iloc[0, 0]):
         centers = centroids.centers.astype(np.float32)
         store.write_frame(con, "centroids", pd.DataFrame({
             "clustering_id": clustering_id,
@@ -122,7 +138,9 @@ def save_router_version(
     if embedder is not None:
         save_embedder(con, embedder)
     store.write_frame(con, "routers", version_row)
-    store.write_frame(con, "psi", psi_table(router).assign(router_id=router_id))
+    psi = psi_table(router)
+    if len(psi):
+        store.write_frame(con, "psi", psi.assign(router_id=router_id))
     store.write_frame(con, "router_costs", pd.DataFrame(
         {"router_id": router_id, "model": list(router.models), "cost": router.costs.astype(float)}))
     if metrics is not None and len(metrics):
@@ -175,16 +193,13 @@ def champion_val_area(con: store.Connection) -> float | None:
     return None if rows.empty or pd.isna(rows.val_area.iloc[0]) else float(rows.val_area.iloc[0])
 
 
-def centroids_of(con: store.Connection, clustering_id: str) -> Centroids:
-    """The stored centroids of one clustering."""
-    rows = store.query(con, "centroids_of", clustering_id=clustering_id)
-    if rows.empty:
-        raise LookupError(f"no centroids for clustering {clustering_id!r} in the store")
-    return Centroids(np.array(rows.center.tolist(), dtype=np.float32))
-
-
-def psi_table(router: Router) -> pd.DataFrame:
-    """Long table of a router's Psi: model, cluster, loss, n."""
+def psi_table(router: AnyRouter) -> pd.DataFrame:
+    """Long table of a router's Psi: model, cluster, loss (measured), n, routing_loss (what routing uses; shrunk
+    for count-aware Psi); no rows for K-NN, which has no clusters."""
+    if isinstance(router, KnnRouter):
+        return pd.DataFrame({"model": pd.Series(dtype=object), "cluster": pd.Series(dtype=np.int64),
+                             "loss": pd.Series(dtype=np.float64), "n": pd.Series(dtype=np.int64),
+                             "routing_loss": pd.Series(dtype=np.float64)})
     k = router.k
     counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
     return pd.DataFrame(
@@ -193,6 +208,7 @@ def psi_table(router: Router) -> pd.DataFrame:
             "cluster": np.tile(np.arange(k), len(router.models)),
             "loss": router.psi.reshape(-1),
             "n": counts.reshape(-1),
+            "routing_loss": router.routing_psi.reshape(-1),  # the shrunk cell for count-aware Psi
         }
     )
 

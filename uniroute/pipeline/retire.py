@@ -64,7 +64,7 @@ def retire_model(con: store.Connection, model: str) -> RetireResult:
     router = champion.router.without_model(model)
     router_id = registry.new_router_id(champion.kind)
     registry.save_router_version(
-        con, router, router_id, champion.clustering_id, registry.centroids_of(con, champion.clustering_id),
+        con, router, router_id, champion.clustering_id, None,  # the champion's clustering is stored already
         kind=champion.kind, data_fingerprint=registry.data_fingerprint(con), val_area=champion.val_area,
         promoted=True, reason=f"retired {model} from {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
         parent_id=champion.router_id, origin="retire",

@@ -21,7 +21,8 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.pipeline import registry, snapshot
-from uniroute.routers.router import Router
+from uniroute.routers.knn import KnnRouter
+from uniroute.routers.serialize import AnyRouter
 from uniroute.routers.tables import validation_proxy
 
 
@@ -33,7 +34,7 @@ class RoutingError(ValueError):
 class RoutingSource:
     """The router that answers, the pool it may choose from, and where it came from."""
 
-    router: Router
+    router: AnyRouter
     router_id: str
     pool: tuple[str, ...]  # active models the router routes
     retired: frozenset[str]  # models taken out of the pool (refused by name)
@@ -141,18 +142,26 @@ def route_texts(
             raise RoutingError(str(exc)) from exc
     lam = 0.0 if lam is None else float(lam)
     chosen = router.route(X, lam, pool)
-    clusters = router.assigner.assign(X) if router.one_hot else router.assigner.membership(X).argmax(axis=1)
     return pd.DataFrame(
         {
             "prompt_index": np.arange(len(texts), dtype=np.int32),
             "text_hash": [text_hash(t) for t in texts],
-            "cluster": clusters.astype(np.int32),
+            "cluster": cluster_of(router, X),
             "model": np.asarray(router.models, dtype=object)[chosen],
             "lam": lam,
             "budget": budget,
             "router_id": source.router_id,
         }
     )
+
+
+def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
+    """Each prompt's cluster (nullable Int32): nearest centroid, the LearnedMap's likeliest cluster, or null for
+    K-NN, which routes by neighbours and has no clusters."""
+    if isinstance(router, KnnRouter):
+        return pd.Series(pd.NA, index=range(X.shape[0]), dtype="Int32")
+    clusters = router.assigner.assign(X) if router.one_hot else router.assigner.membership(X).argmax(axis=1)
+    return pd.Series(clusters.astype(np.int32), dtype="Int32")
 
 
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:

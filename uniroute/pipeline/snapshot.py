@@ -8,7 +8,9 @@ follows the store's newest publication (reconciliation re-points it after a cras
 
 A snapshot carries what a reader needs without the store: the routing tables (Parquet and JSON), the
 centroids, each model's Psi, and the router itself as npz (no pickle), plus the fitted embedder where one
-cannot be rebuilt by name.
+cannot be rebuilt by name. The router file is what routes every kind: a K-means router's `routes` table says
+the same per cluster, while a LearnedMap or K-NN router (routes per prompt) publishes an empty `routes` table
+(and K-NN, which has no clusters, no centroids or Psi rows); its `budgets` rows are filled all the same.
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from uniroute.routers.router import Router
-from uniroute.routers.serialize import router_from_bytes
+from uniroute.routers.serialize import AnyRouter, router_from_bytes
 from uniroute.routers.tables import RoutingTables
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class Snapshot:
     def version(self) -> str:
         return str(self.manifest["version"])
 
-    def router(self) -> Router:
+    def router(self) -> AnyRouter:
         """The published router (PublishError for a snapshot written without one)."""
         if ROUTER_FILE not in self.files:
             raise PublishError(f"snapshot {self.version} carries no router")

@@ -14,7 +14,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
 
-    from uniroute.routers.router import Router
+    from uniroute.routers.serialize import AnyRouter
 
 from uniroute.pipeline.tracking.client import LOGGED_MODEL_NAME, model_versions, tracking_store
 
@@ -92,7 +92,7 @@ def compact_val(
 
 
 def register_router(
-    router: Router,
+    router: AnyRouter,
     router_id: str,
     embedder_name: str,
     embedder_state: bytes | None,

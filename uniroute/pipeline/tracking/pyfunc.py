@@ -20,7 +20,7 @@ from uniroute.settings import apply_offline_environment
 
 if TYPE_CHECKING:
 
-    from uniroute.routers.router import Router
+    from uniroute.routers.serialize import AnyRouter
 
 log = logging.getLogger(__name__)
 
@@ -52,19 +52,19 @@ def pool_of(pool: str | None) -> list[str] | None:
 
 
 def routed_frame(
-    router: Router,
+    router: AnyRouter,
     X: np.ndarray | None,
     lam: float = 0.0,
     budget: float = -1.0,
     pool: Sequence[str] | None = None,
     X_val: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """prompt_index, model for prompts embedded as X (n, d) (None: no prompts); budget >= 0 sets lambda on X_val."""
+    """prompt_index, model for prompts embedded as X (n, d) (None: no prompts); budget >= 0 sets lambda on X_val
+    (None: the router's budget_reference)."""
     if budget >= 0:
         if lam != 0.0:
             raise ValueError(f"give lambda or budget, not both (lambda={lam}, budget={budget})")
-        if X_val is None:
-            raise ValueError("this model has no validation embeddings, so it cannot turn a budget into lambda")
+        # X_val None: the router's own validation stand-in (a LearnedMap's or K-NN router's reference prompts).
         lam = router.lambda_for_budget(X_val, budget, pool)
     if X is None or X.shape[0] == 0:
         # Still validate the pool, so an empty request with a bad pool fails like a full one.

@@ -62,7 +62,8 @@ def _now() -> datetime:
 
 
 def _build_artifacts(con: store.Connection, version: registry.RouterVersion, folder: Path) -> dict[str, Path]:
-    """Files describing a router version, rebuilt from the store: Psi, curves (CSV and PNG), routing table."""
+    """Files describing a router version, rebuilt from the store: Psi, curves (CSV and PNG), the candidates a
+    build compared, routing table."""
     from uniroute.evaluation.plots import plot_build_curves
     from uniroute.routers.tables import routing_tables, validation_weights
 
@@ -75,6 +76,10 @@ def _build_artifacts(con: store.Connection, version: registry.RouterVersion, fol
         artifacts["deferral_curves.png"] = folder / "deferral_curves.png"
         curves.to_csv(artifacts["deferral_curves.csv"], index=False)
         plot_build_curves(curves, artifacts["deferral_curves.png"], version.router_id)
+    candidates = store.query(con, "router_candidates_of", router_id=version.router_id)
+    if len(candidates):  # the kinds this build compared and the one it chose (evaluation.selection)
+        artifacts["candidates.csv"] = folder / "candidates.csv"
+        candidates.to_csv(artifacts["candidates.csv"], index=False)
     if router.one_hot:
         artifacts["centroids.npy"] = folder / "centroids.npy"
         np.save(artifacts["centroids.npy"], router.assigner.centers)
@@ -99,6 +104,12 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             and np.isfinite(v)}
     if version.val_area is not None:
         flat["val_area"] = version.val_area
+    candidates = store.query(con, "router_candidates_of", router_id=row.router_id)
+    for c in candidates.itertuples(index=False):
+        for name in ("val_area", "val_area_se", "diff_to_default", "p_best"):
+            value = getattr(c, name)
+            if value is not None and np.isfinite(value):
+                flat[f"candidate_{c.kind}_{name}"] = float(value)
     tags = {"kind": row.origin, "router_id": row.router_id, "router_kind": row.kind,
             "embedder_id": router.embedder_id}
     if version.parent_id:
@@ -108,6 +119,9 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
     ) as run:
         params = {"k": router.k, "embedder_id": router.embedder_id, "pool": ",".join(router.models),
                   "data_fingerprint": row.data_fingerprint, "router_kind": row.kind, "reason": row.reason}
+        if len(candidates):
+            params["candidate_kinds"] = ",".join(sorted(candidates.kind))
+            params["default_kind"] = str(candidates.default_kind.iloc[0])
         log_run_contents(params, flat, _build_artifacts(con, version, Path(tmp)))
         version_tags = {
             "router_id": row.router_id, "kind": row.origin, "router_kind": row.kind,

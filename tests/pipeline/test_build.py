@@ -1,0 +1,96 @@
+"""The build's choice of router kind: made on validation without test prompts, and recorded where users see it.
+
+A real pool: synthetic logs (4 LLMs, 400 prompts with splits), TF-IDF embeddings fitted on training prompts, a
+DuckDB file per store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import build, ingest
+from uniroute import store
+from uniroute.evaluation.candidates import KINDS
+from uniroute.pipeline.build import BuildResult
+from uniroute.pipeline.build_candidates import KindError, checked_kinds
+from uniroute.synth import write_synthetic_logs
+
+CHOICE = ["kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best", "chosen"]
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory) -> pd.DataFrame:
+    summary = write_synthetic_logs(tmp_path_factory.mktemp("logs"), n_prompts=400, n_models=4, n_topics=4, seed=5,
+                                   with_split=True)
+    return pd.read_parquet(summary.logs_path)
+
+
+def _built(root: Path, logs: pd.DataFrame) -> tuple[Path, BuildResult]:
+    root.mkdir()
+    logs.to_parquet(root / "logs.parquet", index=False)
+    db = root / "uniroute.duckdb"
+    ingest(db, root / "logs.parquet", progress=False)
+    return db, build(db, "tfidf")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, logs) -> tuple[Path, BuildResult]:
+    return _built(tmp_path_factory.mktemp("clean") / "store", logs)
+
+
+def test_poisoned_test_labels_change_nothing_the_selection_sees(built, logs, tmp_path):
+    """Every test-split score flipped (1 - score): the same kinds, hyper-parameters and validation Areas."""
+    _, clean = built
+    test = logs.split == "test"
+    assert test.sum() > 0
+    poisoned_logs = logs.assign(score=np.where(test, 1.0 - logs.score, logs.score))
+    _, poisoned = _built(tmp_path / "poisoned", poisoned_logs)
+    a = clean.candidates_table()[CHOICE].reset_index(drop=True)
+    b = poisoned.candidates_table()[CHOICE].reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert poisoned.kind == clean.kind and poisoned.k == clean.k and poisoned.val_area == clean.val_area
+    # The poison did reach the build: the held-out (test-prompt) Areas are not what they were.
+    assert poisoned.metrics[clean.kind]["area"] != pytest.approx(clean.metrics[clean.kind]["area"], abs=1e-6)
+
+
+def test_the_candidates_table_and_view_after_a_build(built):
+    db, result = built
+    assert [c["kind"] for c in result.candidates] == list(KINDS)
+    with store.opened(db, read_only=True) as con:
+        view = con.execute("select * from router_selection").df()
+        routers = con.execute("select router_id, kind, candidate_of, promoted, val_area from routers").df()
+        champion = con.execute("select router_id, kind from champion_router").df()
+    assert sorted(view.kind) == sorted(KINDS) and set(view.build_router_id) == {result.router_id}
+    assert view.chosen.sum() == 1 and view.loc[view.chosen, "kind"].item() == result.kind
+    assert (view.default_kind == "kmeans_shrunk").all() and view.build_promoted.all()
+    assert view.val_area.is_monotonic_decreasing  # best validation Area first
+    assert (view.val_area_se > 0).all() and np.isclose(view.p_best.sum(), 1.0)
+    default = view.set_index("kind").loc["kmeans_shrunk"]
+    assert default.diff_to_default == 0.0
+    for row in view.itertuples():
+        assert row.diff_to_default == pytest.approx(row.val_area - default.val_area)
+    # The chosen kind is the champion; every other candidate is stored beside it, not served.
+    assert champion.router_id.item() == result.router_id and champion.kind.item() == result.kind
+    by_id = routers.set_index("router_id")
+    for row in view.itertuples():
+        stored = by_id.loc[row.candidate_router_id]
+        assert stored.kind == row.kind and stored.val_area == pytest.approx(row.val_area)
+        if row.chosen:
+            assert row.candidate_router_id == result.router_id and stored.promoted
+        else:
+            assert stored.candidate_of == result.router_id and not stored.promoted
+    # The rule (selection.select_kind): the default unless another kind beats it by more than 2 SEs.
+    clear = view[(view.kind != "kmeans_shrunk") & (view.diff_to_default > 2 * view.diff_se)]
+    assert result.kind == (clear.sort_values("val_area").kind.iloc[-1] if len(clear) else "kmeans_shrunk")
+
+
+def test_kinds_are_checked_before_anything_runs():
+    assert checked_kinds(None) == KINDS
+    assert checked_kinds(["knn", " kmeans"]) == ("kmeans", "knn")  # KINDS order, blanks stripped
+    with pytest.raises(KindError, match="unknown router kinds \\['zero'\\]: choose from kmeans, kmeans_shrunk"):
+        checked_kinds(["kmeans", "zero"])
+    with pytest.raises(KindError, match="unknown router kinds"):
+        checked_kinds([" "])

@@ -1,0 +1,128 @@
+"""Every router kind, forced as the build's champion (kinds=), survives the pipeline: publish, route from the
+store and from the published snapshot, onboard a new model, retire one, and serve as the MLflow pyfunc.
+
+A real pool: synthetic logs (5 LLMs, 400 prompts with splits), TF-IDF embeddings, a DuckDB file per kind; the
+newcomer is held back and arrives with its validation results, as a new model would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.helpers import build, embedded, ingest, onboard, publish, retire
+from uniroute import store
+from uniroute.evaluation.candidates import KINDS
+from uniroute.evaluation.selection import model_row
+from uniroute.pipeline import registry, serving, snapshot
+from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, load_router_model, sync_mlflow
+from uniroute.routers.knn import KnnRouter
+from uniroute.settings import Settings
+from uniroute.synth import write_synthetic_logs
+
+NEWCOMER = "synth-llm-04"
+PROMPTS = ["solve the equation for x", "write a short poem about rain", "which enzyme breaks down starch",
+           "translate good morning into french", "sort a list in python"]
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory) -> pd.DataFrame:
+    summary = write_synthetic_logs(tmp_path_factory.mktemp("logs"), n_prompts=400, n_models=5, n_topics=4, seed=3,
+                                   with_split=True)
+    return pd.read_parquet(summary.logs_path)
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def pool(request, tmp_path_factory, logs) -> Settings:
+    """A home whose champion is of one kind (the build fitted that kind alone), published once."""
+    root = tmp_path_factory.mktemp(request.param)
+    settings = Settings(home=root / "home")
+    settings.home.mkdir()
+    logs[logs.model != NEWCOMER].to_parquet(root / "known.parquet", index=False)
+    ingest(settings.db_path, root / "known.parquet", progress=False)
+    result = build(settings.db_path, "tfidf", kinds=(request.param,))
+    assert result.kind == request.param and [c["kind"] for c in result.candidates] == [request.param]
+    publish(settings.db_path, settings.published_dir)
+    return settings
+
+
+def _champion(db_path: Path) -> registry.RouterVersion:
+    with store.opened(db_path, read_only=True) as con:
+        return registry.load_champion(con)
+
+
+def _routed(source: serving.RoutingSource, **request) -> list[str]:
+    return serving.route_texts(source, PROMPTS, **request)["model"].tolist()
+
+
+@pytest.mark.slow
+def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with store.session(pool.db_path, "reconcile") as s:
+        sync_mlflow(s.con, uri, tmp_path / "artifacts")
+    model = load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=uri)
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    request = pd.DataFrame({"prompt": PROMPTS})
+    for params in ({"lambda": 0.0}, {"lambda": 5.0}, {"budget": 0.5}):
+        served = model.predict(request, params=params)["model"].tolist()
+        assert served == _routed(source, lam=params.get("lambda"), budget=params.get("budget")), params
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    version = client.get_model_version_by_alias(REGISTERED_NAME, CHAMPION)
+    run = client.get_run(version.run_id)
+    assert run.data.params["router_kind"] == source.router.kind == run.data.params["candidate_kinds"]
+    assert "candidates.csv" in {a.path for a in client.list_artifacts(run.info.run_id)}
+
+
+def test_every_kind_publishes_routes_onboards_and_retires(pool, logs, tmp_path):
+    champion = _champion(pool.db_path)
+    kind = champion.kind
+    assert champion.router.kind == kind
+    snap = snapshot.read_current(pool.published_dir)
+    assert snap.manifest["kind"] == kind and snap.router().kind == kind
+    assert set(snapshot.TABLE_FILES) <= set(snap.files) and len(snap.budgets) == 20
+    assert (len(snap.routes) > 0) == champion.router.one_hot  # per-prompt kinds route with router.npz
+
+    # Route: the store's champion and the published snapshot agree, at a lambda and at a budget.
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    published = serving._from_snapshot(pool.published_dir, "the store is busy (test)")
+    for request in ({"lam": 0.0}, {"lam": 5.0}, {"budget": 0.5}):
+        assert _routed(source, **request) == _routed(published, **request), request
+    clusters = serving.route_texts(source, PROMPTS)["cluster"]
+    assert clusters.isna().all() if kind == "knn" else clusters.notna().all()
+
+    # Onboard: the newcomer's validation results become its row, exactly selection.model_row's row.
+    with store.opened(pool.db_path, read_only=True) as con:
+        val = set(con.execute("select prompt_id from prompt_splits where split = 'val'").df().prompt_id)
+    landed = logs[(logs.model == NEWCOMER) & logs.prompt_id.isin(val)].sort_values("prompt_id")
+    landed.to_parquet(tmp_path / "newcomer.parquet", index=False)
+    ingest(pool.db_path, tmp_path / "newcomer.parquet", progress=False)
+    result = onboard(pool.db_path, [NEWCOMER])
+    child = _champion(pool.db_path)
+    assert child.router_id == result.router_id and child.parent_id == champion.router_id and child.kind == kind
+    assert child.router.models == (*champion.router.models, NEWCOMER)
+    X = embedded(pool.db_path, landed.prompt.tolist(), champion.embedder())
+    row, counts = model_row(champion.router, landed.prompt_id.tolist(), X, 1.0 - landed.score.to_numpy())
+    if isinstance(child.router, KnnRouter):
+        np.testing.assert_array_equal(child.router.labels[-1], row)
+        assert result.embedded_prompts == 0  # K-NN joins labels by prompt id: nothing to embed
+    else:
+        np.testing.assert_allclose(child.router.psi[-1], row)
+        np.testing.assert_array_equal(child.router.psi_counts[-1], counts)
+    publish(pool.db_path, pool.published_dir)
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    assert NEWCOMER in source.pool
+    assert set(_routed(source, pool=[NEWCOMER, source.pool[0]])) <= {NEWCOMER, source.pool[0]}
+
+    # Retire: a child without the model serves and publishes; routing to it is refused.
+    gone = champion.router.models[0]
+    retired = retire(pool.db_path, gone)
+    assert retired.parent_id == child.router_id and _champion(pool.db_path).kind == kind
+    publish(pool.db_path, pool.published_dir)
+    assert gone not in snapshot.read_current(pool.published_dir).manifest["pool"]
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    assert gone not in _routed(source, lam=0.0)
+    with pytest.raises(serving.RoutingError, match="retired"):
+        _routed(source, pool=[gone])

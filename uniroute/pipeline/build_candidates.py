@@ -1,0 +1,148 @@
+"""The build's candidate routers: every router kind tuned on the build's data, the kind to serve chosen by
+evaluation.selection, and each kind's router over the whole pool.
+
+Only the training LLMs' labels on training and validation prompts reach the tuning and the selection
+(TrialState.fits); test prompts are never read here. Each kind's router is selection.served_router over every
+pool model with validation results; where the build tuned on samples (build._tuning_state) the cluster kinds'
+Psi is then measured on every validation prompt, and K-means is refitted on every training prompt (on Dask)
+for the one-hot kinds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from uniroute.evaluation import TrialSplit, TrialState
+from uniroute.evaluation.candidates import KINDS, Tuned
+from uniroute.evaluation.selection import Selection, select_kind, served_router
+from uniroute.routers.kmeans import fit_centroids_dask
+from uniroute.routers.knn import KnnRouter
+from uniroute.routers.psi import psi_from_losses
+from uniroute.routers.serialize import AnyRouter
+
+log = logging.getLogger(__name__)
+
+# Above this many training prompts a served one-hot router's K-means is refitted on all of them on Dask
+# (mini-batch over chunks; STACK.md: ~7 s for 1M x 384); below it the tuned fit already used them all.
+DASK_KMEANS_CHUNK = 50_000
+TABLE_COLUMNS = ("kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best",
+                 "chosen")
+
+
+class KindError(ValueError):
+    """Router kinds a build cannot fit; the message names them and the known kinds."""
+
+
+def checked_kinds(kinds: Sequence[str] | None) -> tuple[str, ...]:
+    """The candidate kinds of a build (every kind by default), in KINDS order; KindError for unknown ones."""
+    if kinds is None:
+        return KINDS
+    names = [k.strip() for k in kinds if k.strip()]
+    unknown = sorted(set(names) - set(KINDS))
+    if unknown or not names:
+        raise KindError(f"unknown router kinds {unknown or names}: choose from {', '.join(KINDS)}")
+    return tuple(k for k in KINDS if k in names)
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """The tuned kinds, the selection among them and each kind's router over the pool."""
+
+    tuned: dict[str, Tuned]  # kind -> hyper-parameters, in KINDS order
+    routers: dict[str, AnyRouter]  # kind -> router over the pool
+    chosen: str
+    selection: Selection | None  # None when there were too few training LLMs to measure any Area
+    notes: tuple[str, ...] = ()
+
+    def table(self) -> pd.DataFrame:
+        """One row per candidate: the selection's table, or the untuned default without Areas."""
+        if self.selection is not None:
+            return self.selection.table()
+        t = self.tuned[self.chosen]
+        row = {"kind": t.kind, "value": t.value, "shrinkage": t.shrinkage, "chosen": True}
+        return pd.DataFrame([row], columns=list(TABLE_COLUMNS))
+
+    @property
+    def default_kind(self) -> str:
+        return self.selection.default if self.selection is not None else self.chosen
+
+    def line(self) -> str:
+        """One line for logs and the CLI: the selection's, or why nothing was compared."""
+        if self.selection is not None:
+            return self.selection.line()
+        return f"served {self.tuned[self.chosen].label()} (not tuned: fewer than 2 training LLMs)"
+
+
+def untuned_default(kinds: Sequence[str], n_val: int, n_train: int) -> Tuned:
+    """Without two training LLMs nothing can be tuned or compared: the first requested kind at a default value.
+
+    K = n_val / 50 as the paper's appendix does for Math+Code, k = sqrt(n_val); a LearnedMap cannot be trained
+    without training LLMs, so it falls back to K-means.
+    """
+    kind = next((k for k in kinds if k != "learnedmap"), "kmeans")
+    if kind == "knn":
+        return Tuned(kind, int(min(max(1, round(np.sqrt(n_val))), n_val)))
+    return Tuned(kind, int(min(max(3, round(n_val / 50)), n_train)))
+
+
+def _full_scale(router: AnyRouter, X: np.ndarray, split: TrialSplit, state: TrialState, val_losses: np.ndarray,
+                seed: int) -> AnyRouter:
+    """The router with Psi on every validation prompt and (one-hot) K-means on every training prompt, where the
+    tuning used samples of them. val_losses (n_val_all, P): the pool's losses on every validation prompt."""
+    if isinstance(router, KnnRouter):
+        return router  # its references are the validation prompts the selection measured it on
+    refit = router.one_hot and len(state.split.train) < len(split.train)
+    if not refit and len(state.split.val) == len(split.val):
+        return router
+    if refit:
+        import dask.array as da
+
+        chunks = da.from_array(X[split.train], chunks=(DASK_KMEANS_CHUNK, X.shape[1]))
+        router = replace(router, assigner=fit_centroids_dask(chunks, router.k, seed))
+    psi = psi_from_losses(router.psi_clusters().assign(X[split.val]), val_losses, router.k, router.models)
+    return replace(router, psi=psi.values, psi_counts=psi.counts)
+
+
+def fit_candidates(
+    state: TrialState, X: np.ndarray, split: TrialSplit, scores: np.ndarray, prompt_ids: Sequence[str],
+    pool: Sequence[str], pool_columns: Sequence[int], pool_costs: np.ndarray, embedder_id: str,
+    kinds: Sequence[str], seed: int,
+) -> Candidates:
+    """Tune every kind, select the one to serve, and build each kind's router over the pool.
+
+    scores (N, M_all): the build's score matrix, of which pool_columns are the pool's models (pool_costs (P,)
+    their c(m)); only its validation rows are read here.
+    """
+    n_val = len(state.split.val)
+    notes: list[str] = []
+    tunable = len(split.train_models) >= 2
+    if tunable:
+        tuned = {kind: state.tuned(kind, n_val) for kind in kinds}
+        selection: Selection | None = select_kind(state.fits, list(tuned.values()), n_val)
+        chosen = selection.chosen
+    else:
+        default = untuned_default(kinds, n_val, len(split.train))
+        tuned, selection, chosen = {default.kind: default}, None, default.kind
+        notes.append(f"{len(split.train_models)} training LLM(s): {default.label()} without tuning or selection")
+    cols = np.asarray(pool_columns)
+    tuning_losses = 1.0 - scores[np.ix_(state.split.val, cols)]
+    all_val_losses = 1.0 - scores[np.ix_(split.val, cols)]
+    val_ids = [prompt_ids[i] for i in state.split.val]
+    # A model without any result on the (sampled) validation prompts has nothing to route by: left out, and
+    # onboarded later on all validation prompts when it is a cluster kind.
+    seen = ~np.isnan(tuning_losses).all(axis=0)
+    if not seen.all():
+        notes.append(f"no result on the sampled validation prompts: {[pool[i] for i in np.nonzero(~seen)[0]]}")
+    models = [m for m, s in zip(pool, seen, strict=True) if s]
+    routers = {}
+    for kind, t in tuned.items():
+        router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
+        routers[kind] = _full_scale(router, X, split, state, all_val_losses[:, seen], seed)
+    candidates = Candidates(tuned, routers, chosen, selection, tuple(notes))
+    log.info("%s", candidates.line())
+    return candidates
