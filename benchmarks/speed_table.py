@@ -1,0 +1,111 @@
+"""Regenerate the README's speed table from the benchmark results in benchmarks/results/.
+
+Each row quotes one JSON written by a benchmark (the command that wrote it is in the JSON), with its target and
+the machine's load average while it ran: the 2 cores are shared, so a figure without its load says little.
+The table sits between the markers `<!-- speed-table -->` and `<!-- /speed-table -->` in README.md.
+
+Run: `.venv/bin/python -m benchmarks.speed_table` (after `make bench` or any single benchmark).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+README = ROOT / "README.md"
+START, END = "<!-- speed-table -->", "<!-- /speed-table -->"
+
+
+def _load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _load_text(values: Any) -> str:
+    """The 1-minute load average, or the range of the values given."""
+    if not values:
+        return "?"
+    flat = [v[0] if isinstance(v, list) else v for v in values]
+    low, high = min(flat), max(flat)
+    return f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
+
+
+def _embedding_rows(data: dict[str, Any]) -> list[str]:
+    section = data["throughput"]
+    figures = section["figures"]
+    load = _load_text([section.get("load_average_before"), section.get("load_average_after")])
+    rows = []
+    for name in ("static", "minilm-onnx", "minilm"):
+        if name in figures:
+            f = figures[name]
+            rows.append(f"| embed 2,000 real prompts, `{name}` | {f['prompts_per_s']:,.0f} prompts/s "
+                        f"({f['speedup_vs_bare']:.1f}x bare sentence-transformers) | - | {load} | "
+                        "`benchmarks/embedding.py` |")
+    return rows
+
+
+def _route_rows(data: dict[str, Any]) -> list[str]:
+    one, file = data["one_prompt"], data["file"]
+    machine = data["machine"]
+    load = _load_text([machine.get("load_average_before"), machine.get("load_average_after")])
+    return [
+        f"| `uniroute route`, one prompt, warm (snapshot) / cold | {one['warm_from_snapshot']['median_seconds']:.2f} s"
+        f" / {one['cold_seconds']:.2f} s | {one['target_seconds']} s | {load} | `benchmarks/route_command.py` |",
+        f"| `uniroute route --file`, {data['config']['file_prompts']:,} prompts | {file['prompts_per_second']:,} "
+        f"prompts/s (embedder alone {file['embedder_prompts_per_second_in_process']:,}/s) | - | {load} | "
+        "`benchmarks/route_command.py` |",
+    ]
+
+
+def _evaluate_rows(data: dict[str, Any]) -> list[str]:
+    load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
+    methods = ",".join(data["methods"])
+    cpu = data.get("cpu_bound_minutes_estimate")
+    estimate = f" ({cpu:.1f} min CPU-bound)" if cpu is not None else ""
+    return [f"| evaluate {data['trials']} trials on {data['dataset']} ({methods}) | {data['wall_minutes']:.1f} min"
+            f"{estimate} | {data['target_minutes']} min | {load} | `benchmarks/evaluate.py` |"]
+
+
+def _build_rows(data: dict[str, Any]) -> list[str]:
+    section = data.get("sections", {}).get("synthetic")
+    if not section or "build" not in section:
+        return []
+    config, build = section["config"], section["build"]
+    peak_gb = section.get("watchdog_highest_rss_mb", 0) / 1024
+    load = _load_text([section.get("load_average_start"), section.get("load_average_end")])
+    return [f"| build {config['prompts']:,} prompts x {config['models']} LLMs (`{config.get('embedder', 'tfidf')}`) | "
+            f"{build['seconds_total']:.0f} s, peak {peak_gb:.1f} GB | 300 s, 4 GB | {load} | "
+            "`benchmarks/pipeline_synthetic.py` |"]
+
+
+def speed_table() -> str:
+    """The Markdown table, with the machine it was measured on."""
+    rows: list[str] = []
+    machine: dict[str, Any] = {}
+    for name, make_rows in (("embedding.json", _embedding_rows), ("route_command.json", _route_rows),
+                            ("evaluate.json", _evaluate_rows), ("pipeline.json", _build_rows)):
+        data = _load(name)
+        if data is not None:
+            rows += make_rows(data)
+            machine = machine or data.get("machine", {})
+    head = (f"Measured on {machine.get('nproc', 2)} cores ({machine.get('cpu', 'CPU')}), "
+            f"{machine.get('memory_gb', '?')} GB, shared with other work (load = 1-minute load average):\n\n"
+            "| what | measured | target | load | benchmark |\n|---|---|---|---|---|\n")
+    return head + "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    text = README.read_text()
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"{README}: no {START} ... {END} block to rewrite")
+    README.write_text(pattern.sub(lambda _: f"{START}\n{speed_table()}{END}", text))
+    print(f"rewrote the speed table in {README}")
+
+
+if __name__ == "__main__":
+    main()
