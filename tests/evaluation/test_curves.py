@@ -116,6 +116,25 @@ def test_ties_go_to_the_cheaper_model() -> None:
     assert lambda_grid(path).tolist() == [0.0]
 
 
+def test_repeated_gamma_rows_walk_once_with_the_events_of_walking_every_row() -> None:
+    # Cluster routers give every prompt of a cluster the same gamma row; the path walks each distinct row once.
+    # Its events must be exactly (same order, same floats) those of walking every prompt, ties included.
+    from uniroute.evaluation.curves import _row_groups, _switch_steps
+
+    rng = np.random.default_rng(5)
+    psi = rng.integers(0, 4, (7, 5)) / 4  # few values: equal crossings across clusters occur
+    gamma = psi[rng.integers(0, 7, 300)]
+    costs = np.array([0.1, 0.3, 0.3, 0.6, 1.0])
+    assert _row_groups(gamma) is not None and _row_groups(rng.random((300, 5))) is None
+    path = switch_path(gamma, costs)
+    start, steps = _switch_steps(gamma, costs)
+    row, lam, old, new = (np.concatenate(a) for a in zip(*steps, strict=True))
+    order = np.argsort(lam, kind="stable")
+    assert np.array_equal(path.start, start)
+    for got, want in ((path.row, row), (path.lam, lam), (path.old, old), (path.new, new)):
+        assert np.array_equal(got, want[order])
+
+
 def test_routed_points_match_brute_force_argmin_on_random_data() -> None:
     rng = np.random.default_rng(3)
     n, m = 60, 6

@@ -115,6 +115,8 @@ class CandidateFits:
         self._sample_orders: dict[tuple[int, str, int], np.ndarray] = {}
         self._heldout_phi: dict[int, np.ndarray] = {}
         self._tuned: dict[tuple[str, int], Tuned] = {}
+        self._psis: dict[tuple[int, int, str, int], Any] = {}
+        self._areas: dict[tuple[str, int, int, float], float] = {}
         labelled = ~np.isnan(data.train_losses).any(axis=1)
         self._train_full = np.nonzero(labelled)[0]  # training prompts with every training LLM's label
 
@@ -194,9 +196,14 @@ class CandidateFits:
             self._samples[key] = out
         return self._samples[key]
 
-    def _sample_psi(self, k: int, sample: np.ndarray) -> Any:
-        return psi_from_losses(self.train_cluster(k)[sample], self.data.train_losses[sample], k,
-                               [str(i) for i in range(self.data.train_losses.shape[1])])
+    def _sample_psi(self, k: int, n_val: int, purpose: str, r: int) -> Any:
+        """The training LLMs' Psi on repeat r's sampled prompts (cached: every shrinkage strength reuses it)."""
+        key = (k, n_val, purpose, r)
+        if key not in self._psis:
+            sample = self.samples(n_val, purpose)[r].sample
+            self._psis[key] = psi_from_losses(self.train_cluster(k)[sample], self.data.train_losses[sample], k,
+                                              [str(i) for i in range(self.data.train_losses.shape[1])])
+        return self._psis[key]
 
     def heldout_phi(self, k: int) -> np.ndarray:
         """(n_tr, K) the LearnedMap's Phi of each training prompt from a map fitted on the other half of them.
@@ -230,7 +237,7 @@ class CandidateFits:
                 order = self._sample_order(n_val, purpose, r, k)
                 out.append((knn_gammas(order, self.data.train_losses[smp.sample], [k])[k], smp.pool))
                 continue
-            psi = self._sample_psi(k, smp.sample)
+            psi = self._sample_psi(k, n_val, purpose, r)
             psi_t = shrunk_values(psi.values, psi.counts, strength).T  # (K, M)
             if kind == "learnedmap":  # the full map was fitted to the training prompts' labels: see heldout_phi
                 phi = np.concatenate([self.heldout_phi(k)[smp.rest], self.val_membership(kind, k)[smp.vrows]])
@@ -262,8 +269,13 @@ class CandidateFits:
         return self._sample_orders[key]
 
     def onboarding_area(self, kind: str, k: int, n_val: int, strength: float = 0.0) -> float:
-        """Mean Area over the tuning repeats of a kind onboarded on n_val sampled training prompts."""
-        return float(np.mean([pool.area(g, N_LAMBDAS) for g, pool in self.onboarding_gammas(kind, k, n_val, strength)]))
+        """Mean Area over the tuning repeats of a kind onboarded on n_val sampled training prompts (cached: plain
+        K-means and count-aware Psi at strength 0 are the same router)."""
+        key = (kind, k, n_val, strength)
+        if key not in self._areas:
+            gammas = self.onboarding_gammas(kind, k, n_val, strength)
+            self._areas[key] = float(np.mean([pool.area(g, N_LAMBDAS) for g, pool in gammas]))
+        return self._areas[key]
 
     # ---- tuning --------------------------------------------------------------------------------------------
     def tune(self, kind: str, n_val: int | None = None) -> Tuned:

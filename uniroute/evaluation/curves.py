@@ -101,8 +101,6 @@ def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
     gamma (n, M), costs (M,). Walks each prompt's lower envelope of lines: the choice only ever moves to
     cheaper models, at most M - 1 times, so the whole path costs O(n M^2) and every switch is exact.
     """
-    from uniroute.routers.router import argmin_cheapest
-
     gamma = np.asarray(gamma, dtype=np.float64)
     costs = np.asarray(costs, dtype=np.float64)
     n, m = gamma.shape
@@ -110,6 +108,57 @@ def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
         raise ValueError(f"costs has shape {costs.shape}, expected ({m},)")
     if not np.all(np.isfinite(gamma)):
         raise ValueError("gamma must be finite")
+    group = _row_groups(gamma)
+    if group is None:
+        start, steps = _switch_steps(gamma, costs)
+    else:
+        # Prompts with identical gamma rows (every prompt of a cluster, for the K-means kinds) walk identical
+        # paths: walk each distinct row once and give its events to its prompts, step by step in ascending
+        # prompt order, which is exactly the event order of walking every prompt.
+        first, inverse = group
+        start_u, steps_u = _switch_steps(gamma[first], costs)
+        start = start_u[inverse]
+        steps = []
+        for rows_u, lam_u, old_u, new_u in steps_u:
+            at = np.full(first.size, -1)
+            at[rows_u] = np.arange(rows_u.size)
+            pos = at[inverse]
+            rows = np.nonzero(pos >= 0)[0]
+            pick = pos[rows]
+            steps.append((rows, lam_u[pick], old_u[pick], new_u[pick]))
+    if steps:
+        row, lam, old, new = (np.concatenate(a) for a in zip(*steps, strict=True))
+        order = np.argsort(lam, kind="stable")
+        return SwitchPath(start=start, row=row[order], lam=lam[order], old=old[order], new=new[order])
+    empty = np.zeros(0, dtype=np.int64)
+    return SwitchPath(start=start, row=empty, lam=np.zeros(0), old=empty, new=empty)
+
+
+GROUP_SHARE = 0.5  # walk distinct rows only when at most this share of the rows is distinct
+
+
+def _row_groups(gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first row of each distinct row, each row's distinct-row index) when many rows repeat, else None."""
+    n, m = gamma.shape
+    if n < 2 or m == 0:
+        return None
+    # Equal rows have equal projections; rows grouped by projection are then checked to be truly equal.
+    projection = gamma @ np.linspace(1.0, 2.0, m)
+    _, first, inverse = np.unique(projection, return_index=True, return_inverse=True)
+    if first.size > GROUP_SHARE * n or not np.array_equal(gamma[first][inverse], gamma):
+        return None
+    # Distinct rows in order of first appearance, so the walk sees them in ascending prompt order.
+    by_first = np.argsort(first)
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(by_first.size)
+    return first[by_first], rank[inverse]
+
+
+def _switch_steps(gamma: np.ndarray, costs: np.ndarray) -> tuple[np.ndarray, list[tuple[np.ndarray, ...]]]:
+    """The start model of every row and, per step, the (rows, lambda, old, new) of the rows that switch."""
+    from uniroute.routers.router import argmin_cheapest
+
+    n, m = gamma.shape
     idx = np.arange(m)
     start = argmin_cheapest(gamma, costs, idx) if n else np.zeros(0, dtype=np.int64)
     # Only prompts that can still switch are carried into the next step: a prompt with no cheaper model left
@@ -119,7 +168,7 @@ def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
     cur = start.copy()
     cur_lam = np.zeros(n)
     g = gamma
-    rows, lams, olds, news = [], [], [], []
+    steps = []
     for _ in range(m):
         c_cur = costs[cur][:, None]
         g_cur = g[np.arange(ar.size), cur][:, None]
@@ -135,17 +184,9 @@ def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
         cross, nxt_lam = cross[active], nxt_lam[active]
         tied = np.where(cross == nxt_lam[:, None], 0.0, np.inf)  # among simultaneous crossings: cheapest
         nxt = argmin_cheapest(tied, costs, idx)
-        rows.append(ar[active])
-        lams.append(nxt_lam)
-        olds.append(cur[active])
-        news.append(nxt)
+        steps.append((ar[active], nxt_lam, cur[active], nxt))
         ar, g, cur, cur_lam = ar[active], g[active], nxt, nxt_lam
-    if rows:
-        row, lam, old, new = (np.concatenate(a) for a in (rows, lams, olds, news))
-        order = np.argsort(lam, kind="stable")
-        return SwitchPath(start=start, row=row[order], lam=lam[order], old=old[order], new=new[order])
-    empty = np.zeros(0, dtype=np.int64)
-    return SwitchPath(start=start, row=empty, lam=np.zeros(0), old=empty, new=empty)
+    return start, steps
 
 
 def lambda_grid(path: SwitchPath, n_lambdas: int = 256) -> np.ndarray:

@@ -91,6 +91,9 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
         "grid_edges": {m: {"at_edge": t["at_edge"], "at_bound": t["at_bound"]} for m, t in tuning.items()},
         "auto": auto,
         "per_trial_area": {m: [r["metrics"][m]["area"] for r in results] for m in methods},
+        # Each trial's selection record (every candidate's validation Area, its SEs, the choice): with the
+        # per-trial test Areas above, what another selection rule would have served can be replayed exactly.
+        "per_trial_selection": [r["selection"] for r in results] if "auto" in methods else None,
         "mean_curve": {"cost": CURVE_GRID.tolist(), **curves},
         # Every trial's test LLMs as (name, normalised test cost, test score): the plot's grey points.
         "test_llm_points": [
@@ -149,6 +152,7 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
                 entry = paired.setdefault(f"{a}_vs_{b}", {"mean": [], "half_width": []})
                 entry["mean"].append(float(diff.mean()))
                 entry["half_width"].append(2 * sd / math.sqrt(len(diff)))
+    selections = {str(size): [r["valsize"][str(size)].get("selection") for r in results] for size in sizes}
     return {
         "trials": len(results),
         "sizes": labels,
@@ -159,5 +163,8 @@ def val_size_report(results: list[dict[str, Any]], config: EvalConfig) -> dict[s
         "at_edge": edges,  # per size: share of trials whose chosen K or k is at an edge of its searched grid
         "sign_tests": sign,
         "paired_area_difference": paired,
+        "per_trial_area": {str(size): {m: [r["valsize"][str(size)]["area"][m] for r in results] for m in methods}
+                           for size in sizes},
+        "per_trial_selection": selections if "auto" in methods else None,  # per size, as the report's
         "interval": "mean +/- 2 standard errors over trials (96%)",
     }

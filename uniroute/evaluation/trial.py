@@ -112,6 +112,8 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
                 entry["area"][method] = curve_area(method_curve(state, method, size, sub_pool))
                 entry["chosen"][method] = (state.selection(size).chosen if method == "auto"
                                            else _tuning_record(state, method, size, areas=False))
+            if "auto" in entry["area"]:
+                entry["selection"] = _selection_record(state, size)
             out["valsize"][str(size)] = entry
         out["seconds"]["valsize"] = time.perf_counter() - t0
     out["seconds"]["total"] = time.perf_counter() - started
