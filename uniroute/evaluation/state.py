@@ -130,29 +130,7 @@ class TrialState:
         gamma = oracle.gamma(self.X_test)[:, self.split.test_models]
         return pool.curve(gamma, self.config.n_lambdas)
 
-    # ---- the nightly build's calls (pipeline/build.py) -------------------------------------------------------
-    def tune_clusters(self, method: str, n_val: int) -> tuple[int, dict[int, float]]:
-        """(K, validation Area per searched K) of K-means or the LearnedMap."""
-        t = self.tuned(method, n_val)
-        return t.value, dict(t.search.areas)
-
-    def tune_knn(self, n_val: int) -> tuple[int, dict[int, float]]:
-        """(k, validation Area per searched k) of K-NN."""
-        t = self.tuned("knn", n_val)
-        return t.value, dict(t.search.areas)
-
+    # ---- shared with the pairwise method (evaluation/pairwise.py) ----------------------------------------------
     def centroids(self, k: int) -> Any:
         """K-means with K = k on the training prompts."""
         return self.fits.centroids(k)
-
-    def learned_map(self, k: int) -> Any:
-        """The LearnedMap with K = k."""
-        return self.fits.learned_map(k)
-
-    def cluster_curve(self, method: str, k: int, n_val: int, pool: LabelledPool) -> Curve:
-        """Test curve of K-means / LearnedMap with K = k (plain Psi)."""
-        return self.kind_curve(Tuned(method, k), n_val, pool)
-
-    def knn_curve(self, k: int, n_val: int, pool: LabelledPool) -> Curve:
-        """Test curve of K-NN with k neighbours over the first n_val validation prompts."""
-        return self.kind_curve(Tuned("knn", k), n_val, pool)
