@@ -33,6 +33,9 @@ COMMON = ["--trials", "20", "--seed", "0", "--embedder", EMBEDDER]
 STEM = "biology,chemistry,computer science,engineering,math,physics"
 HUMANITIES = "business,economics,health,history,law,other,philosophy,psychology"
 PAIRWISE_DATASETS = (("routerbench_subset", "last-block"), ("mmlu_pro_cot29", "full"), ("routerdc_model7", "full"))
+# Battle density study: battles per prompt at ceil(M/4) and floor(M/2) of each dataset's M LLMs with costs (11, 27
+# and 7; the page checks M against each report), 1 being the runs above. Small datasets first.
+DENSITIES = {"routerbench_subset": (3, 5), "routerdc_model7": (2, 3), "mmlu_pro_cot29": (7, 13)}
 
 # name -> argv (after `uniroute`, or a python module for the label rules); `$UNIROUTE_HOME` is expanded.
 EXPERIMENTS: dict[str, list[str]] = {
@@ -41,6 +44,10 @@ EXPERIMENTS: dict[str, list[str]] = {
     **{f"pairwise_{name}": ["evaluate", "--data", f"{SHARED}/{name}", *COMMON, "--prompt-part", part,
                             "--methods", "zero,kmeans,pairwise", "--out", f"{RESULTS}/pairwise_{name}.json"]
        for name, part in PAIRWISE_DATASETS},
+    **{f"pairwise_{name}_b{n}": ["evaluate", "--data", f"{SHARED}/{name}", *COMMON, "--prompt-part",
+                                 dict(PAIRWISE_DATASETS)[name], "--methods", "zero,kmeans,pairwise",
+                                 "--battles-per-prompt", str(n), "--out", f"{RESULTS}/pairwise_{name}_b{n}.json"]
+       for name, densities in DENSITIES.items() for n in densities},
     "mmlu_battles": ["arena-battles", "--data", f"{SHARED}/mmlu_pro_cot29", "--seed", "0",
                      "--out", f"{WORK}/mmlu_pro_cot29_battles.parquet"],
     "transfer_mmlu_pairwise": ["evaluate", "--data", f"{WORK}/mmlu_pro_cot29_battles.parquet",

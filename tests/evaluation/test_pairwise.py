@@ -30,6 +30,36 @@ def test_sparse_battles_pair_two_labelled_models_and_the_better_score_wins() -> 
     assert only.prompt.tolist() == [3] and {only.a[0], only.b[0]} == {0, 2}
 
 
+def test_several_battles_per_prompt_are_disjoint_pairs_as_many_as_the_labels_allow() -> None:
+    nan = np.nan
+    scores = np.array([
+        [1.0, 0.0, 1.0, 0.0, 1.0],  # five labels: two disjoint battles, one model sits out
+        [1.0, 0.0, nan, 1.0, nan],  # three labels: one battle
+        [0.0, 1.0, 1.0, 0.0, nan],  # four labels: two battles covering all four
+        [nan, nan, 1.0, nan, nan],  # one label: none
+    ])
+    battles = sparse_battles(scores, np.arange(4), np.arange(5), np.random.default_rng(3), per_prompt=3)
+    assert sorted(battles.prompt.tolist()) == [0, 0, 1, 2, 2]
+    for p in (0, 2):
+        mine = battles.prompt == p
+        fighters = [*battles.a[mine].tolist(), *battles.b[mine].tolist()]
+        assert len(set(fighters)) == 4  # disjoint: nobody fights twice on a prompt
+    assert set(battles.a[battles.prompt == 2]) | set(battles.b[battles.prompt == 2]) == {0, 1, 2, 3}
+    for p, a, b, y in zip(battles.prompt, battles.a, battles.b, battles.y, strict=True):
+        assert not np.isnan(scores[p, a]) and not np.isnan(scores[p, b])
+        expected = 1.0 if scores[p, a] > scores[p, b] else 0.0 if scores[p, a] < scores[p, b] else 0.5
+        assert y == expected
+    # One per prompt is the first battle of each prompt under several: the same seed draws the same arena log.
+    one = sparse_battles(scores, np.arange(4), np.arange(5), np.random.default_rng(3))
+    first = len(one.prompt)
+    assert one.prompt.tolist() == [0, 1, 2]
+    assert np.array_equal(one.a, battles.a[:first]) and np.array_equal(one.b, battles.b[:first])
+    with pytest.raises(ValueError, match="battles per prompt must be >= 1, got 0"):
+        sparse_battles(scores, np.arange(4), np.arange(5), np.random.default_rng(3), per_prompt=0)
+    with pytest.raises(ValueError, match="battles per prompt must be >= 1"):
+        EvalConfig(methods=("pairwise",), battles_per_prompt=0)
+
+
 def test_a_trial_battles_training_llms_on_training_prompts_and_everyone_on_validation_prompts() -> None:
     data = eval_data_from_frame(synthetic_long(200))
     split = trial_split(data.routing, seed=0, trial=1)
@@ -40,6 +70,10 @@ def test_a_trial_battles_training_llms_on_training_prompts_and_everyone_on_valid
     assert set(val.a) | set(val.b) > set(split.train_models)  # test LLMs battle on validation prompts
     again = trial_battles(data.routing, split)
     assert np.array_equal(again[0].a, train.a) and np.array_equal(again[1].y, val.y)  # seeded by the trial
+    dense_train, dense_val = trial_battles(data.routing, split, per_prompt=len(data.routing.models))
+    # Every LLM in one battle per prompt: floor(M_tr / 2) battles per training prompt, floor(M / 2) per validation.
+    assert len(dense_train.prompt) == len(split.train) * (len(split.train_models) // 2)
+    assert len(dense_val.prompt) == len(split.val) * (len(data.routing.models) // 2)
 
 
 @pytest.mark.slow

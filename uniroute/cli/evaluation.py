@@ -47,6 +47,9 @@ def evaluate(
     val_sizes: Annotated[str | None, typer.Option(
         "--val-sizes", help="Validation-size study, e.g. 25,50,100,200,400,all: writes <out>_valsize.json/.png."
     )] = None,
+    battles_per_prompt: Annotated[int, typer.Option(
+        "--battles-per-prompt", help="pairwise: disjoint arena-style battles drawn per prompt between random LLMs "
+        "with a label there (1: one battle, as in an arena; M/2: every LLM in one battle).")] = 1,
     prompt_part: Annotated[str, typer.Option(help="Embed the full prompt, or its last-block (after the last "
                                              "blank line; for few-shot prompts).")] = "full",
     workers: Annotated[int, typer.Option(help="Dask worker processes (0: run the trials in this process).")] = 2,
@@ -77,6 +80,11 @@ def evaluate(
         fail(f"--trials must be >= 1, got {trials}")
     if workers < 0:
         fail(f"--workers must be >= 0, got {workers}")
+    if battles_per_prompt < 1:
+        fail(f"--battles-per-prompt must be >= 1, got {battles_per_prompt}")
+    if battles_per_prompt != 1 and ("pairwise" not in method_list or test_data is not None):
+        fail("--battles-per-prompt draws the battles of the pairwise method from a pointwise log: add pairwise to "
+             "--methods (and no --test-data)")
     name = embedder or settings.embedder
     attributes = _AttributeOptions(attribute_labels, attribute_base) if name == "attributes" else None
     if attributes is not None and attribute_labels is None:
@@ -94,7 +102,8 @@ def evaluate(
              "(transfer), or evaluate `--methods ...,pairwise` on a pointwise log")
     quality_only = False
     try:
-        config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes))
+        config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes),
+                               battles_per_prompt=battles_per_prompt)
         frame = ev.long_frame(data)
         quality_only = not ev.has_costs(frame)
         eval_data = ev.unit_cost_data(frame) if quality_only else ev.eval_data_from_frame(frame)

@@ -2,10 +2,11 @@
 
 Each trial turns the labels it may see into Chatbot Arena-style battles, one per prompt between two LLMs
 drawn at random among those with a label there (training prompts: two training LLMs; validation prompts: any
-two LLMs): the better score wins, equal scores tie. The router never sees a pointwise label. K-means clusters
-the training prompts as for `kmeans` (the same cached fits); Psi comes from per-cluster Bradley-Terry
-strengths (routers.bradley_terry) fitted on every battle the trial may see, and the test LLMs are scored on
-the test prompts with their pointwise labels, exactly as every other method.
+two LLMs): the better score wins, equal scores tie. EvalConfig.battles_per_prompt draws more disjoint pairs per
+prompt (the battle-density study: how much of the gap to every label is the number of battles). The router
+never sees a pointwise label. K-means clusters the training prompts as for `kmeans` (the same cached fits);
+Psi comes from per-cluster Bradley-Terry strengths (routers.bradley_terry) fitted on every battle the trial may
+see, and the test LLMs are scored on the test prompts with their pointwise labels, exactly as every other method.
 
 Choosing K (deviation, documented): the paper picks K by the Area of routing the validation prompts, which
 needs pointwise labels a pairwise log does not have. Here K, and with it the ridge that ties a cluster's
@@ -51,26 +52,38 @@ class Battles:
         return Battles(self.prompt[keep], self.a[keep], self.b[keep], self.y[keep])
 
 
-def sparse_battles(scores: np.ndarray, prompts: np.ndarray, models: np.ndarray, rng: np.random.Generator) -> Battles:
-    """One battle per prompt between two of `models` drawn at random among those scored there (prompts with
-    fewer than two are skipped); the higher score wins, equal scores tie. scores is (N, M)."""
+def sparse_battles(scores: np.ndarray, prompts: np.ndarray, models: np.ndarray, rng: np.random.Generator,
+                   per_prompt: int = 1) -> Battles:
+    """Up to `per_prompt` disjoint battles per prompt between `models` drawn at random among those scored there
+    (a prompt yields as many as its scored models allow; none with fewer than two); the higher score wins,
+    equal scores tie. scores is (N, M). One per prompt draws exactly what it always did for the same rng."""
+    if per_prompt < 1:
+        raise ValueError(f"battles per prompt must be >= 1, got {per_prompt}")
     sub = scores[np.ix_(prompts, models)]  # (n, P)
     priority = np.where(np.isnan(sub), np.inf, rng.random(sub.shape))
-    order = np.argsort(priority, axis=1)[:, :2]
+    order = np.argsort(priority, axis=1)  # scored models first, in a random order: pair j is columns 2j, 2j+1
     rows = np.arange(len(prompts))
-    enough = np.isfinite(priority[rows, order[:, 1]]) if sub.shape[1] >= 2 else np.zeros(len(prompts), dtype=bool)
-    first, second = order[enough, 0], order[enough, 1]
-    s_a, s_b = sub[rows[enough], first], sub[rows[enough], second]
-    y = np.where(s_a > s_b, 1.0, np.where(s_a < s_b, 0.0, 0.5))
-    return Battles(prompts[enough].astype(np.int64), models[first].astype(np.int64), models[second].astype(np.int64), y)
+    parts = []
+    for j in range(min(per_prompt, sub.shape[1] // 2)):
+        first, second = order[:, 2 * j], order[:, 2 * j + 1]
+        enough = np.isfinite(priority[rows, second])
+        first, second, kept = first[enough], second[enough], rows[enough]
+        s_a, s_b = sub[kept, first], sub[kept, second]
+        y = np.where(s_a > s_b, 1.0, np.where(s_a < s_b, 0.0, 0.5))
+        parts.append((prompts[kept], models[first], models[second], y))
+    if not parts:
+        return Battles(*(np.zeros(0, dtype=np.int64) for _ in range(3)), np.zeros(0))
+    prompt, a, b, y = (np.concatenate(col) for col in zip(*parts, strict=True))
+    return Battles(prompt.astype(np.int64), a.astype(np.int64), b.astype(np.int64), y.astype(np.float64))
 
 
-def trial_battles(data: RoutingData, split: TrialSplit) -> tuple[Battles, Battles]:
-    """(training-prompt battles between training LLMs, validation-prompt battles between any LLMs) of a trial."""
+def trial_battles(data: RoutingData, split: TrialSplit, per_prompt: int = 1) -> tuple[Battles, Battles]:
+    """(training-prompt battles between training LLMs, validation-prompt battles between any LLMs) of a trial,
+    up to `per_prompt` disjoint ones per prompt."""
     rng = np.random.default_rng([split.fit_seed, 20])
     every = np.arange(len(data.models))
-    train = sparse_battles(data.scores, split.train, split.train_models, rng)
-    val = sparse_battles(data.scores, np.sort(split.val), every, rng)
+    train = sparse_battles(data.scores, split.train, split.train_models, rng, per_prompt)
+    val = sparse_battles(data.scores, np.sort(split.val), every, rng, per_prompt)
     return train, val
 
 
@@ -91,7 +104,8 @@ class PairwiseTrial:
     def __init__(self, state) -> None:
         self.state = state
         self.prior = PRIORS[0]  # set by tune()
-        self.train_battles, self.val_battles = trial_battles(state.data, state.split)
+        self.train_battles, self.val_battles = trial_battles(state.data, state.split,
+                                                             state.config.battles_per_prompt)
         self.names = tuple(state.data.models)
 
     def _cluster_of_prompt(self, k: int) -> np.ndarray:

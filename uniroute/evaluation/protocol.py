@@ -20,6 +20,7 @@ class EvalConfig:
     seed: int = 0
     methods: tuple[str, ...] = DEFAULT_METHODS
     val_sizes: tuple[int, ...] = ()  # validation-size study: sizes below the full validation set
+    battles_per_prompt: int = 1  # `pairwise`: disjoint arena-style battles drawn per prompt (1: arena-sparse)
     train_frac: float = 0.6
     val_frac: float = 0.1
     n_lambdas: int = 256
@@ -35,6 +36,8 @@ class EvalConfig:
             raise ValueError("no methods to evaluate")
         if not (self.train_frac > 0 and self.val_frac > 0 and self.train_frac + self.val_frac < 1):
             raise ValueError(f"bad split fractions train={self.train_frac} val={self.val_frac}")
+        if self.battles_per_prompt < 1:
+            raise ValueError(f"battles per prompt must be >= 1, got {self.battles_per_prompt}")
         if any(s < 2 for s in self.val_sizes):
             raise ValueError(f"validation sizes must be >= 2, got {list(self.val_sizes)}")
 

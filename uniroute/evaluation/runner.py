@@ -102,6 +102,7 @@ def evaluate(
     report["seconds"] = time.perf_counter() - started
     report.update(
         seed=config.seed,
+        **({"battles_per_prompt": config.battles_per_prompt} if "pairwise" in config.methods else {}),
         n_prompts=data.routing.n_prompts,
         models=list(data.routing.models),
         excluded_models=list(data.excluded_models),
