@@ -38,14 +38,10 @@ def _embedding_rows(data: dict[str, Any]) -> list[str]:
     section = data["throughput"]
     figures = section["figures"]
     load = _load_text([section.get("load_average_before"), section.get("load_average_after")])
-    rows = []
-    for name in ("static", "minilm-onnx", "minilm"):
-        if name in figures:
-            f = figures[name]
-            rows.append(f"| embed 2,000 real prompts, `{name}` | {f['prompts_per_s']:,.0f} prompts/s "
-                        f"({f['speedup_vs_bare']:.1f}x bare sentence-transformers) | - | {load} | "
-                        "`benchmarks/embedding.py` |")
-    return rows
+    rates = [f"`{name}` {figures[name]['prompts_per_s']:,.0f}/s ({figures[name]['speedup_vs_bare']:.1f}x)"
+             for name in ("static", "minilm-onnx", "minilm") if name in figures]
+    return [f"| embed 2,000 real prompts (x bare sentence-transformers) | {', '.join(rates)} | - | {load} | "
+            "`benchmarks/embedding.py` |"]
 
 
 def _route_rows(data: dict[str, Any]) -> list[str]:
@@ -63,11 +59,10 @@ def _route_rows(data: dict[str, Any]) -> list[str]:
 
 def _evaluate_rows(data: dict[str, Any]) -> list[str]:
     load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
-    methods = ",".join(data["methods"])
-    cpu = data.get("cpu_bound_minutes_estimate")
-    estimate = f" ({cpu:.1f} min CPU-bound)" if cpu is not None else ""
-    return [f"| evaluate {data['trials']} trials on {data['dataset']} ({methods}) | {data['wall_minutes']:.1f} min"
-            f"{estimate} | {data['target_minutes']} min | {load} | `benchmarks/evaluate.py` |"]
+    projected = data.get("cpu_bound_minutes_per_100_trials")
+    per_100 = f"; {projected:.1f} min per 100 trials CPU-bound" if projected is not None else ""
+    return [f"| evaluate on {data['dataset']}, every method incl. `auto` | {data['trials']} trials in "
+            f"{data['wall_minutes']:.1f} min{per_100} | 8 min per 100 | {load} | `benchmarks/evaluate.py` |"]
 
 
 def _build_rows(data: dict[str, Any]) -> list[str]:
