@@ -78,7 +78,8 @@ def _dask_client(workers: int, scheduler_address: str | None) -> Iterator[Any]:
     # Processes, one thread each: the trials are numpy/torch bound and the GIL would serialise threads.
     with (
         LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+            # A free port: None still means :8787, and a second evaluation would warn that it is taken.
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
             env=SINGLE_THREAD_ENV, silence_logs=logging.WARNING,
         ) as cluster,
         Client(cluster) as client,
