@@ -48,7 +48,8 @@ def with_battle_models(con: store.Connection, router: Any, embedder_of: Callable
     """
     from uniroute.routers.psi_battles import onboard_psi
 
-    battle_only = store.query(con, "battle_only_models")
+    val_costs = store.query(con, "model_val_costs")
+    battle_only = val_costs[val_costs["n"] == 0]  # battles on validation prompts, no results there
     costs = dict(zip(battle_only["model"], battle_only["cost"], strict=True))
     models = [m for m in costs if m not in router.models]
     if not models:
