@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
-from uniroute.evaluation import EvalConfig, TrialSplit, TrialState, curve_metrics
+from uniroute.evaluation import EvalConfig, RoutingData, TrialSplit, TrialState, curve_metrics
 from uniroute.evaluation.candidates import Tuned
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
@@ -88,22 +88,31 @@ def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndar
     return rows if len(rows) <= size else np.sort(rng.choice(rows, size, replace=False))
 
 
-def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig) -> TrialState:
+def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig
+                  ) -> tuple[TrialState, TrialSplit]:
+    """The state the kinds are tuned and scored in, and the prompts it holds (store rows) as a TrialSplit.
+
+    Where the build samples, the state holds only the sampled rows (its split renumbered into them): a state
+    over every row would copy the (N, M) losses (0.8 GB at 1M x 100) and read only the samples. The rows'
+    values are the same either way, so tuning, selection and evaluation are unchanged.
+    """
     rng = np.random.default_rng(split.fit_seed)
     # Training prompts are drawn first: a build that only subsamples them draws what it always drew.
     train = _subsample(rng, split.train, TUNING_SAMPLE)
     val = _subsample(rng, split.val, TUNING_VAL_SAMPLE)
     test = _subsample(rng, split.test, EVAL_TEST_SAMPLE)
     if (len(train), len(val), len(test)) == (len(split.train), len(split.val), len(split.test)):
-        return TrialState(X, data.eval_data.routing, split, config)
+        return TrialState(X, data.eval_data.routing, split, config), split
     log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
              len(train), len(split.train), len(val), len(split.val), len(test), len(split.test))
-    return TrialState(
-        X,
-        data.eval_data.routing,
-        TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed),
-        config,
-    )
+    sample = TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed)
+    rows = np.concatenate([train, val, test])
+    routing = data.eval_data.routing
+    held = RoutingData(models=routing.models, scores=routing.scores[rows], costs=routing.costs[rows])
+    ends = np.cumsum([len(train), len(val), len(test)])
+    renumbered = TrialSplit(split.train_models, split.test_models, np.arange(ends[0]), np.arange(ends[0], ends[1]),
+                            np.arange(ends[1], ends[2]), split.fit_seed)
+    return TrialState(X[rows], held, renumbered, config), sample
 
 
 def write_assignments(
@@ -131,22 +140,27 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     data = load_store_data(con)
-    routing = data.eval_data.routing
     split = store_split(data, seed)
     texts = data.eval_data.prompts
     fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
     X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
+    del texts, fit_texts
     seconds["load_and_embed"] = time.perf_counter() - t0
     crashpoint("build:embedded")
 
     t0 = time.perf_counter()
-    state = _tuning_state(X, data, split, EvalConfig(seed=seed, methods=(*kinds, "zero")))
-    n_val = len(state.split.val)
+    state, sample = _tuning_state(X, data, split, EvalConfig(seed=seed, methods=(*kinds, "zero")))
+    # From here on only the scores, prompt ids and names are read: dropping the store data frees the (N, M)
+    # costs and the N prompt texts (about 1 GB at 1M x 100) unless the state itself holds them (no sampling).
+    models, scores = data.eval_data.routing.models, data.eval_data.routing.scores
+    prompt_ids, excluded_models = data.eval_data.prompt_ids, data.eval_data.excluded_models
+    del data
+    n_val = len(sample.val)
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
-    answered = ~np.isnan(routing.scores[split.val]).all(axis=0)
-    pool_columns = [j for j, m in enumerate(routing.models) if answered[j] and pd.notna(costs.get(m))]
-    pool = [routing.models[j] for j in pool_columns]
-    cands = fit_candidates(state, X, split, routing.scores, data.eval_data.prompt_ids, pool, pool_columns,
+    answered = ~np.isnan(scores[split.val]).all(axis=0)
+    pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m))]
+    pool = [models[j] for j in pool_columns]
+    cands = fit_candidates(state, sample, X, split, scores, prompt_ids, pool, pool_columns,
                            costs.loc[pool].to_numpy(float), embedder.embedder_id, kinds, seed)
     router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
@@ -171,7 +185,7 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     fingerprint = registry.data_fingerprint(con)
     clusters = registry.router_centroids(router)
     if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
-        write_assignments(con, registry.router_clustering_id(router), data.eval_data.prompt_ids, clusters.assign(X))
+        write_assignments(con, registry.router_clustering_id(router), prompt_ids, clusters.assign(X))
     router, battle_note = with_battle_models(con, router, lambda: embedder)
     notes.extend([battle_note] if battle_note else [])
     metric_rows = pd.DataFrame(
@@ -202,10 +216,10 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
         reason=reason,
         metrics=metrics,
         models=tuple(router.models),
-        excluded_models=data.eval_data.excluded_models,
+        excluded_models=excluded_models,
         roles={
-            "training": [routing.models[i] for i in split.train_models],
-            "test": [routing.models[i] for i in split.test_models],
+            "training": [models[i] for i in split.train_models],
+            "test": [models[i] for i in split.test_models],
         },
         n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
         candidates=tuple(rows.drop(columns=["created_at"]).to_dict("records")),

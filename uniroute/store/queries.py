@@ -40,6 +40,12 @@ def query_arrow(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.
     return con.sql(query_text(name), params=params or None).to_arrow_table()
 
 
+def query_batches(con: duckdb.DuckDBPyConnection, name: str, batch_rows: int, **params: Any) -> pa.RecordBatchReader:
+    """Run a named query and stream its result as Arrow record batches of about batch_rows rows."""
+    # For results too large to hold as one table (a build's 100M result cells would be 2.5 GB of Arrow).
+    return con.sql(query_text(name), params=params or None).to_arrow_reader(batch_rows)
+
+
 def execute(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
     """Run a named statement that returns nothing of interest (DML)."""
     con.execute(query_text(name), params or None)
