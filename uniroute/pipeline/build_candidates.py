@@ -3,7 +3,7 @@ evaluation.selection, and each kind's router over the whole pool.
 
 Only the training LLMs' labels on training and validation prompts reach the tuning and the selection
 (TrialState.fits); test prompts are never read here. Each kind's router is selection.served_router over every
-pool model with validation results; where the build tuned on samples (build._tuning_state) the cluster kinds'
+pool model with validation results; where the build tuned on samples (build._tuning_rows) the cluster kinds'
 Psi is then measured on every validation prompt, and K-means is refitted on every training prompt (on Dask)
 for the one-hot kinds.
 """
@@ -134,7 +134,7 @@ def fit_candidates(
 ) -> Candidates:
     """Tune every kind, select the one to serve, and build each kind's router over the pool.
 
-    sample: the store rows the state was tuned on (build._tuning_state; split itself when nothing was sampled).
+    sample: the store rows the state was tuned on (build._tuning_rows; split itself when nothing was sampled).
     scores (N, M_all): the build's score matrix, of which pool_columns are the pool's models (pool_costs (P,)
     their c(m)); only its validation rows are read here.
     """

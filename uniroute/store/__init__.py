@@ -10,6 +10,7 @@ from uniroute.store.connection import Connection, StoreError, connect, opened
 from uniroute.store.lock import Holder, StoreBusy, current_holder
 from uniroute.store.queries import (
     execute,
+    memory_limited,
     query,
     query_arrow,
     query_batches,
@@ -47,6 +48,7 @@ __all__ = [
     "connect",
     "current_holder",
     "execute",
+    "memory_limited",
     "open_read_only",
     "opened",
     "query",
