@@ -43,8 +43,9 @@ TUNING_SAMPLE = 50_000
 # prompt; a K-NN router's references are the sampled validation prompts (its k was chosen for that many).
 TUNING_VAL_SAMPLE = 5_000
 EVAL_TEST_SAMPLE = 20_000
-# DuckDB's memory during a build (its default, 80% of RAM, let the queries over 100M results hold 9 GB; at
-# 1 GB they spill and run as fast: benchmarks/results/pipeline.json, `synthetic`).
+# DuckDB's memory during a build: with its default (80% of RAM) the build's queries over 100M results held 9 GB
+# of buffered blocks; capped at 1 GB they took about as long (within this shared machine's noise) and the load
+# stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`).
 BUILD_DUCKDB_MEMORY = "1GB"
 
 

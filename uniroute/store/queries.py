@@ -86,7 +86,7 @@ def registered(
 def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """DuckDB's memory limit set to `limit` (e.g. "1GB") for the block, then back to DuckDB's default."""
     # DuckDB's default limit is 80% of RAM and it keeps the blocks it read until near it: a build's queries over
-    # 100M results held 9 GB (benchmarks/results/pipeline.json) where 1 GB does, spilling, at the same speed.
+    # 100M results held 9 GB (benchmarks/results/pipeline.json); capped, it evicts and spills instead.
     # Reset rather than restored: the limit reads back rounded ("18.8 GiB"), and no read-write connection sets one.
     execute(con, "set_memory_limit", limit=limit)
     try:
