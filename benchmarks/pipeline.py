@@ -52,9 +52,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.embedding import RESULTS
 from benchmarks.measure import (
     REPO,
+    RESULTS,
     SECTIONS,
     SINGLE_THREAD,
     Partial,

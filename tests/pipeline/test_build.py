@@ -94,3 +94,33 @@ def test_kinds_are_checked_before_anything_runs():
         checked_kinds(["kmeans", "zero"])
     with pytest.raises(KindError, match="unknown router kinds"):
         checked_kinds([" "])
+
+
+def test_a_sampled_build_tunes_and_scores_as_a_state_over_every_row(built, monkeypatch):
+    """The sampled state holds only the sampled rows: the same tuned values, Areas and held-out curves as a state
+    over all rows with the sampled split (what the build did before it stopped copying every row)."""
+    from uniroute.evaluation import EvalConfig, TrialState
+    from uniroute.pipeline import build as build_module
+    from uniroute.pipeline.build_data import load_store_data, store_split
+
+    db, _ = built
+    with store.opened(db) as con:
+        data = load_store_data(con)
+    split = store_split(data, seed=0)
+    monkeypatch.setattr(build_module, "TUNING_SAMPLE", len(split.train) // 2)
+    monkeypatch.setattr(build_module, "TUNING_VAL_SAMPLE", len(split.val) // 2)
+    monkeypatch.setattr(build_module, "EVAL_TEST_SAMPLE", len(split.test) // 2)
+    X = np.random.default_rng(3).normal(size=(len(data.split), 8)).astype(np.float32)
+    config = EvalConfig(seed=0, methods=("kmeans", "knn", "zero"))
+    tuning = build_module._tuning_rows(data, split)
+    state, sample = tuning.state(X, config), tuning.sample
+    assert len(state.X) == len(sample.train) + len(sample.val) + len(sample.test) < len(X)
+    assert len(sample.train) == len(split.train) // 2 and set(sample.val) <= set(split.val)
+    every_row = TrialState(X, data.eval_data.routing, sample, config)
+    n_val = len(sample.val)
+    tuned = {kind: state.tuned(kind, n_val) for kind in ("kmeans", "knn")}
+    assert tuned == {kind: every_row.tuned(kind, n_val) for kind in tuned}
+    metrics, curves = build_module.held_out_metrics(state, n_val, tuned)
+    expected_metrics, expected_curves = build_module.held_out_metrics(every_row, n_val, tuned)
+    assert metrics == expected_metrics
+    pd.testing.assert_frame_equal(curves, expected_curves, check_exact=True)

@@ -74,3 +74,23 @@ def test_named_query_binds_parameters(db_path, tmp_path, monkeypatch):
         rows = con.execute("select model from models where status = $status", {"status": "active"}).fetchall()
     assert rows == [("a",)]
     assert isinstance(duckdb.__version__, str)
+
+
+def test_memory_limited_sets_the_limit_for_the_block_and_restores_it(db_path):
+    with store.opened(db_path) as con:
+        before = store.query_row(con, "memory_limit")[0]
+        with store.memory_limited(con, "300MB"):
+            assert store.query_row(con, "memory_limit")[0] == "286.1 MiB"  # DuckDB reports 300 MB in MiB
+        assert store.query_row(con, "memory_limit")[0] == before
+        with pytest.raises(RuntimeError, match="boom"), store.memory_limited(con, "300MB"):
+            raise RuntimeError("boom")
+        assert store.query_row(con, "memory_limit")[0] == before
+
+
+def test_query_batches_streams_every_row_in_batches(db_path):
+    with store.opened(db_path) as con:
+        store.write_frame(con, "models", pd.DataFrame({"model": [f"m{i}" for i in range(5)], "default_cost": 1.0,
+                                                       "status": "active", "first_seen": pd.Timestamp.now()}))
+        batches = list(store.query_batches(con, "build_models", batch_rows=2))
+    assert [b.num_rows for b in batches if b.num_rows] and sum(b.num_rows for b in batches) == 5
+    assert [m for b in batches for m in b.column("model").to_pylist()] == [f"m{i}" for i in range(5)]

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
-from uniroute.evaluation import EvalConfig, TrialSplit, TrialState, curve_metrics
+from uniroute.evaluation import EvalConfig, RoutingData, TrialSplit, TrialState, curve_metrics
 from uniroute.evaluation.candidates import Tuned
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
@@ -43,6 +43,10 @@ TUNING_SAMPLE = 50_000
 # prompt; a K-NN router's references are the sampled validation prompts (its k was chosen for that many).
 TUNING_VAL_SAMPLE = 5_000
 EVAL_TEST_SAMPLE = 20_000
+# DuckDB's memory during a build: with its default (80% of RAM) the build's queries over 100M results held 9 GB
+# of buffered blocks; capped at 1 GB they took about as long (within this shared machine's noise) and the load
+# stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`).
+BUILD_DUCKDB_MEMORY = "1GB"
 
 
 @dataclass(frozen=True)
@@ -88,22 +92,45 @@ def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndar
     return rows if len(rows) <= size else np.sort(rng.choice(rows, size, replace=False))
 
 
-def _tuning_state(X: np.ndarray, data: StoreData, split: TrialSplit, config: EvalConfig) -> TrialState:
+@dataclass(frozen=True, eq=False)
+class TuningRows:
+    """What the kinds are tuned and scored on: the sampled store rows and their own copy of the matrices.
+
+    Where the build samples, the state holds only the sampled rows (its split renumbered into them): a state
+    over every row would copy the (N, M) losses (0.8 GB at 1M x 100) and read only the samples, and the full
+    costs would have to stay alive for it. The rows' values are the same either way, so tuning, selection and
+    evaluation are unchanged.
+    """
+
+    sample: TrialSplit  # the tuning and scoring prompts as store rows (the build's split when nothing is sampled)
+    rows: np.ndarray | None  # store rows the state holds, in its order; None: every row
+    routing: RoutingData  # the state's matrices (those rows only)
+    state_split: TrialSplit  # sample, renumbered into `rows`
+
+    def state(self, X: np.ndarray, config: EvalConfig) -> TrialState:
+        """The trial state over these rows of the build's (N, d) embeddings."""
+        return TrialState(X if self.rows is None else X[self.rows], self.routing, self.state_split, config)
+
+
+def _tuning_rows(data: StoreData, split: TrialSplit) -> TuningRows:
+    """The sampled prompts of a large build (TUNING_SAMPLE, TUNING_VAL_SAMPLE, EVAL_TEST_SAMPLE), or all of them."""
     rng = np.random.default_rng(split.fit_seed)
     # Training prompts are drawn first: a build that only subsamples them draws what it always drew.
     train = _subsample(rng, split.train, TUNING_SAMPLE)
     val = _subsample(rng, split.val, TUNING_VAL_SAMPLE)
     test = _subsample(rng, split.test, EVAL_TEST_SAMPLE)
     if (len(train), len(val), len(test)) == (len(split.train), len(split.val), len(split.test)):
-        return TrialState(X, data.eval_data.routing, split, config)
+        return TuningRows(split, None, data.eval_data.routing, split)
     log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
              len(train), len(split.train), len(val), len(split.val), len(test), len(split.test))
-    return TrialState(
-        X,
-        data.eval_data.routing,
-        TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed),
-        config,
-    )
+    rows = np.concatenate([train, val, test])
+    routing = data.eval_data.routing
+    held = RoutingData(models=routing.models, scores=routing.scores[rows], costs=routing.costs[rows])
+    ends = np.cumsum([len(train), len(val), len(test)])
+    renumbered = TrialSplit(split.train_models, split.test_models, np.arange(ends[0]), np.arange(ends[0], ends[1]),
+                            np.arange(ends[1], ends[2]), split.fit_seed)
+    return TuningRows(TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed), rows,
+                      held, renumbered)
 
 
 def write_assignments(
@@ -128,25 +155,37 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     held-out evaluation is skipped.
     """
     kinds = checked_kinds(kinds)
+    with store.memory_limited(con, BUILD_DUCKDB_MEMORY):
+        return _run_build(con, embedder_name, seed, cache_dir, kinds)
+
+
+def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None,
+               kinds: Sequence[str]) -> BuildResult:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     data = load_store_data(con)
-    routing = data.eval_data.routing
     split = store_split(data, seed)
-    texts = data.eval_data.prompts
+    tuning = _tuning_rows(data, split)
+    # From here on only the scores, prompt ids, names and (until embedded) texts are read: dropping the store
+    # data frees the (N, M) costs before the embeddings are made (0.8 GB at 1M x 100) unless the tuning state
+    # holds them itself (no sampling: a small build).
+    models, scores, texts = data.eval_data.routing.models, data.eval_data.routing.scores, data.eval_data.prompts
+    prompt_ids, excluded_models = data.eval_data.prompt_ids, data.eval_data.excluded_models
+    del data
     fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
     X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
+    del texts, fit_texts  # the N prompt texts (0.3 GB at 1M)
     seconds["load_and_embed"] = time.perf_counter() - t0
     crashpoint("build:embedded")
 
     t0 = time.perf_counter()
-    state = _tuning_state(X, data, split, EvalConfig(seed=seed, methods=(*kinds, "zero")))
-    n_val = len(state.split.val)
+    state, sample = tuning.state(X, EvalConfig(seed=seed, methods=(*kinds, "zero"))), tuning.sample
+    n_val = len(sample.val)
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
-    answered = ~np.isnan(routing.scores[split.val]).all(axis=0)
-    pool_columns = [j for j, m in enumerate(routing.models) if answered[j] and pd.notna(costs.get(m))]
-    pool = [routing.models[j] for j in pool_columns]
-    cands = fit_candidates(state, X, split, routing.scores, data.eval_data.prompt_ids, pool, pool_columns,
+    answered = ~np.isnan(scores[split.val]).all(axis=0)
+    pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m))]
+    pool = [models[j] for j in pool_columns]
+    cands = fit_candidates(state, sample, X, split, scores, prompt_ids, pool, pool_columns,
                            costs.loc[pool].to_numpy(float), embedder.embedder_id, kinds, seed)
     router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
@@ -171,7 +210,7 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     fingerprint = registry.data_fingerprint(con)
     clusters = registry.router_centroids(router)
     if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
-        write_assignments(con, registry.router_clustering_id(router), data.eval_data.prompt_ids, clusters.assign(X))
+        write_assignments(con, registry.router_clustering_id(router), prompt_ids, clusters.assign(X))
     router, battle_note = with_battle_models(con, router, lambda: embedder)
     notes.extend([battle_note] if battle_note else [])
     metric_rows = pd.DataFrame(
@@ -202,10 +241,10 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
         reason=reason,
         metrics=metrics,
         models=tuple(router.models),
-        excluded_models=data.eval_data.excluded_models,
+        excluded_models=excluded_models,
         roles={
-            "training": [routing.models[i] for i in split.train_models],
-            "test": [routing.models[i] for i in split.test_models],
+            "training": [models[i] for i in split.train_models],
+            "test": [models[i] for i in split.test_models],
         },
         n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
         candidates=tuple(rows.drop(columns=["created_at"]).to_dict("records")),

@@ -3,7 +3,7 @@ evaluation.selection, and each kind's router over the whole pool.
 
 Only the training LLMs' labels on training and validation prompts reach the tuning and the selection
 (TrialState.fits); test prompts are never read here. Each kind's router is selection.served_router over every
-pool model with validation results; where the build tuned on samples (build._tuning_state) the cluster kinds'
+pool model with validation results; where the build tuned on samples (build._tuning_rows) the cluster kinds'
 Psi is then measured on every validation prompt, and K-means is refitted on every training prompt (on Dask)
 for the one-hot kinds.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,9 @@ from uniroute.routers.kmeans import fit_centroids_dask
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.psi import psi_from_losses
 from uniroute.routers.serialize import AnyRouter
+
+if TYPE_CHECKING:
+    import dask.array
 
 log = logging.getLogger(__name__)
 
@@ -90,35 +94,51 @@ def untuned_default(kinds: Sequence[str], n_val: int, n_train: int) -> Tuned:
     return Tuned(kind, int(min(max(3, round(n_val / 50)), n_train)))
 
 
-def _full_scale(router: AnyRouter, X: np.ndarray, split: TrialSplit, state: TrialState, val_losses: np.ndarray,
+def _lazy_rows(X: np.ndarray, rows: np.ndarray) -> dask.array.Array:
+    """X[rows] as a Dask array of DASK_KMEANS_CHUNK rows per chunk, each taken from X only when computed.
+
+    The same chunks as da.from_array(X[rows], chunks=DASK_KMEANS_CHUNK) (so the same K-means), without the
+    copy of every training row (0.6 GB at 600k x 256 float32) beside X.
+    """
+    import dask
+    import dask.array as da
+
+    source = dask.delayed(X, name="build-embeddings")  # named: dask would otherwise hash all of X
+    take = dask.delayed(np.take, pure=False)
+    blocks = [da.from_delayed(take(source, rows[lo : lo + DASK_KMEANS_CHUNK], axis=0),
+                              shape=(len(rows[lo : lo + DASK_KMEANS_CHUNK]), X.shape[1]), dtype=X.dtype)
+              for lo in range(0, len(rows), DASK_KMEANS_CHUNK)]
+    return da.concatenate(blocks)
+
+
+def _full_scale(router: AnyRouter, X: np.ndarray, split: TrialSplit, sample: TrialSplit, val_losses: np.ndarray,
                 seed: int) -> AnyRouter:
     """The router with Psi on every validation prompt and (one-hot) K-means on every training prompt, where the
-    tuning used samples of them. val_losses (n_val_all, P): the pool's losses on every validation prompt."""
+    tuning used samples of them (`sample`). val_losses (n_val_all, P): the pool's losses on every validation
+    prompt."""
     if isinstance(router, KnnRouter):
         return router  # its references are the validation prompts the selection measured it on
-    refit = router.one_hot and len(state.split.train) < len(split.train)
-    if not refit and len(state.split.val) == len(split.val):
+    refit = router.one_hot and len(sample.train) < len(split.train)
+    if not refit and len(sample.val) == len(split.val):
         return router
     if refit:
-        import dask.array as da
-
-        chunks = da.from_array(X[split.train], chunks=(DASK_KMEANS_CHUNK, X.shape[1]))
-        router = replace(router, assigner=fit_centroids_dask(chunks, router.k, seed))
+        router = replace(router, assigner=fit_centroids_dask(_lazy_rows(X, split.train), router.k, seed))
     psi = psi_from_losses(router.psi_clusters().assign(X[split.val]), val_losses, router.k, router.models)
     return replace(router, psi=psi.values, psi_counts=psi.counts)
 
 
 def fit_candidates(
-    state: TrialState, X: np.ndarray, split: TrialSplit, scores: np.ndarray, prompt_ids: Sequence[str],
-    pool: Sequence[str], pool_columns: Sequence[int], pool_costs: np.ndarray, embedder_id: str,
-    kinds: Sequence[str], seed: int,
+    state: TrialState, sample: TrialSplit, X: np.ndarray, split: TrialSplit, scores: np.ndarray,
+    prompt_ids: Sequence[str], pool: Sequence[str], pool_columns: Sequence[int], pool_costs: np.ndarray,
+    embedder_id: str, kinds: Sequence[str], seed: int,
 ) -> Candidates:
     """Tune every kind, select the one to serve, and build each kind's router over the pool.
 
+    sample: the store rows the state was tuned on (build._tuning_rows; split itself when nothing was sampled).
     scores (N, M_all): the build's score matrix, of which pool_columns are the pool's models (pool_costs (P,)
     their c(m)); only its validation rows are read here.
     """
-    n_val = len(state.split.val)
+    n_val = len(sample.val)
     notes: list[str] = []
     tunable = len(split.train_models) >= 2
     if tunable:
@@ -130,9 +150,9 @@ def fit_candidates(
         tuned, selection, chosen = {default.kind: default}, None, default.kind
         notes.append(f"{len(split.train_models)} training LLM(s): {default.label()} without tuning or selection")
     cols = np.asarray(pool_columns)
-    tuning_losses = 1.0 - scores[np.ix_(state.split.val, cols)]
+    tuning_losses = 1.0 - scores[np.ix_(sample.val, cols)]
     all_val_losses = 1.0 - scores[np.ix_(split.val, cols)]
-    val_ids = [prompt_ids[i] for i in state.split.val]
+    val_ids = [prompt_ids[i] for i in sample.val]
     # A model without any result on the (sampled) validation prompts has nothing to route by: left out, and
     # onboarded later on all validation prompts when it is a cluster kind.
     seen = ~np.isnan(tuning_losses).all(axis=0)
@@ -142,7 +162,7 @@ def fit_candidates(
     routers = {}
     for kind, t in tuned.items():
         router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
-        routers[kind] = _full_scale(router, X, split, state, all_val_losses[:, seen], seed)
+        routers[kind] = _full_scale(router, X, split, sample, all_val_losses[:, seen], seed)
     candidates = Candidates(tuned, routers, chosen, selection, tuple(notes))
     log.info("%s", candidates.line())
     return candidates

@@ -18,6 +18,8 @@ log = logging.getLogger(__name__)
 
 # Roles in a build: the models kept for tuning (or scoring) together label at least this share of the prompts.
 MIN_COMPLETE_SHARE = 0.5
+# Result cells per Arrow batch while a build fills its matrices (about 25 MB each).
+RESULT_BATCH_ROWS = 1_000_000
 
 class BuildError(RuntimeError):
     """The store does not hold what a build needs; the message says what is missing."""
@@ -28,7 +30,6 @@ class StoreData:
     """The store's prompts and results as matrices, with each prompt's split."""
 
     eval_data: EvalData
-    text_hashes: tuple[str, ...]  # (N,)
     split: np.ndarray  # (N,) 'train' | 'val' | 'test'
 
 
@@ -42,26 +43,38 @@ def load_store_data(con: store.Connection) -> StoreData:
     models = tuple(store.query(con, "build_models")["model"])
     excluded = tuple(store.query(con, "build_excluded_models")["model"])
     prompts = store.query(con, "build_prompts")
-    cells = store.query_arrow(con, "build_results")
     if excluded:
         log.warning("models without any cost are left out of the build: %s", list(excluded))
     if len(models) < 2 or len(prompts) == 0:
         raise BuildError(f"the store holds {len(models)} active models with costs and {len(prompts)} prompts; "
                          "a build needs at least 2 models with results (ingest logs, `uniroute models set-cost`)")
-    i = cells.column("i").to_numpy()
-    j = cells.column("j").to_numpy()
-    scores = np.full((len(prompts), len(models)), np.nan)
-    costs = np.full_like(scores, np.nan)
-    scores[i, j] = cells.column("score").to_numpy()
-    costs[i, j] = cells.column("cost").to_numpy()
+    scores, costs, filled = _result_matrices(con, len(prompts), len(models))
     data = EvalData(
         prompt_ids=tuple(prompts["prompt_id"]),
         prompts=tuple(prompts["text"]),
         routing=RoutingData(models=models, scores=scores, costs=costs),
         excluded_models=excluded,
-        filled_costs=int(pc.sum(cells.column("cost_filled")).as_py() or 0),
+        filled_costs=filled,
     )
-    return StoreData(eval_data=data, text_hashes=tuple(prompts["text_hash"]), split=prompts["split"].to_numpy(object))
+    return StoreData(eval_data=data, split=prompts["split"].to_numpy(object))
+
+
+def _result_matrices(con: store.Connection, n_prompts: int, n_models: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(N, M) float64 scores and costs (NaN where no result) and how many costs were filled in.
+
+    The cells are streamed in batches of RESULT_BATCH_ROWS: at 100M results one Arrow table of them would be
+    2.5 GB on top of the two matrices (1.6 GB). float64 stays: float32 would change the small builds' numbers.
+    """
+    scores = np.full((n_prompts, n_models), np.nan)
+    costs = np.full_like(scores, np.nan)
+    filled = 0
+    for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
+        i = batch.column("i").to_numpy()
+        j = batch.column("j").to_numpy()
+        scores[i, j] = batch.column("score").to_numpy()
+        costs[i, j] = batch.column("cost").to_numpy()
+        filled += int(pc.sum(batch.column("cost_filled")).as_py() or 0)
+    return scores, costs, filled
 
 
 def prompt_texts(con: store.Connection) -> list[str]:

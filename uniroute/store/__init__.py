@@ -8,7 +8,17 @@ formats a value into SQL. It imports no other uniroute stage.
 
 from uniroute.store.connection import Connection, StoreError, connect, opened
 from uniroute.store.lock import Holder, StoreBusy, current_holder
-from uniroute.store.queries import execute, query, query_arrow, query_row, query_text, registered, write_frame
+from uniroute.store.queries import (
+    execute,
+    memory_limited,
+    query,
+    query_arrow,
+    query_batches,
+    query_row,
+    query_text,
+    registered,
+    write_frame,
+)
 from uniroute.store.sandbox import (
     READ_ONLY_STATEMENTS,
     Sandbox,
@@ -38,10 +48,12 @@ __all__ = [
     "connect",
     "current_holder",
     "execute",
+    "memory_limited",
     "open_read_only",
     "opened",
     "query",
     "query_arrow",
+    "query_batches",
     "query_row",
     "query_text",
     "read_only_query",

@@ -40,6 +40,12 @@ def query_arrow(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.
     return con.sql(query_text(name), params=params or None).to_arrow_table()
 
 
+def query_batches(con: duckdb.DuckDBPyConnection, name: str, batch_rows: int, **params: Any) -> pa.RecordBatchReader:
+    """Run a named query and stream its result as Arrow record batches of about batch_rows rows."""
+    # For results too large to hold as one table (a build's 100M result cells would be 2.5 GB of Arrow).
+    return con.sql(query_text(name), params=params or None).to_arrow_reader(batch_rows)
+
+
 def execute(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
     """Run a named statement that returns nothing of interest (DML)."""
     con.execute(query_text(name), params or None)
@@ -74,3 +80,19 @@ def registered(
             con.unregister(name)
         raise
     con.unregister(name)
+
+
+@contextmanager
+def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB's memory limit set to `limit` (e.g. "1GB") for the block, then back to DuckDB's default."""
+    # DuckDB's default limit is 80% of RAM and it keeps the blocks it read until near it: a build's queries over
+    # 100M results held 9 GB (benchmarks/results/pipeline.json); capped, it evicts and spills instead.
+    # Reset rather than restored: the limit reads back rounded ("18.8 GiB"), and no read-write connection sets one.
+    execute(con, "set_memory_limit", limit=limit)
+    try:
+        yield con
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # a failed transaction refuses the SET; keep the first error
+            execute(con, "reset_memory_limit")
+        raise
+    execute(con, "reset_memory_limit")
