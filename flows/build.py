@@ -23,6 +23,12 @@ def embed_new_prompts(db_path: str, embedder_name: str, cache_dir: str, wait_sec
         embedder = embed.make_embedder(embedder_name, progress=False, cache_dir=Path(cache_dir))
         return len(embed.embed_cached(s.con, build_data.prompt_texts(s.con), embedder, client=client))
 
+# The in-process scheduler and the nannies log every start, connection and stop at INFO, and those lines reach
+# the console through the root handler Prefect installs: LocalCluster's silence_logs does not cover them.
+for _name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
+              "distributed.http.proxy", "distributed.worker"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
 
 def dask_task_runner(settings: Settings) -> DaskTaskRunner:
     """A local Dask cluster by default; UNIROUTE_DASK_ADDRESS points at an existing scheduler."""
