@@ -1,0 +1,29 @@
+"""`make run`'s demo end to end, as a user runs it: the whole story completes and the output has no noise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> None:
+    """The event-triggered onboarding completes, and no warning or distributed INFO line reaches the user."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "UNIROUTE_", "MLFLOW_"))}
+    env.update(UNIROUTE_HOME=str(tmp_path / "home"), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "deployments.demo"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert "event -> onboarding run" in output and "Completed" in output
+    assert "router kinds compared on validation prompts" in output
+    noisy = [line for line in output.splitlines()
+             if "Warning" in line or "warnings.warn" in line or "| distributed." in line
+             or "Starting temporary server" in line]
+    assert not noisy, noisy[:10]
