@@ -25,9 +25,10 @@ def embedded(db_path: Path, texts: list[str], embedder: Any, **options: Any):
         return embed_cached(s.con, texts, embedder, **options)
 
 
-def build(db_path: Path, embedder: str, seed: int = 0, kinds: Sequence[str] | None = None) -> BuildResult:
+def build(db_path: Path, embedder: str, seed: int = 0, kinds: Sequence[str] | None = None,
+          **options: Any) -> BuildResult:
     with store.session(db_path, "build") as s:
-        return run_build(s.con, embedder, seed, kinds=kinds)
+        return run_build(s.con, embedder, seed, kinds=kinds, **options)
 
 
 def onboard(db_path: Path, models: list[str]) -> OnboardResult:

@@ -1,0 +1,100 @@
+"""The nightly build pointed at a Dask scheduler someone else started (UNIROUTE_DASK_ADDRESS) works unchanged.
+
+A real `dask scheduler` and `dask worker` run as separate processes, as an operator would start them; the build
+flow connects to that address instead of starting its own cluster, its embedding task runs on that worker, and
+the router it versions equals the one an in-process build makes from the same data.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.flows.test_pipeline import _env, _restore, _version
+from uniroute.settings import Settings
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+N_PROMPTS = 300
+
+
+def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    # Its own process group, so the worker's nanny and its child go down with it.
+    return subprocess.Popen([sys.executable, "-m", *args], env=env, cwd=REPO, stdout=log.open("w"),
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@pytest.fixture
+def external_scheduler(tmp_path, prefect_harness):
+    """A scheduler and one two-thread worker started outside the flow; yields the scheduler's address."""
+    from distributed import Client
+
+    from deployments.serve import free_port
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    # The worker imports the flow's task by reference (flows.build), and reports task states to the same API.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_harness}
+    processes = [
+        _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                "--dashboard-address", "127.0.0.1:0"], env, tmp_path / "scheduler.log"),
+        _start(["distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "2", "--no-dashboard"],
+               env, tmp_path / "worker.log"),
+    ]
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address
+    finally:
+        for process in reversed(processes):
+            os.killpg(process.pid, signal.SIGTERM)
+        for process in reversed(processes):
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_scheduler, tmp_path, shared_datasets,
+                                                                    built_embedders_cache):
+    from distributed import Client
+
+    from flows.build import nightly_build
+    from tests.helpers import build, ingest
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "cache").symlink_to(built_embedders_cache, target_is_directory=True)  # the static model, built once
+    logs = pd.read_parquet(shared_datasets / "routerbench_subset" / "long.parquet")
+    logs = logs[logs["prompt_id"].isin(set(np.sort(logs["prompt_id"].unique())[:N_PROMPTS]))]
+    previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="static", UNIROUTE_MLFLOW="false",
+                    UNIROUTE_DASK_ADDRESS=external_scheduler, UNIROUTE_BUILD_KINDS="kmeans")
+    try:
+        settings = Settings()
+        settings.inbox_dir.mkdir(parents=True)
+        logs.to_parquet(settings.inbox_dir / "logs.parquet", index=False)
+        result = nightly_build()
+    finally:
+        _restore(previous)
+
+    assert result["prompts_embedded_on_dask"] == N_PROMPTS
+    # The embedding ran on the external cluster: its scheduler has seen the flow's task.
+    with Client(external_scheduler, timeout=30) as client:
+        prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert any("embed" in prefix for prefix in prefixes), prefixes
+
+    other = Settings(home=tmp_path / "single")
+    ingest(other.db_path, settings.inbox_dir / "done" / "logs.parquet", progress=False)
+    (other.home / "cache").symlink_to(built_embedders_cache, target_is_directory=True)
+    single = build(other.db_path, "static", settings.seed, kinds=("kmeans",), cache_dir=other.cache_dir)
+    a = _version(settings.db_path, result["router_id"]).router
+    b = _version(other.db_path, single.router_id).router
+    assert single.k == result["k"] and a.models == b.models
+    np.testing.assert_allclose(a.assigner.centers, b.assigner.centers, rtol=1e-6)
+    np.testing.assert_allclose(a.psi, b.psi, rtol=1e-9)
