@@ -1,4 +1,5 @@
-"""Regenerate docs/results.md's quality section, and its plots, from the evaluation JSONs in docs/results/.
+"""Regenerate docs/results.md's quality section, the README's quality table, and their plots, from the
+evaluation JSONs in docs/results/.
 
 Everything between the `## Quality` heading and the next `## ` heading of docs/results.md is rewritten from
 `docs/results/<dataset>.json` and `<dataset>_valsize.json` (tables, the check of `auto` against every router
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.readme_block import rewrite_block
 from uniroute.evaluation.markdown import markdown_report
 from uniroute.evaluation.methods import KIND_METHODS, METHOD_LABELS, METHODS
 from uniroute.evaluation.plots import write_curve_plot, write_val_size_plot
@@ -36,21 +38,25 @@ AUTO_TOLERANCE = 0.001  # auto's mean Area may be this far below the best router
 AUTO_ALPHA = 0.05  # and never significantly below any kind at this level (paired sign test)
 CHECK_SIZES = (25, 50)  # validation sizes checked besides "all"
 CRITERION_KINDS = ("knn", "kmeans", "learnedmap")  # the kinds issue 11 holds auto against
+README_METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")  # the README's quality table
 
 DATASETS: dict[str, dict[str, str]] = {
     "routerbench_subset": {
         "title": "RouterBench subset",
+        "short": "RouterBench",
         "prompt_part": "last-block",
         "about": "USD costs; embeddings of the last block of each few-shot prompt, because the few-shot examples "
                  "before it are shared by many prompts",
     },
     "mmlu_pro_cot29": {
         "title": "MMLU-Pro, 29 LLMs",
+        "short": "MMLU-Pro",
         "prompt_part": "full",
         "about": "costs are parameter counts",
     },
     "routerdc_model7": {
         "title": "RouterDC, 7 LLMs",
+        "short": "RouterDC",
         "prompt_part": "full",
         "about": "7 LLMs of 7-8B parameters (costs are parameter counts, all within 10% of each other: below "
                  "normalised cost 0.9 every curve is flat, so the Areas are close and the routers differ in how "
@@ -117,7 +123,7 @@ def auto_checks(report: dict[str, Any], study: dict[str, Any] | None) -> list[di
         below = [k for k, (w, los, p) in tests.items() if k in CRITERION_KINDS and los > w and p < AUTO_ALPHA]
         checks.append({"size": label, "auto": areas["auto"], "best": best, "best_area": areas[best],
                        "within": areas["auto"] >= areas[best] - AUTO_TOLERANCE, "significantly_below": below,
-                       "tests": tests})
+                       "tests": tests, "areas": areas})
     return checks
 
 
@@ -170,6 +176,39 @@ def summary(reports: dict[str, tuple[dict[str, Any], dict[str, Any] | None]]) ->
         "left unsearched (an edge: the grid was too small), and the share at a principled bound (1, or as many as "
         "there are prompts):", "", *edges,
     ])
+
+
+def _area(value: float) -> str:
+    return f"{value:.4f}".lstrip("0")
+
+
+def readme_quality(reports: dict[str, tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
+    """The README's quality table (mean Area per dataset) and, under it, where auto meets issue 11's check."""
+    methods = [m for m in README_METHODS if all(m in r["methods"] for r, _ in reports.values())]
+    lines = ["| dataset (trials) | " + " | ".join(METHOD_LABELS[m] for m in methods) + " |",
+             "|---|" + "---:|" * len(methods)]
+    missed, held = [], []
+    for dataset, (r, study) in reports.items():
+        short = DATASETS[dataset]["short"]
+        lines.append(f"| {short} ({r['trials']}) | " + " | ".join(_area(r["methods"][m]["area"]) for m in methods)
+                     + " |")
+        for c in auto_checks(r, study) if "auto" in r["methods"] else ():
+            if c["within"] and not c["significantly_below"]:
+                held.append(f"{short} {c['size'].split()[0]}")
+                continue
+            worst = c["significantly_below"][0] if c["significantly_below"] else c["best"]
+            w, los, p = c["tests"][worst]
+            size = c["size"].split()[0] if c["size"][0].isdigit() else f"all {r['n_val_prompts']:,}"
+            missed.append(f"{short} with {size} validation prompts ({METHOD_LABELS[worst]} "
+                          f"{_area(c['areas'][worst])} vs auto {_area(c['auto'])}; auto {w}-{los}, p = {p:.2g})")
+    verdict = ("`auto` (what the build serves) is within "
+               f"{AUTO_TOLERANCE} of the best of K-NN, K-means and LearnedMap and never significantly below one "
+               f"(paired sign test, alpha = {AUTO_ALPHA}) at 25, 50 and all validation prompts")
+    if missed:
+        verdict += f" on {len(held)} of {len(held) + len(missed)} checks, **not** on " + "; ".join(missed) + "."
+    else:
+        verdict += " on every dataset."
+    return "\n".join(lines) + "\n\n" + verdict + "\n"
 
 
 def _versus(report: dict[str, Any], a: str, b: str) -> str:
@@ -264,6 +303,8 @@ def main() -> None:
             write_val_size_plot(study, args.results_dir / f"{dataset}_valsize.png",
                                 f"{title}\nArea vs number of validation prompts")
     args.doc.write_text(rewrite_doc(args.doc.read_text(), quality_section(reports)))
+    if set(datasets) == set(DATASETS):  # the README quotes all three
+        rewrite_block("quality-table", readme_quality(reports))
 
 
 if __name__ == "__main__":

@@ -10,14 +10,13 @@ Run: `.venv/bin/python -m benchmarks.speed_table` (after `make bench` or any sin
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks.readme_block import README, rewrite_block
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-README = ROOT / "README.md"
-START, END = "<!-- speed-table -->", "<!-- /speed-table -->"
 
 
 def _load(name: str) -> dict[str, Any] | None:
@@ -94,11 +93,7 @@ def speed_table() -> str:
 
 
 def main() -> None:
-    text = README.read_text()
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{README}: no {START} ... {END} block to rewrite")
-    README.write_text(pattern.sub(lambda _: f"{START}\n{speed_table()}{END}", text))
+    rewrite_block("speed-table", speed_table())
     print(f"rewrote the speed table in {README}")
 
 

@@ -1,0 +1,63 @@
+"""The README's quality table and its verdict on `auto` are generated from the evaluation JSONs, never typed."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from benchmarks import results_doc
+from benchmarks.readme_block import rewrite_block
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return {d: results_doc._load(results_doc.RESULTS_DIR, d) for d in results_doc.DATASETS}
+
+
+def test_the_quality_block_is_rewritten_from_the_reports(reports, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("before\n<!-- quality-table -->\nstale\n<!-- /quality-table -->\nafter\n")
+    rewrite_block("quality-table", results_doc.readme_quality(reports), readme)
+    text = readme.read_text()
+    assert text.startswith("before\n<!-- quality-table -->\n| dataset (trials) |") and text.endswith("after\n")
+    assert "stale" not in text
+    for dataset, (report, _) in reports.items():
+        short = results_doc.DATASETS[dataset]["short"]
+        row = next(line for line in text.splitlines() if line.startswith(f"| {short} ("))
+        assert row.startswith(f"| {short} ({report['trials']}) |")
+        assert f"{report['methods']['auto']['area']:.4f}".lstrip("0") in row
+
+
+def test_the_verdict_names_each_missed_check_and_only_those(reports) -> None:
+    checks = [c for report, study in reports.values() for c in results_doc.auto_checks(report, study)]
+    missed = [c for c in checks if not c["within"] or c["significantly_below"]]
+    verdict = results_doc.readme_quality(reports).splitlines()[-1]
+    assert verdict.count(" validation prompts (") == len(missed)
+    assert (f"on {len(checks) - len(missed)} of {len(checks)} checks" in verdict) == bool(missed)
+    # Where auto matches the best kind at every size, the verdict says it holds everywhere.
+    tied = copy.deepcopy(reports)
+    for report, study in tied.values():
+        best = max(results_doc.CRITERION_KINDS, key=lambda k: report["methods"][k]["area"])
+        report["methods"]["auto"]["area"] = report["methods"][best]["area"]
+        report["sign_tests"] = {k: v for k, v in report["sign_tests"].items() if "auto" not in k}
+        report["sign_tests"].update({f"auto_vs_{k}": {"wins": 0, "losses": 0, "p": 1.0} for k in
+                                     results_doc.KIND_METHODS})
+        if study is not None:
+            study.pop("sign_tests")
+            study["sign_tests"] = {f"auto_vs_{k}": [{"wins": 0, "losses": 0, "p": 1.0}] * len(study["sizes"])
+                                   for k in results_doc.KIND_METHODS}
+            for i in range(len(study["sizes"])):
+                study["methods"]["auto"]["mean"][i] = max(study["methods"][k]["mean"][i] for k in
+                                                          results_doc.CRITERION_KINDS)
+    assert results_doc.readme_quality(tied).splitlines()[-1].endswith("at 25, 50 and all validation prompts on "
+                                                                      "every dataset.")
+
+
+def test_a_readme_without_the_block_is_an_error(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("no block here\n")
+    with pytest.raises(SystemExit, match="no <!-- quality-table -->"):
+        rewrite_block("quality-table", "x\n", readme)
+    assert readme.read_text() == "no block here\n"
