@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect_dask import DaskTaskRunner, get_dask_client
 
-from flows.common import flow_settings, reconcile_store
+from flows.common import flow_settings, library_log_in_run, reconcile_store
 from flows.report import build_run_name, rename_run, report_build, started
 from uniroute import embed, ingest, store
 from uniroute.pipeline import build, build_data
@@ -51,29 +51,31 @@ def embed_on_dask(db_path: str, embedder_name: str, cache_dir: str, wait_seconds
 def nightly_build() -> dict:
     """Reconcile, ingest the inbox, embed new prompts on Dask, then build a router version (MLflow follows): every
     router kind in UNIROUTE_BUILD_KINDS (default all) is tuned, and the one chosen on validation is served."""
-    settings = flow_settings()
-    logger = get_run_logger()
-    reconcile_store(settings)
-    for outcome in ingest.process_inbox(settings.db_path, settings.inbox_dir,
-                                        settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info):
-        logger.info("inbox %s: %s", outcome.name, outcome.status)
-    # TF-IDF is fitted on this build's training prompts inside the build; every other embedder embeds ahead.
-    on_dask = 0
-    if settings.embedder != "tfidf":
-        on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
-            str(settings.db_path), settings.embedder, str(settings.cache_dir), settings.store_wait_seconds
-        )
-    kinds = settings.build_kinds.split(",") if settings.build_kinds.strip() else None
-    inputs = f"embedder={settings.embedder} seed={settings.seed}" + (f" kinds={settings.build_kinds}" if kinds else "")
-    with store.session(settings.db_path, "build", inputs=inputs, wait_seconds=settings.store_wait_seconds,
-                       on_wait=logger.info) as s:
-        result = build.run_build(s.con, settings.embedder, settings.seed, cache_dir=settings.cache_dir, kinds=kinds)
-        s.detail = result.line()
-    logger.info(result.line())
-    logger.info(result.selection)
-    compared = result.candidates_table().drop(columns=["build_router_id"], errors="ignore")
-    logger.info("router kinds compared:\n%s", compared.to_string(index=False))
-    reconcile_store(settings)
-    report_build(result, settings)
-    rename_run(build_run_name(result))
-    return {**result.as_dict(), "prompts_embedded_on_dask": on_dask}
+    with library_log_in_run():
+        settings = flow_settings()
+        logger = get_run_logger()
+        reconcile_store(settings)
+        for outcome in ingest.process_inbox(settings.db_path, settings.inbox_dir,
+                                            settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info):
+            logger.info("inbox %s: %s", outcome.name, outcome.status)
+        # TF-IDF is fitted on this build's training prompts inside the build; every other embedder embeds ahead.
+        on_dask = 0
+        if settings.embedder != "tfidf":
+            on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(
+                str(settings.db_path), settings.embedder, str(settings.cache_dir), settings.store_wait_seconds
+            )
+        kinds = settings.build_kinds.split(",") if settings.build_kinds.strip() else None
+        inputs = f"embedder={settings.embedder} seed={settings.seed}" + (
+            f" kinds={settings.build_kinds}" if kinds else "")
+        with store.session(settings.db_path, "build", inputs=inputs, wait_seconds=settings.store_wait_seconds,
+                           on_wait=logger.info) as s:
+            result = build.run_build(s.con, settings.embedder, settings.seed, cache_dir=settings.cache_dir, kinds=kinds)
+            s.detail = result.line()
+        logger.info(result.line())
+        logger.info(result.selection)
+        compared = result.candidates_table().drop(columns=["build_router_id"], errors="ignore")
+        logger.info("router kinds compared:\n%s", compared.to_string(index=False))
+        reconcile_store(settings)
+        report_build(result, settings)
+        rename_run(build_run_name(result))
+        return {**result.as_dict(), "prompts_embedded_on_dask": on_dask}

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
+
 from prefect import get_run_logger, task
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.logging.handlers import APILogHandler
 
 from uniroute import store
 from uniroute.pipeline.reconcile import reconcile
@@ -14,6 +20,50 @@ def flow_settings() -> Settings:
     settings = Settings()
     apply_offline_environment(settings)
     return settings
+
+
+class _InRun(logging.Filter):
+    """Only records made inside a flow or task run (a thread the library starts has no run to send them to)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return FlowRunContext.get() is not None or TaskRunContext.get() is not None
+
+
+class _LibraryWarningsOnly(logging.Filter):
+    """On the console, the library says only what a user must act on; its INFO lines are for the run's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not record.name.startswith(LIBRARY_LOGGER)
+
+
+LIBRARY_LOGGER = "uniroute"
+
+
+@contextlib.contextmanager
+def library_log_in_run() -> Iterator[None]:
+    """For the flow's body: the library's INFO lines (what each build stage did and how long it took, periodic
+    progress of long steps) go to this run's log in the Prefect UI, while the console stays as quiet as before.
+
+    PREFECT_LOGGING_EXTRA_LOGGERS would attach the API handler too, but it is read when Prefect is imported (too
+    late for a flow that sets it) and leaves the logger at WARNING; this is scoped to the run and restored after.
+    """
+    library = logging.getLogger(LIBRARY_LOGGER)
+    to_api = APILogHandler(level=logging.INFO)
+    to_api.addFilter(_InRun())
+    quiet = _LibraryWarningsOnly()
+    consoles = list(logging.getLogger().handlers)
+    level = library.level
+    library.addHandler(to_api)
+    library.setLevel(logging.INFO)
+    for handler in consoles:
+        handler.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for handler in consoles:
+            handler.removeFilter(quiet)
+        library.setLevel(level)
+        library.removeHandler(to_api)
 
 
 @task(name="reconcile")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
 
-from flows.common import flow_settings, reconcile_store
+from flows.common import flow_settings, library_log_in_run, reconcile_store
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
 from flows.report import inbox_run_name, rename_run, started
 from uniroute import ingest
@@ -14,20 +14,21 @@ from uniroute import ingest
 @flow(name="uniroute-ingest-inbox", flow_run_name=started("inbox"))
 def ingest_inbox() -> list[dict]:
     """Ingest the inbox (files move to done/ or failed/); emit `uniroute.results.landed` per file with new models."""
-    settings = flow_settings()
-    logger = get_run_logger()
-    reconcile_store(settings)
-    outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir,
-                                    settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info)
-    for outcome in outcomes:
-        logger.info("%s: %s%s", outcome.name, outcome.status, f" ({outcome.error})" if outcome.error else "")
-        if outcome.landed_models:
-            emit_event(
-                event=RESULTS_LANDED,
-                resource={"prefect.resource.id": f"uniroute.results.{outcome.summary.file_hash[:16]}",
-                          MODELS_LABEL: ",".join(outcome.landed_models)},
-                payload={"file": outcome.name, "models": list(outcome.landed_models)},
-            )
-            logger.info("emitted %s for %s", RESULTS_LANDED, ", ".join(outcome.landed_models))
-    rename_run(inbox_run_name(outcomes))
-    return [outcome.as_dict() for outcome in outcomes]
+    with library_log_in_run():
+        settings = flow_settings()
+        logger = get_run_logger()
+        reconcile_store(settings)
+        outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir,
+                                        settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info)
+        for outcome in outcomes:
+            logger.info("%s: %s%s", outcome.name, outcome.status, f" ({outcome.error})" if outcome.error else "")
+            if outcome.landed_models:
+                emit_event(
+                    event=RESULTS_LANDED,
+                    resource={"prefect.resource.id": f"uniroute.results.{outcome.summary.file_hash[:16]}",
+                              MODELS_LABEL: ",".join(outcome.landed_models)},
+                    payload={"file": outcome.name, "models": list(outcome.landed_models)},
+                )
+                logger.info("emitted %s for %s", RESULTS_LANDED, ", ".join(outcome.landed_models))
+        rename_run(inbox_run_name(outcomes))
+        return [outcome.as_dict() for outcome in outcomes]

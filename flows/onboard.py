@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.common import flow_settings, reconcile_store
+from flows.common import flow_settings, library_log_in_run, reconcile_store
 from flows.report import onboard_run_name, rename_run, report_onboarding
 from flows.transient import RETRY_WHEN_STORE_BUSY
 from uniroute import store
@@ -37,16 +37,17 @@ def onboard_on_champion(db_path: Path, wait_seconds: float, names: list[str], mo
 @flow(name="uniroute-onboard", flow_run_name="onboard {models}")
 def onboard_models(models: str) -> dict:
     """Compute Psi rows for the comma-separated `models` on the champion's frozen clusters."""
-    settings = flow_settings()
-    logger = get_run_logger()
-    names = [m for m in (x.strip() for x in models.split(",")) if m]
-    reconcile_store(settings)
-    result = onboard_on_champion(settings.db_path, settings.store_wait_seconds, names, models, settings.cache_dir)
-    if result is None:
-        rename_run(f"onboard {', '.join(names)}: waits for the first build")
-        return {"skipped": True, "models": names}
-    logger.info(result.line())
-    reconcile_store(settings)
-    report_onboarding(result, settings)
-    rename_run(onboard_run_name(result))
-    return result.as_dict()
+    with library_log_in_run():
+        settings = flow_settings()
+        logger = get_run_logger()
+        names = [m for m in (x.strip() for x in models.split(",")) if m]
+        reconcile_store(settings)
+        result = onboard_on_champion(settings.db_path, settings.store_wait_seconds, names, models, settings.cache_dir)
+        if result is None:
+            rename_run(f"onboard {', '.join(names)}: waits for the first build")
+            return {"skipped": True, "models": names}
+        logger.info(result.line())
+        reconcile_store(settings)
+        report_onboarding(result, settings)
+        rename_run(onboard_run_name(result))
+        return result.as_dict()

@@ -178,6 +178,34 @@ def test_build_run_is_named_for_its_router_and_leaves_artifacts(pipeline, tmp_pa
         assert response.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def _run_log(flow_run_id) -> list:
+    """The log records the API holds for a flow run (they arrive in batches: read until they stop growing)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+
+    seen: list = []
+    for _ in range(20):
+        logs = asyncio.run(read())
+        if logs and len(logs) == len(seen):
+            return logs
+        seen = logs
+        time.sleep(0.5)
+    return seen
+
+
+def test_build_run_log_shows_what_each_library_stage_did(pipeline):
+    """The library's INFO lines (stage timings, each kind's tuning) reach the run's log in the Prefect UI."""
+    lines = {(log.name, log.message.split(" in ")[0]) for log in _run_log(pipeline.build_run)}
+    assert ("uniroute.pipeline.build", f"loaded {N_PROMPTS} prompts x 10 models and their embeddings") in lines
+    tuned = {message.split()[1] for name, message in lines
+             if name == "uniroute.pipeline.build_candidates" and message.startswith("tuned ")}
+    assert tuned == {"kmeans", "kmeans_shrunk"}
+
+
 def _wait_for_onboarding_run(since: float, timeout: float):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName

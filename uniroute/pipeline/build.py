@@ -176,6 +176,8 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
     del texts, fit_texts  # the N prompt texts (0.3 GB at 1M)
     seconds["load_and_embed"] = time.perf_counter() - t0
+    log.info("loaded %d prompts x %d models and their embeddings in %.1f s", len(prompt_ids), len(models),
+             seconds["load_and_embed"])
     crashpoint("build:embedded")
 
     t0 = time.perf_counter()
@@ -199,6 +201,8 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
                      f"{len(split.test)} common test prompts")
     seconds["evaluate"] = time.perf_counter() - t0
+    log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
+             seconds["evaluate"])
 
     t0 = time.perf_counter()
     router_id = registry.new_router_id(cands.chosen)

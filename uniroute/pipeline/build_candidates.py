@@ -11,6 +11,7 @@ for the one-hot kinds.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -142,7 +143,11 @@ def fit_candidates(
     notes: list[str] = []
     tunable = len(split.train_models) >= 2
     if tunable:
-        tuned = {kind: state.tuned(kind, n_val) for kind in kinds}
+        tuned = {}
+        for kind in kinds:  # one line per kind: K-means' grid on a large sample takes minutes
+            started = time.perf_counter()
+            tuned[kind] = state.tuned(kind, n_val)
+            log.info("tuned %s in %.1f s", tuned[kind].label(), time.perf_counter() - started)
         selection: Selection | None = select_kind(state.fits, list(tuned.values()), n_val)
         chosen = selection.chosen
     else:
