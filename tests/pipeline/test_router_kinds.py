@@ -126,3 +126,30 @@ def test_every_kind_publishes_routes_onboards_and_retires(pool, logs, tmp_path):
     assert gone not in _routed(source, lam=0.0)
     with pytest.raises(serving.RoutingError, match="retired"):
         _routed(source, pool=[gone])
+
+
+def test_model_cluster_errors_shows_intervals_routing_errors_and_sparse_cells(pool):
+    """The view (store and published snapshot alike) carries each cell's evidence, 95% interval, the error routing
+    uses (shrunk for count-aware Psi) and the sparse flag; K-NN has no clusters, so no rows."""
+    from uniroute.pipeline.user_sql import SNAPSHOT_VIEWS, snapshot_tables
+    from uniroute.routers.psi import SPARSE_CELL
+
+    router = _champion(pool.db_path).router
+    query = "select * from model_cluster_errors order by model, cluster"
+    with store.opened(pool.db_path, read_only=True) as con:
+        view = con.execute(query).df()
+    snap = snapshot.read_current(pool.published_dir)
+    mirrored = store.sandboxed_over(snapshot_tables(snap), SNAPSHOT_VIEWS, query, store.Sandbox())
+    pd.testing.assert_frame_equal(view, mirrored, check_dtype=False)
+    if isinstance(router, KnnRouter):
+        assert view.empty
+        return
+    assert list(view.columns) == ["router_id", "model", "cluster", "error", "accuracy", "prompts", "error_lo",
+                                  "error_hi", "routing_error", "sparse"]
+    assert ((view.error_lo <= view.error) & (view.error <= view.error_hi)).all()
+    assert ((view.error_hi - view.error_lo)[view.prompts == 0] == 1.0).all()  # no evidence: the whole range
+    assert (view["sparse"] == (view.prompts < SPARSE_CELL)).all()
+    order = [router.models.index(m) for m in view.model]
+    np.testing.assert_allclose(view.routing_error, router.routing_psi[order, view.cluster])
+    if router.kind == "kmeans_shrunk" and router.shrinkage > 0:
+        assert not np.allclose(view.routing_error, view.error)

@@ -22,6 +22,7 @@ import pandas as pd
 from uniroute import store
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.knn import KnnRouter
+from uniroute.routers.psi import cell_frame
 from uniroute.routers.serialize import AnyRouter, router_from_bytes, router_to_bytes
 
 
@@ -195,20 +196,25 @@ def champion_val_area(con: store.Connection) -> float | None:
 
 def psi_table(router: AnyRouter) -> pd.DataFrame:
     """Long table of a router's Psi: model, cluster, loss (measured), n, routing_loss (what routing uses; shrunk
-    for count-aware Psi); no rows for K-NN, which has no clusters."""
+    for count-aware Psi), error_lo / error_hi (95% Wilson interval of the measured loss) and sparse (fewer than
+    psi.SPARSE_CELL prompts behind the cell); no rows for K-NN, which has no clusters."""
     if isinstance(router, KnnRouter):
         return pd.DataFrame({"model": pd.Series(dtype=object), "cluster": pd.Series(dtype=np.int64),
                              "loss": pd.Series(dtype=np.float64), "n": pd.Series(dtype=np.int64),
-                             "routing_loss": pd.Series(dtype=np.float64)})
-    k = router.k
+                             "routing_loss": pd.Series(dtype=np.float64), "error_lo": pd.Series(dtype=np.float64),
+                             "error_hi": pd.Series(dtype=np.float64), "sparse": pd.Series(dtype=bool)})
     counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
+    cells = cell_frame(router.models, router.psi, counts)
     return pd.DataFrame(
         {
-            "model": np.repeat(np.array(router.models, dtype=object), k),
-            "cluster": np.tile(np.arange(k), len(router.models)),
-            "loss": router.psi.reshape(-1),
-            "n": counts.reshape(-1),
+            "model": cells["model"],
+            "cluster": cells["cluster"].astype(np.int64),
+            "loss": cells["error"],
+            "n": cells["n"],
             "routing_loss": router.routing_psi.reshape(-1),  # the shrunk cell for count-aware Psi
+            "error_lo": cells["error_lo"],
+            "error_hi": cells["error_hi"],
+            "sparse": cells["sparse"],
         }
     )
 

@@ -23,9 +23,12 @@ from uniroute.pipeline import snapshot
 SNAPSHOT_VIEWS = {
     "current_routing_table": "select version, router_id, cluster, grid, budget, lam, model from published_routes",
     "current_budgets": "select version, grid, budget, lam, expected_score, expected_cost from published_budgets",
-    "model_cluster_errors": "select router_id, model, cluster, loss as error, 1 - loss as accuracy, n as prompts "
-                            "from psi",
+    "model_cluster_errors": "select router_id, model, cluster, loss as error, 1 - loss as accuracy, n as prompts, "
+                            "error_lo, error_hi, coalesce(routing_loss, loss) as routing_error, "
+                            "coalesce(sparse, n < 10) as sparse from psi",
 }
+# Columns a snapshot published before they existed lacks (sql/schema/007, 008): null, as in the store's old rows.
+LATER_PSI_COLUMNS = ("routing_loss", "error_lo", "error_hi", "sparse")
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,8 @@ def snapshot_tables(snap: snapshot.Snapshot) -> dict[str, pd.DataFrame]:
         "pool": pd.DataFrame({"model": snap.manifest["pool"]}),
     }
     if snapshot.PSI_FILE in snap.files:
-        tables["psi"] = snap.table(snapshot.PSI_FILE).assign(router_id=router_id)
+        psi = snap.table(snapshot.PSI_FILE).assign(router_id=router_id)
+        tables["psi"] = psi.assign(**{c: None for c in LATER_PSI_COLUMNS if c not in psi.columns})
     return tables
 
 
