@@ -76,9 +76,9 @@ def reconcile_store(settings: Settings) -> list[str]:
                        on_wait=logger.info) as s:
         report = reconcile(s, settings.published_dir, *settings.tracking,
                            inbox_dir=settings.inbox_dir, cache_dir=settings.cache_dir)
+    # Every finding is already in the run's log (the library logs it at INFO); a repair or a broken invariant
+    # is also a warning, on the console too.
     for finding in report.findings:
         if finding.status in ("repaired", "broken"):
             logger.warning(finding.line())
-        elif finding.status == "synced":
-            logger.info(finding.line())
     return [f.line() for f in report.findings if f.status != "ok"]
