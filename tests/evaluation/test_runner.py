@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.evaluation.synthetic import synthetic_embeddings, synthetic_long
@@ -121,3 +123,13 @@ def test_cli_evaluate_fails_in_one_line_on_bad_input(tmp_path, home, monkeypatch
     bad = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(tmp_path / "o.json"),
                               "--methods", "zero,oracle9"])
     assert bad.exit_code == 1 and "unknown methods ['oracle9']" in bad.stderr
+    # models with results on a few prompts each (disjoint): no test prompt is complete, said in one line
+    frame = synthetic_long(n_prompts=40)
+    number = frame["prompt_id"].str[1:].astype(int)
+    model = frame["model"].str.split("-").str[1].astype(int)
+    frame[(model >= 6) | (number % 6 == model)].to_csv(data_path, index=False)
+    sparse = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", out, "--trials", "1",
+                                 "--workers", "0", "--embedder", "tfidf", "--methods", "zero,kmeans"])
+    assert sparse.exit_code == 1 and "Traceback" not in sparse.output, sparse.output
+    assert "no test prompt has a result from every test LLM" in sparse.stderr
+    assert re.search(r"model 'model-[0-5]' has results on only [67] of 40 prompts", sparse.stderr)

@@ -131,11 +131,14 @@ def evaluate(
         elif not as_json and (done == total or done % max(1, total // 10) == 0):
             typer.echo(f"  {done}/{total} trials", err=True)
 
-    with bar:
-        report, study, results = ev.evaluate(
-            eval_data, X, trials, config, workers=workers, scheduler_address=scheduler or settings.dask_address,
-            progress=progress,
-        )
+    try:
+        with bar:
+            report, study, results = ev.evaluate(
+                eval_data, X, trials, config, workers=workers, scheduler_address=scheduler or settings.dask_address,
+                progress=progress,
+            )
+    except ValueError as exc:  # data the protocol cannot score (e.g. a model with results on a few prompts)
+        fail(str(exc))
     dataset = data.name if data.is_dir() else data.stem
     report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data), **about)
     title = f"{dataset}: {trials} trials, {embedder_id}"
