@@ -99,6 +99,14 @@ def test_route_picks_per_topic_and_logs_decisions(routed_home):
     assert both.exit_code == 1 and "not both" in both.output
 
 
+def test_pool_names_take_csv_quoting_for_names_with_commas():
+    from uniroute.cli.operations import pool_names
+
+    assert pool_names("coder,atlas") == ["coder", "atlas"] and pool_names("coder, atlas") == ["coder", "atlas"]
+    assert pool_names('"GPT ""4o"", mini",zero cost model') == ['GPT "4o", mini', "zero cost model"]
+    assert pool_names("o'brien,modèle-α 😀") == ["o'brien", "modèle-α 😀"]
+
+
 def test_publish_and_retire_through_the_cli(routed_home):
     first = json.loads(_invoke("publish", "--json").stdout)
     assert first["published"] and set(first["pool"]) == {"coder", "atlas"}
