@@ -177,6 +177,10 @@ def numbers_from_objects(values: Sequence[Any]) -> tuple[pa.Array, pa.Array]:
 def numbers_from_arrow(path: Path, column: pa.ChunkedArray, name: str) -> tuple[pa.Array, pa.Array]:
     """A typed (Parquet) column as float64 plus unreadable text; a column of another type fails the file."""
     kind = column.type
+    if pa.types.is_float32(kind) or pa.types.is_float16(kind):
+        # Through the shortest decimal text: float32 0.1 is 0.10000000149 as a float64, which would conflict
+        # with the same log's 0.1 from a CSV and make re-ingesting a float32 export quarantine every row.
+        return column.cast(pa.string()).cast(pa.float64()), pa.nulls(len(column))
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
         return column.cast(pa.float64()), pa.nulls(len(column))
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
