@@ -82,6 +82,18 @@ def routed_home(cli_home, tmp_path):
     return cli_home
 
 
+def test_inbox_exits_1_naming_a_rejected_file_after_processing_the_others(cli_home, monkeypatch):
+    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "0.05")
+    (cli_home / "inbox").mkdir()
+    (cli_home / "inbox" / "good.csv").write_text("prompt_id,prompt,model,score,cost\np1,Q,m1,1,0.5\n")
+    (cli_home / "inbox" / "bad.csv").write_text("prompt_id;prompt;model;score;cost\np1;Q;m1;1;0.5\n")
+    result = runner.invoke(app, ["inbox", "--no-onboard"])
+    assert result.exit_code == 1 and "1 of 2 inbox files failed (bad.csv)" in result.stderr, result.output
+    assert "good.csv: ingested" in result.stdout and (cli_home / "inbox" / "done" / "good.csv").exists()
+    assert (cli_home / "inbox" / "failed" / "bad.csv.reason.txt").exists()
+    assert _invoke("inbox").exit_code == 0  # nothing waiting: nothing failed
+
+
 def test_route_picks_per_topic_and_logs_decisions(routed_home):
     result = _invoke("route", "Write a Python function that sorts numbers", "Which city is France's capital?",
                      "--json", "--log")

@@ -78,9 +78,11 @@ def inbox(
                 s.detail = onboarded.line()
         if onboarded is not None:
             reconcile_after(settings)
+    failed = [o.name for o in outcomes if o.status == "failed"]
     if as_json:
         typer.echo(json.dumps({"files": [o.as_dict() for o in outcomes],
                                "onboarded": None if onboarded is None else onboarded.as_dict()}))
+        _fail_on_rejected(failed, len(outcomes), settings.inbox_dir)
         return
     for outcome in outcomes:
         detail = outcome.summary.line() if outcome.summary is not None else outcome.error
@@ -91,6 +93,14 @@ def inbox(
         typer.echo(onboarded.line())
     elif landed and onboard:
         typer.echo(f"{', '.join(landed)} will join the pool at the first build (no router yet)")
+    _fail_on_rejected(failed, len(outcomes), settings.inbox_dir)
+
+
+def _fail_on_rejected(failed: list[str], processed: int, inbox_dir: Path) -> None:
+    """Exit 1 when a file was rejected (the others were processed): a failure for cron to report."""
+    if failed:
+        fail(f"{len(failed)} of {processed} inbox files failed ({', '.join(failed)}); "
+             f"the reasons are in {inbox_dir / 'failed'}")
 
 
 @app.command()
