@@ -123,6 +123,12 @@ def test_cli_evaluate_fails_in_one_line_on_bad_input(tmp_path, home, monkeypatch
     bad = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(tmp_path / "o.json"),
                               "--methods", "zero,oracle9"])
     assert bad.exit_code == 1 and "unknown methods ['oracle9']" in bad.stderr
+    # an --out that cannot be written is refused before the trials run, not with a traceback after them
+    folder = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(tmp_path)])
+    assert folder.exit_code == 1 and "a folder; name the JSON file" in folder.stderr, folder.output
+    under_a_file = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(data_path / "o.json")])
+    assert under_a_file.exit_code == 1 and "is not a writable folder" in under_a_file.stderr
+    assert "prompts" not in folder.stderr + under_a_file.stderr  # nothing was loaded or embedded
     # models with results on a few prompts each (disjoint): no test prompt is complete, said in one line
     frame = synthetic_long(n_prompts=40)
     number = frame["prompt_id"].str[1:].astype(int)

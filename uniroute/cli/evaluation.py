@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +12,17 @@ from typing import Annotated
 import typer
 
 from uniroute.cli.app import JsonFlag, app, fail, one_line_errors, settings_from_env
+
+
+def _check_out(out: Path) -> None:
+    """Fail before any trial runs when the results could not be written to `out` (a folder, no write access)."""
+    if out.is_dir():
+        fail(f"--out {out}: a folder; name the JSON file to write, e.g. {out / 'results.json'}")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"--out {out}: cannot write there ({parent} is not a writable folder)")
 
 
 def _int_list(text: str | None, what: str, allow_all: bool = False) -> list[int]:
@@ -78,6 +90,7 @@ def evaluate(
     sizes = _int_list(val_sizes, "--val-sizes", allow_all=True)
     if trials < 1:
         fail(f"--trials must be >= 1, got {trials}")
+    _check_out(out)
     if workers < 0:
         fail(f"--workers must be >= 0, got {workers}")
     if battles_per_prompt < 1:
@@ -144,9 +157,9 @@ def evaluate(
     title = f"{dataset}: {trials} trials, {embedder_id}"
     if quality_only:
         report = ev.quality_report(report, results, ev.protocol_oracles(eval_data.routing, config, results))
-        paths = ev.write_transfer_outputs(report, out, title)
-    else:
-        paths = ev.write_outputs(report, study, results, out, title=title)
+    with one_line_errors(OSError):  # a full disk, or a place _check_out could not foresee
+        paths = (ev.write_transfer_outputs(report, out, title) if quality_only
+                 else ev.write_outputs(report, study, results, out, title=title))
     _print_report(report, study, paths, as_json)
 
 
@@ -217,7 +230,9 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
                   test_benchmarks=names(test_benchmarks), embedder_id=embedder_id, prompt_part=prompt_part,
                   dataset=f"{Path(data).stem} -> {Path(test_data).stem}", **about)
     title = f"transfer {report['dataset']}: {trials} trials, {embedder_id}"
-    _print_report(report, None, ev.write_transfer_outputs(report, out, title), as_json)
+    with one_line_errors(OSError):
+        paths = ev.write_transfer_outputs(report, out, title)
+    _print_report(report, None, paths, as_json)
 
 
 @app.command()
