@@ -94,6 +94,19 @@ def test_inbox_exits_1_naming_a_rejected_file_after_processing_the_others(cli_ho
     assert _invoke("inbox").exit_code == 0  # nothing waiting: nothing failed
 
 
+def test_output_paths_that_cannot_be_written_are_one_line_errors(cli_home, tmp_path):
+    log = tmp_path / "log.csv"
+    pd.DataFrame({"prompt_id": ["p1", "p1", "p2", "p2"], "prompt": ["A", "A", "B", "B"], "model": ["m1", "m2"] * 2,
+                  "score": [1, 0, 0, 1], "cost": 1.0}).to_csv(log, index=False)
+    under_a_file = runner.invoke(app, ["arena-battles", "--data", str(log), "--out", str(log / "b.csv")])
+    assert under_a_file.exit_code == 1 and str(log) in under_a_file.stderr, under_a_file.output
+    assert isinstance(under_a_file.exception, SystemExit)  # fail()'s exit, not an OSError escaping
+    # a map path without .png: matplotlib would write map.png while the command said it wrote "map"
+    no_png = runner.invoke(app, ["report", "--similarity", str(tmp_path / "map"), "--data", str(log)])
+    assert no_png.exit_code == 1 and "name the .png file to draw" in no_png.stderr
+    assert not (tmp_path / "map.png").exists()
+
+
 def test_route_picks_per_topic_and_logs_decisions(routed_home):
     result = _invoke("route", "Write a Python function that sorts numbers", "Which city is France's capital?",
                      "--json", "--log")

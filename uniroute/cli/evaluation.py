@@ -264,6 +264,8 @@ def report(
         except (OSError, ValueError, KeyError) as exc:
             fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
     if similarity is not None:
+        if similarity.suffix.lower() != ".png" or similarity.is_dir():
+            fail(f"--similarity {similarity}: name the .png file to draw, e.g. {similarity.with_suffix('.png')}")
         _similarity_map(similarity, data, k, embedder, prompt_part, seed)
 
 
@@ -290,7 +292,8 @@ def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, 
         sim = model_similarity(psi)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
-    paths = write_similarity_outputs(sim, png, f"LLM similarity ({len(sim.models)} LLMs; {source})", **about)
+    with one_line_errors(OSError):
+        paths = write_similarity_outputs(sim, png, f"LLM similarity ({len(sim.models)} LLMs; {source})", **about)
     for line in near_duplicate_lines(sim) or ["no near-duplicate LLMs"]:
         typer.echo(line)
     typer.echo("wrote " + ", ".join(str(p) for p in paths))
