@@ -102,6 +102,8 @@ def onboard(
         s.detail = result.line()
     with one_line_errors():
         reconcile_after(settings)
+    for problem in problems:  # rows that did not land (e.g. every row of a second model): never silently
+        say(f"{problem} (see the quarantine table)")
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
