@@ -129,6 +129,12 @@ def test_cli_evaluate_fails_in_one_line_on_bad_input(tmp_path, home, monkeypatch
     under_a_file = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(data_path / "o.json")])
     assert under_a_file.exit_code == 1 and "is not a writable folder" in under_a_file.stderr
     assert "prompts" not in folder.stderr + under_a_file.stderr  # nothing was loaded or embedded
+    # a bad cell: pandas' own message names neither the file nor the row
+    frame = synthetic_long(n_prompts=40).astype({"cost": object})
+    frame.loc[5, "cost"] = "free"
+    frame.to_csv(data_path, index=False)
+    cell = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", out])
+    assert cell.exit_code == 1 and f"{data_path}: data row 6: cost 'free' is not a number" in cell.stderr
     # models with results on a few prompts each (disjoint): no test prompt is complete, said in one line
     frame = synthetic_long(n_prompts=40)
     number = frame["prompt_id"].str[1:].astype(int)

@@ -117,11 +117,14 @@ def evaluate(
     try:
         config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes),
                                battles_per_prompt=battles_per_prompt)
+    except ValueError as exc:
+        fail(str(exc))
+    try:
         frame = ev.long_frame(data)
         quality_only = not ev.has_costs(frame)
         eval_data = ev.unit_cost_data(frame) if quality_only else ev.eval_data_from_frame(frame)
-    except (ValueError, FileNotFoundError) as exc:
-        fail(str(exc))
+    except (ValueError, FileNotFoundError) as exc:  # pandas' and pyarrow's messages do not name the file
+        fail(str(exc) if str(data) in str(exc) else f"{data}: {exc}")
     if eval_data.excluded_models:
         typer.echo(f"excluded (no cost, so no place on a cost axis): {', '.join(eval_data.excluded_models)}", err=True)
     try:

@@ -78,8 +78,13 @@ def eval_data_from_frame(frame: pd.DataFrame) -> EvalData:
     frame = frame[list(LONG_COLUMNS)].copy()
     frame["prompt_id"] = frame["prompt_id"].astype(str)
     frame["model"] = frame["model"].astype(str)
-    frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(np.float64)
-    frame["cost"] = pd.to_numeric(frame["cost"], errors="raise").astype(np.float64)
+    for column in ("score", "cost"):
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        unreadable = (numbers.isna() & frame[column].notna()).to_numpy().nonzero()[0]
+        if unreadable.size:
+            row = int(unreadable[0])
+            raise ValueError(f"data row {row + 1}: {column} {frame[column].iloc[row]!r} is not a number")
+        frame[column] = numbers.astype(np.float64)
     frame = frame[frame["score"].notna()]
     if frame.empty:
         raise ValueError("no scored rows in the long-format data")
@@ -90,6 +95,8 @@ def eval_data_from_frame(frame: pd.DataFrame) -> EvalData:
     if (frame["cost"] < 0).any():
         neg = frame[frame["cost"] < 0].head(3)[["prompt_id", "model", "cost"]].to_dict("records")
         raise ValueError(f"negative costs, e.g. {neg}")
+    # The same row twice (a log concatenated with itself) says nothing new; two different results do.
+    frame = frame.drop_duplicates(["prompt_id", "model", "score", "cost"])
     dupes = frame.duplicated(["prompt_id", "model"], keep=False)
     if dupes.any():
         example = frame[dupes].head(4)[["prompt_id", "model", "score"]].to_dict("records")
