@@ -69,7 +69,9 @@ def long_frame(path: Path) -> pd.DataFrame:
         raise ValueError(f"{path}: unknown long-format extension {suffix!r} (use .parquet, .csv or .jsonl)")
     missing = [c for c in LONG_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: long format needs columns {list(LONG_COLUMNS)}; missing {missing}")
+        renames = [f"{c!r} to {str(c).strip().lower()!r}" for c in frame.columns if str(c).strip().lower() in missing]
+        hint = f" (names are lower-case: rename {', '.join(renames)})" if renames else ""
+        raise ValueError(f"{path}: long format needs columns {list(LONG_COLUMNS)}; missing {missing}{hint}")
     return frame
 
 

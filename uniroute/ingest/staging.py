@@ -222,6 +222,9 @@ def missing_columns_error(path: Path, found: Sequence[str], required: Sequence[s
     missing = [name for name in required if name not in found]
     unknown = [name for name in found if name not in required and name not in LONG_OPTIONAL]
     hint = f"; unrecognised columns: {unknown}" if unknown else ""
+    renames = {name: name.strip().lower() for name in unknown if name.strip().lower() in missing}
+    if renames:  # PROMPT_ID, " Score": names are matched exactly
+        hint += f" (names are lower-case: rename {', '.join(f'{a!r} to {b!r}' for a, b in renames.items())})"
     return IngestError(f"{path}: missing required columns {missing} for the {kind} (needs {list(required)}){hint}")
 
 
