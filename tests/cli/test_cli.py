@@ -107,6 +107,16 @@ def test_output_paths_that_cannot_be_written_are_one_line_errors(cli_home, tmp_p
     assert not (tmp_path / "map.png").exists()
 
 
+def test_ingest_stopping_at_a_bad_file_names_the_files_it_did_not_reach(cli_home, tmp_path):
+    good, bad, later = tmp_path / "good.csv", tmp_path / "bad.csv", tmp_path / "later.csv"
+    good.write_text("prompt_id,prompt,model,score,cost\np1,Q,m1,1,0.5\n")
+    bad.write_text("prompt_id,prompt,model\np1,Q,m1\n")
+    later.write_text("prompt_id,prompt,model,score,cost\np2,R,m1,0,0.5\n")
+    result = runner.invoke(app, ["ingest", "--json", str(good), str(bad), str(later)])
+    assert result.exit_code == 1 and f"(stopped there: {later} not ingested)" in result.stderr, result.output
+    assert [s["path"] for s in json.loads(result.stdout)] == [str(good.resolve())]  # what landed is still said
+
+
 def test_route_picks_per_topic_and_logs_decisions(routed_home):
     result = _invoke("route", "Write a Python function that sorts numbers", "Which city is France's capital?",
                      "--json", "--log")

@@ -38,10 +38,16 @@ def ingest(
     if split is not None and split not in ("train", "val", "test"):
         fail(f"--split must be train, val or test, not {split!r}")
     summaries = []
-    for path in paths:
-        with one_line_errors(IngestError), session(settings, "ingest", inputs=str(path)) as s:
-            summary = ingest_file(s.con, path, split=split, progress=not as_json)
-            s.detail = summary.line()
+    for number, path in enumerate(paths):
+        try:
+            with one_line_errors(), session(settings, "ingest", inputs=str(path)) as s:
+                summary = ingest_file(s.con, path, split=split, progress=not as_json)
+                s.detail = summary.line()
+        except IngestError as exc:
+            if as_json:  # what did land is on stdout either way
+                typer.echo(json.dumps([s.as_dict() for s in summaries]))
+            rest = paths[number + 1:]
+            fail(f"{exc}" + (f" (stopped there: {', '.join(map(str, rest))} not ingested)" if rest else ""))
         summaries.append(summary)
         if not as_json:
             typer.echo(summary.line())
