@@ -225,6 +225,9 @@ def missing_columns_error(path: Path, found: Sequence[str], required: Sequence[s
     renames = {name: name.strip().lower() for name in unknown if name.strip().lower() in missing}
     if renames:  # PROMPT_ID, " Score": names are matched exactly
         hint += f" (names are lower-case: rename {', '.join(f'{a!r} to {b!r}' for a, b in renames.items())})"
+    separator = next((sep for sep in (";", "\t", "|") if len(found) == 1 and sep in found[0]), None)
+    if separator is not None:  # a spreadsheet's export in a locale that separates by ';'
+        hint += f" (the header is one column holding {separator!r}: save the file with commas as separators)"
     return IngestError(f"{path}: missing required columns {missing} for the {kind} (needs {list(required)}){hint}")
 
 
