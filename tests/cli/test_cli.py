@@ -168,8 +168,13 @@ def test_build_prints_the_kinds_it_chose_among_and_takes_kinds(cli_home, tmp_pat
     bad = _invoke("build", "--embedder", "tfidf", "--kinds", "kmeans,zero")
     assert bad.exit_code == 1 and "unknown router kinds ['zero']: choose from kmeans" in bad.output
     assert json.loads(_invoke("sql", "select count(*) as n from routers", "--json").stdout) == [{"n": 0}]
+    costless = tmp_path / "costless.csv"  # a model whose results carry no cost: left out, and the user is told
+    pd.DataFrame({"prompt_id": ["p1"], "prompt": ["Q"], "model": ["no-price"], "score": [1],
+                  "cost": [None]}).to_csv(costless, index=False)
+    assert _invoke("ingest", str(costless)).exit_code == 0
     result = _invoke("build", "--embedder", "tfidf", "--kinds", "knn,kmeans")
     assert result.exit_code == 0, result.output
+    assert result.stderr == "left out (no cost on any result; `uniroute models set-cost MODEL COST`): no-price\n"
     lines = result.stdout.splitlines()
     assert lines[0].startswith("built ") and lines[1].startswith("served ")
     header = lines[2].split()

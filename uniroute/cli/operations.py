@@ -62,6 +62,9 @@ def build_command(
         s.detail = result.line()
     with one_line_errors():
         reconcile_after(settings)
+    if result.excluded_models:  # a note for the user, not a log warning (stderr: --json stays parseable)
+        say(f"left out (no cost on any result; `uniroute models set-cost MODEL COST`): "
+            f"{', '.join(result.excluded_models)}")
     if as_json:
         typer.echo(json.dumps(result.as_dict(), default=str))
         return

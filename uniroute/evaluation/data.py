@@ -107,7 +107,7 @@ def eval_data_from_frame(frame: pd.DataFrame) -> EvalData:
     has_cost = frame.groupby("model")["cost"].apply(lambda s: s.notna().any())
     excluded = tuple(sorted(has_cost.index[~has_cost.to_numpy()]))
     if excluded:
-        log.warning("models without any cost are excluded from cost-based evaluation: %s", list(excluded))
+        log.info("models without any cost are excluded from cost-based evaluation: %s", list(excluded))
     frame = frame[~frame["model"].isin(excluded)]
     if frame["model"].nunique() < 2:
         raise ValueError(f"need at least 2 models with costs, have {sorted(frame['model'].unique())}")
