@@ -82,6 +82,41 @@ def routed_home(cli_home, tmp_path):
     return cli_home
 
 
+def test_inbox_exits_1_naming_a_rejected_file_after_processing_the_others(cli_home, monkeypatch):
+    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "0.05")
+    (cli_home / "inbox").mkdir()
+    (cli_home / "inbox" / "good.csv").write_text("prompt_id,prompt,model,score,cost\np1,Q,m1,1,0.5\n")
+    (cli_home / "inbox" / "bad.csv").write_text("prompt_id;prompt;model;score;cost\np1;Q;m1;1;0.5\n")
+    result = runner.invoke(app, ["inbox", "--no-onboard"])
+    assert result.exit_code == 1 and "1 of 2 inbox files failed (bad.csv)" in result.stderr, result.output
+    assert "good.csv: ingested" in result.stdout and (cli_home / "inbox" / "done" / "good.csv").exists()
+    assert (cli_home / "inbox" / "failed" / "bad.csv.reason.txt").exists()
+    assert _invoke("inbox").exit_code == 0  # nothing waiting: nothing failed
+
+
+def test_output_paths_that_cannot_be_written_are_one_line_errors(cli_home, tmp_path):
+    log = tmp_path / "log.csv"
+    pd.DataFrame({"prompt_id": ["p1", "p1", "p2", "p2"], "prompt": ["A", "A", "B", "B"], "model": ["m1", "m2"] * 2,
+                  "score": [1, 0, 0, 1], "cost": 1.0}).to_csv(log, index=False)
+    under_a_file = runner.invoke(app, ["arena-battles", "--data", str(log), "--out", str(log / "b.csv")])
+    assert under_a_file.exit_code == 1 and str(log) in under_a_file.stderr, under_a_file.output
+    assert isinstance(under_a_file.exception, SystemExit)  # fail()'s exit, not an OSError escaping
+    # a map path without .png: matplotlib would write map.png while the command said it wrote "map"
+    no_png = runner.invoke(app, ["report", "--similarity", str(tmp_path / "map"), "--data", str(log)])
+    assert no_png.exit_code == 1 and "name the .png file to draw" in no_png.stderr
+    assert not (tmp_path / "map.png").exists()
+
+
+def test_ingest_stopping_at_a_bad_file_names_the_files_it_did_not_reach(cli_home, tmp_path):
+    good, bad, later = tmp_path / "good.csv", tmp_path / "bad.csv", tmp_path / "later.csv"
+    good.write_text("prompt_id,prompt,model,score,cost\np1,Q,m1,1,0.5\n")
+    bad.write_text("prompt_id,prompt,model\np1,Q,m1\n")
+    later.write_text("prompt_id,prompt,model,score,cost\np2,R,m1,0,0.5\n")
+    result = runner.invoke(app, ["ingest", "--json", str(good), str(bad), str(later)])
+    assert result.exit_code == 1 and f"(stopped there: {later} not ingested)" in result.stderr, result.output
+    assert [s["path"] for s in json.loads(result.stdout)] == [str(good.resolve())]  # what landed is still said
+
+
 def test_route_picks_per_topic_and_logs_decisions(routed_home):
     result = _invoke("route", "Write a Python function that sorts numbers", "Which city is France's capital?",
                      "--json", "--log")
@@ -97,6 +132,14 @@ def test_route_picks_per_topic_and_logs_decisions(routed_home):
     assert [r["model"] for r in logged] == ["coder", "atlas"]
     both = _invoke("route", "x", "--lambda", "1", "--budget", "0.5")
     assert both.exit_code == 1 and "not both" in both.output
+
+
+def test_pool_names_take_csv_quoting_for_names_with_commas():
+    from uniroute.cli.operations import pool_names
+
+    assert pool_names("coder,atlas") == ["coder", "atlas"] and pool_names("coder, atlas") == ["coder", "atlas"]
+    assert pool_names('"GPT ""4o"", mini",zero cost model') == ['GPT "4o", mini', "zero cost model"]
+    assert pool_names("o'brien,modèle-α 😀") == ["o'brien", "modèle-α 😀"]
 
 
 def test_publish_and_retire_through_the_cli(routed_home):
@@ -125,8 +168,13 @@ def test_build_prints_the_kinds_it_chose_among_and_takes_kinds(cli_home, tmp_pat
     bad = _invoke("build", "--embedder", "tfidf", "--kinds", "kmeans,zero")
     assert bad.exit_code == 1 and "unknown router kinds ['zero']: choose from kmeans" in bad.output
     assert json.loads(_invoke("sql", "select count(*) as n from routers", "--json").stdout) == [{"n": 0}]
+    costless = tmp_path / "costless.csv"  # a model whose results carry no cost: left out, and the user is told
+    pd.DataFrame({"prompt_id": ["p1"], "prompt": ["Q"], "model": ["no-price"], "score": [1],
+                  "cost": [None]}).to_csv(costless, index=False)
+    assert _invoke("ingest", str(costless)).exit_code == 0
     result = _invoke("build", "--embedder", "tfidf", "--kinds", "knn,kmeans")
     assert result.exit_code == 0, result.output
+    assert result.stderr == "left out (no cost on any result; `uniroute models set-cost MODEL COST`): no-price\n"
     lines = result.stdout.splitlines()
     assert lines[0].startswith("built ") and lines[1].startswith("served ")
     header = lines[2].split()

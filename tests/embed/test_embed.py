@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
@@ -104,9 +105,12 @@ def test_tfidf_deterministic_per_seed_and_normalised(tfidf: embed.TfidfEmbedder)
     assert not tfidf.encode(["zzzz qqqq"]).any()
 
 
-def test_tfidf_small_fit_caps_dimension() -> None:
-    small = embed.fit_tfidf(ALGEBRA, dim=384, seed=0, progress=False)
+def test_tfidf_small_fit_caps_dimension(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO):
+        small = embed.fit_tfidf(ALGEBRA, dim=384, seed=0, progress=False)
     assert small.dim == 3 and small.embedder_id.endswith(":d3")
+    # expected on a small log and nothing a user can act on: a detail (-v), not a warning on every build
+    assert [r.levelno for r in caplog.records if "SVD components" in r.getMessage()] == [logging.INFO]
 
 
 def test_embedder_ids_differ(minilm: embed.MiniLMEmbedder, tfidf: embed.TfidfEmbedder) -> None:

@@ -71,6 +71,11 @@ def test_qnc_interpolated_at_vertex_never_and_at_first_point(curve: Curve) -> No
     assert reach_cost(curve, 0.4) == pytest.approx(0.2)
 
 
+def test_qnc_is_undefined_not_an_error_when_the_best_llm_is_free(curve: Curve) -> None:
+    m = curve_metrics(curve, best_score=0.8, best_cost=0.0)
+    assert math.isnan(m["qnc"]) and m["area"] == pytest.approx(0.68)
+
+
 def test_peak_and_area_in_metrics(curve: Curve) -> None:
     m = curve_metrics(curve, best_score=0.8, best_cost=1.0)
     assert m["peak"] == pytest.approx(0.9)

@@ -37,3 +37,13 @@ def test_pivot_rejects_duplicates_and_bad_scores() -> None:
         eval_data_from_frame(pd.DataFrame({**base, "score": [1.0, 0.0]}))
     with pytest.raises(ValueError, match=r"outside \[0, 1\]"):
         eval_data_from_frame(pd.DataFrame({**base, "model": ["a", "b"], "score": [1.5, 0.0]}))
+    with pytest.raises(ValueError, match=r"^data row 2: cost 'free' is not a number$"):
+        eval_data_from_frame(pd.DataFrame({**base, "model": ["a", "b"], "score": [1.0, 0.0], "cost": [1, "free"]}))
+
+
+def test_pivot_keeps_one_of_identical_rows() -> None:
+    # a log concatenated with itself says nothing new (ingest skips such rows too); only differing ones conflict
+    rows = pd.DataFrame({"prompt_id": ["p", "p", "p"], "prompt": "x", "model": ["a", "a", "b"],
+                         "score": [1.0, 1.0, 0.0], "cost": [1.0, 1.0, 2.0]})
+    data = eval_data_from_frame(rows)
+    np.testing.assert_array_equal(data.routing.scores, [[1.0, 0.0]])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.evaluation.synthetic import synthetic_embeddings, synthetic_long
@@ -121,3 +123,25 @@ def test_cli_evaluate_fails_in_one_line_on_bad_input(tmp_path, home, monkeypatch
     bad = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(tmp_path / "o.json"),
                               "--methods", "zero,oracle9"])
     assert bad.exit_code == 1 and "unknown methods ['oracle9']" in bad.stderr
+    # an --out that cannot be written is refused before the trials run, not with a traceback after them
+    folder = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(tmp_path)])
+    assert folder.exit_code == 1 and "a folder; name the JSON file" in folder.stderr, folder.output
+    under_a_file = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", str(data_path / "o.json")])
+    assert under_a_file.exit_code == 1 and "is not a writable folder" in under_a_file.stderr
+    assert "prompts" not in folder.stderr + under_a_file.stderr  # nothing was loaded or embedded
+    # a bad cell: pandas' own message names neither the file nor the row
+    frame = synthetic_long(n_prompts=40).astype({"cost": object})
+    frame.loc[5, "cost"] = "free"
+    frame.to_csv(data_path, index=False)
+    cell = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", out])
+    assert cell.exit_code == 1 and f"{data_path}: data row 6: cost 'free' is not a number" in cell.stderr
+    # models with results on a few prompts each (disjoint): no test prompt is complete, said in one line
+    frame = synthetic_long(n_prompts=40)
+    number = frame["prompt_id"].str[1:].astype(int)
+    model = frame["model"].str.split("-").str[1].astype(int)
+    frame[(model >= 6) | (number % 6 == model)].to_csv(data_path, index=False)
+    sparse = runner.invoke(app, ["evaluate", "--data", str(data_path), "--out", out, "--trials", "1",
+                                 "--workers", "0", "--embedder", "tfidf", "--methods", "zero,kmeans"])
+    assert sparse.exit_code == 1 and "Traceback" not in sparse.output, sparse.output
+    assert "no test prompt has a result from every test LLM" in sparse.stderr
+    assert re.search(r"model 'model-[0-5]' has results on only [67] of 40 prompts", sparse.stderr)

@@ -103,6 +103,12 @@ BAD_INPUTS = {
     "missing columns, unknown ones": ("x.csv", "prompt_id,prompt,model,accuracy,cost\nq1,Q,m9,1,0\n",
                                       refused(r"x\.csv: missing required columns \['score'\] for the long format "
                                        r".*unrecognised columns: \['accuracy'\]$")),
+    "upper-case column names": ("x.csv", "PROMPT_ID,prompt,model,Score,cost\nq1,Q,m9,1,0\n",
+                                refused(r"missing required columns \['prompt_id', 'score'\] .*\(names are lower-case: "
+                                        r"rename 'PROMPT_ID' to 'prompt_id', 'Score' to 'score'\)$")),
+    "semicolon-separated": ("x.csv", "prompt_id;prompt;model;score;cost\nq1;Q;m9;1;0\n",
+                            refused(r"the header is one column holding ';': save the file with commas as "
+                                    r"separators\)$")),
     "duplicated column names": ("x.csv", "prompt_id,prompt,model,score,cost,score\nq1,Q,m9,1,0,1\n",
                                 refused(r"duplicated column names in the header: \['score'\]")),
     "truncated inside a quote": ("x.csv", long_csv("q1,Q,m9,1,0.1") + 'q2,"R, unterminated',

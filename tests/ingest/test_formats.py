@@ -65,6 +65,18 @@ def test_long_format_is_detected_by_content_whatever_the_name(db_path, tmp_path,
         ("p1", "m1", 1.0, 0.5), ("p1", "m2", 0.0, None), ("p2", "m1", 0.5, 2.0)]
 
 
+def test_float32_parquet_numbers_are_the_decimals_written_so_the_same_log_as_csv_is_a_duplicate(db_path, tmp_path):
+    # pandas/polars often store costs as float32: 0.1 is 0.10000000149 there, and must not "conflict" with 0.1
+    csv_path = write(tmp_path / "a.csv", long_csv("p1,One,m1,0.37,0.1", "p2,Two,m1,1,0.3"))
+    table = pa.table({"prompt_id": ["p1", "p2"], "prompt": ["One", "Two"], "model": ["m1", "m1"],
+                      "score": pa.array([0.37, 1.0], pa.float32()), "cost": pa.array([0.1, 0.3], pa.float32())})
+    pq.write_table(table, tmp_path / "a.parquet")
+    assert ingest(db_path, csv_path, progress=False).rows_accepted == 2
+    again = ingest(db_path, tmp_path / "a.parquet", progress=False)
+    assert (again.rows_accepted, again.rows_duplicate, again.rows_quarantined) == (0, 2, 0)
+    assert rows(db_path, "select score, cost from results order by prompt_id") == [(0.37, 0.1), (1.0, 0.3)]
+
+
 # ---------------------------------------------------------------------------------------------- RouterBench
 
 

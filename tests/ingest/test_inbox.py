@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from tests.ingest.files import long_csv, write
@@ -23,6 +24,15 @@ def test_process_inbox_moves_files_to_done_and_failed(db_path, tmp_path):
     assert sorted(p.name for p in inbox.iterdir()) == ["c.csv.part", "done", "failed"]
     assert outcomes[1].as_dict()["error"].endswith("(needs ['prompt_id', 'prompt', 'model', 'score', 'cost'])")
     assert process_inbox(db_path, inbox, settle_seconds=0.05) == []
+
+
+def test_a_failed_inbox_file_is_reported_by_the_caller_not_warned_twice(db_path, tmp_path, caplog):
+    # the command line and the flow each report the outcome; a library warning printed it a second time
+    write(tmp_path / "inbox" / "b.csv", "prompt_id,prompt,model\np1,Q,m1\n")
+    with caplog.at_level(logging.INFO, logger="uniroute.ingest.inbox"):
+        [outcome] = process_inbox(db_path, tmp_path / "inbox", settle_seconds=0.05)
+    assert outcome.status == "failed"
+    assert [r.levelno for r in caplog.records if "b.csv" in r.getMessage()] == [logging.INFO]
 
 
 # ---------------------------------------------------------------------------------------------- bad input

@@ -118,6 +118,29 @@ def test_sync_is_idempotent_and_adopts_what_a_killed_run_registered(db_path, tra
     assert _mlflow_rows(db_path) == [("r-001", "1")]
 
 
+def test_a_lost_tracking_store_is_rebuilt_from_the_store(db_path, tracking, tiny_router, migrated_db, tmp_path):
+    import shutil
+
+    from tests.helpers import publish
+
+    _save(db_path, tiny_router, "r-001")
+    with uniroute_store.session(db_path, "test") as s:
+        uniroute_store.write_frame(s.con, "models", pd.DataFrame(
+            {"model": list(tiny_router.models), "default_cost": 1.0, "status": "active",
+             "first_seen": pd.Timestamp("2026-01-01")}))
+    version = publish(db_path, tmp_path / "published").version
+    _sync(db_path, tracking)
+    # mlflow.db deleted or replaced by an empty one (same artifact root): the store still says all was logged
+    fresh = tmp_path / "fresh" / "mlflow.db"
+    fresh.parent.mkdir()
+    shutil.copyfile(migrated_db, fresh)
+    lost = (f"sqlite:///{fresh}", tracking[1])
+    report = _sync(db_path, lost)
+    assert report.registered == ["r-001"] and report.publications == [version]
+    assert report.aliases == {CHAMPION: "1"} and champion_version(lost[0])["router_id"] == "r-001"
+    assert _sync(db_path, lost).lines() == []  # and it is settled
+
+
 def test_the_store_decides_champion_and_challenger(db_path, tracking, tiny_router):
     _save(db_path, tiny_router, "r-001", promoted=True)
     _save(db_path, tiny_router, "r-002", promoted=False, val_area=0.6)  # a build the store did not promote

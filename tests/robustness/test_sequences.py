@@ -56,8 +56,11 @@ def test_onboard_build_route_onboard_retire_build_publish(pool, logs, tmp_path, 
     assert "variant-llm" in child.router.models and child.parent_id == built["router_id"]
     again = child.router.models
     more = fresh.assign(model="variant-2", score=1 - fresh.score)
-    more.to_csv(tmp_path / "variant2.csv", index=False)
-    _run("onboard", "--results", str(tmp_path / "variant2.csv"))
+    broken = fresh.head(2).assign(model="variant-bad", score=7)  # its rows are quarantined: said, not silent
+    pd.concat([more, broken]).to_csv(tmp_path / "variant2.csv", index=False)
+    partly = runner.invoke(app, ["onboard", "--results", str(tmp_path / "variant2.csv")], catch_exceptions=False)
+    assert partly.exit_code == 0 and "onboarded variant-2" in partly.stdout, partly.output
+    assert "variant2.csv: 2 rows quarantined, row 31: score 7.0 is outside [0, 1]" in partly.stderr
     assert _champion(pool.db_path).router.models == (*again, "variant-2")
     # 5. retire: gone from the champion, the published tables and --pool at once
     _run("publish")

@@ -32,6 +32,13 @@ def test_unreachable_budget_publishes_the_cheapest_routing():
     assert low.expected_cost == pytest.approx(0.5)  # the cheapest model costs half of the priciest
 
 
+def test_a_pool_of_free_models_publishes_the_best_quality_routing_at_cost_zero():
+    # self-hosted models logged at cost 0: no cost axis to normalise (this divided by zero in publish)
+    tables = routing_tables(_router(costs=np.zeros(3)), MODELS, np.array([1, 1]))
+    assert set(tables.routes.model) == {"big"} and (tables.budgets.expected_cost == 0).all()
+    assert tables.budgets.expected_score.to_numpy() == pytest.approx(1 - 0.075)
+
+
 def test_routing_tables_cover_the_grids_and_cost_falls_with_budget():
     tables = routing_tables(_router(), MODELS, np.array([1, 1]))
     assert len(tables.routes) == 2 * (len(BUDGETS) + len(NORMALISED_LAMBDAS))

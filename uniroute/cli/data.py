@@ -38,10 +38,16 @@ def ingest(
     if split is not None and split not in ("train", "val", "test"):
         fail(f"--split must be train, val or test, not {split!r}")
     summaries = []
-    for path in paths:
-        with one_line_errors(IngestError), session(settings, "ingest", inputs=str(path)) as s:
-            summary = ingest_file(s.con, path, split=split, progress=not as_json)
-            s.detail = summary.line()
+    for number, path in enumerate(paths):
+        try:
+            with one_line_errors(), session(settings, "ingest", inputs=str(path)) as s:
+                summary = ingest_file(s.con, path, split=split, progress=not as_json)
+                s.detail = summary.line()
+        except IngestError as exc:
+            if as_json:  # what did land is on stdout either way
+                typer.echo(json.dumps([s.as_dict() for s in summaries]))
+            rest = paths[number + 1:]
+            fail(f"{exc}" + (f" (stopped there: {', '.join(map(str, rest))} not ingested)" if rest else ""))
         summaries.append(summary)
         if not as_json:
             typer.echo(summary.line())
@@ -78,9 +84,11 @@ def inbox(
                 s.detail = onboarded.line()
         if onboarded is not None:
             reconcile_after(settings)
+    failed = [o.name for o in outcomes if o.status == "failed"]
     if as_json:
         typer.echo(json.dumps({"files": [o.as_dict() for o in outcomes],
                                "onboarded": None if onboarded is None else onboarded.as_dict()}))
+        _fail_on_rejected(failed, len(outcomes), settings.inbox_dir)
         return
     for outcome in outcomes:
         detail = outcome.summary.line() if outcome.summary is not None else outcome.error
@@ -91,6 +99,14 @@ def inbox(
         typer.echo(onboarded.line())
     elif landed and onboard:
         typer.echo(f"{', '.join(landed)} will join the pool at the first build (no router yet)")
+    _fail_on_rejected(failed, len(outcomes), settings.inbox_dir)
+
+
+def _fail_on_rejected(failed: list[str], processed: int, inbox_dir: Path) -> None:
+    """Exit 1 when a file was rejected (the others were processed): a failure for cron to report."""
+    if failed:
+        fail(f"{len(failed)} of {processed} inbox files failed ({', '.join(failed)}); "
+             f"the reasons are in {inbox_dir / 'failed'}")
 
 
 @app.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +12,17 @@ from typing import Annotated
 import typer
 
 from uniroute.cli.app import JsonFlag, app, fail, one_line_errors, settings_from_env
+
+
+def _check_out(out: Path) -> None:
+    """Fail before any trial runs when the results could not be written to `out` (a folder, no write access)."""
+    if out.is_dir():
+        fail(f"--out {out}: a folder; name the JSON file to write, e.g. {out / 'results.json'}")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"--out {out}: cannot write there ({parent} is not a writable folder)")
 
 
 def _int_list(text: str | None, what: str, allow_all: bool = False) -> list[int]:
@@ -78,6 +90,7 @@ def evaluate(
     sizes = _int_list(val_sizes, "--val-sizes", allow_all=True)
     if trials < 1:
         fail(f"--trials must be >= 1, got {trials}")
+    _check_out(out)
     if workers < 0:
         fail(f"--workers must be >= 0, got {workers}")
     if battles_per_prompt < 1:
@@ -104,11 +117,14 @@ def evaluate(
     try:
         config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes),
                                battles_per_prompt=battles_per_prompt)
+    except ValueError as exc:
+        fail(str(exc))
+    try:
         frame = ev.long_frame(data)
         quality_only = not ev.has_costs(frame)
         eval_data = ev.unit_cost_data(frame) if quality_only else ev.eval_data_from_frame(frame)
-    except (ValueError, FileNotFoundError) as exc:
-        fail(str(exc))
+    except (ValueError, FileNotFoundError) as exc:  # pandas' and pyarrow's messages do not name the file
+        fail(str(exc) if str(data) in str(exc) else f"{data}: {exc}")
     if eval_data.excluded_models:
         typer.echo(f"excluded (no cost, so no place on a cost axis): {', '.join(eval_data.excluded_models)}", err=True)
     try:
@@ -131,19 +147,22 @@ def evaluate(
         elif not as_json and (done == total or done % max(1, total // 10) == 0):
             typer.echo(f"  {done}/{total} trials", err=True)
 
-    with bar:
-        report, study, results = ev.evaluate(
-            eval_data, X, trials, config, workers=workers, scheduler_address=scheduler or settings.dask_address,
-            progress=progress,
-        )
+    try:
+        with bar:
+            report, study, results = ev.evaluate(
+                eval_data, X, trials, config, workers=workers, scheduler_address=scheduler or settings.dask_address,
+                progress=progress,
+            )
+    except ValueError as exc:  # data the protocol cannot score (e.g. a model with results on a few prompts)
+        fail(str(exc))
     dataset = data.name if data.is_dir() else data.stem
     report.update(dataset=dataset, embedder_id=embedder_id, prompt_part=prompt_part, data=str(data), **about)
     title = f"{dataset}: {trials} trials, {embedder_id}"
     if quality_only:
         report = ev.quality_report(report, results, ev.protocol_oracles(eval_data.routing, config, results))
-        paths = ev.write_transfer_outputs(report, out, title)
-    else:
-        paths = ev.write_outputs(report, study, results, out, title=title)
+    with one_line_errors(OSError):  # a full disk, or a place _check_out could not foresee
+        paths = (ev.write_transfer_outputs(report, out, title) if quality_only
+                 else ev.write_outputs(report, study, results, out, title=title))
     _print_report(report, study, paths, as_json)
 
 
@@ -214,7 +233,9 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
                   test_benchmarks=names(test_benchmarks), embedder_id=embedder_id, prompt_part=prompt_part,
                   dataset=f"{Path(data).stem} -> {Path(test_data).stem}", **about)
     title = f"transfer {report['dataset']}: {trials} trials, {embedder_id}"
-    _print_report(report, None, ev.write_transfer_outputs(report, out, title), as_json)
+    with one_line_errors(OSError):
+        paths = ev.write_transfer_outputs(report, out, title)
+    _print_report(report, None, paths, as_json)
 
 
 @app.command()
@@ -246,6 +267,8 @@ def report(
         except (OSError, ValueError, KeyError) as exc:
             fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
     if similarity is not None:
+        if similarity.suffix.lower() != ".png" or similarity.is_dir():
+            fail(f"--similarity {similarity}: name the .png file to draw, e.g. {similarity.with_suffix('.png')}")
         _similarity_map(similarity, data, k, embedder, prompt_part, seed)
 
 
@@ -272,7 +295,8 @@ def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, 
         sim = model_similarity(psi)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
-    paths = write_similarity_outputs(sim, png, f"LLM similarity ({len(sim.models)} LLMs; {source})", **about)
+    with one_line_errors(OSError):
+        paths = write_similarity_outputs(sim, png, f"LLM similarity ({len(sim.models)} LLMs; {source})", **about)
     for line in near_duplicate_lines(sim) or ["no near-duplicate LLMs"]:
         typer.echo(line)
     typer.echo("wrote " + ", ".join(str(p) for p in paths))

@@ -6,6 +6,7 @@ derived from the store (MLflow, `published/current`) is brought up to date right
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from pathlib import Path
@@ -61,6 +62,9 @@ def build_command(
         s.detail = result.line()
     with one_line_errors():
         reconcile_after(settings)
+    if result.excluded_models:  # a note for the user, not a log warning (stderr: --json stays parseable)
+        say(f"left out (no cost on any result; `uniroute models set-cost MODEL COST`): "
+            f"{', '.join(result.excluded_models)}")
     if as_json:
         typer.echo(json.dumps(result.as_dict(), default=str))
         return
@@ -101,6 +105,8 @@ def onboard(
         s.detail = result.line()
     with one_line_errors():
         reconcile_after(settings)
+    for problem in problems:  # rows that did not land (e.g. every row of a second model): never silently
+        say(f"{problem} (see the quarantine table)")
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
@@ -154,6 +160,11 @@ def publish_command(
     typer.echo(json.dumps(result.as_dict()) if as_json else result.line())
 
 
+def pool_names(text: str) -> list[str]:
+    """The model names of a --pool value: comma-separated, CSV quoting for a name that holds a comma or quote."""
+    return next(csv.reader([text], skipinitialspace=True), [])
+
+
 def _prompts_from_file(path: Path) -> tuple[list[str], list[str | None]]:
     """The prompts (and their ids, if given) of a JSONL file of {"prompt": ...} objects or a CSV with a
     `prompt` column; RoutingError naming the line for anything else."""
@@ -200,7 +211,8 @@ def route(
         float | None, typer.Option(help="Target mean cost as a fraction (0, 1] of the priciest model's.")
     ] = None,
     pool: Annotated[
-        str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool).")
+        str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool); "
+                                 'a name with a comma goes in double quotes, CSV-style: \'"GPT, mini",other\'.')
     ] = None,
     log_decisions: Annotated[
         bool, typer.Option("--log", help="Append the decisions to the routing_log table.")
@@ -222,7 +234,7 @@ def route(
         if source.source.startswith("published"):
             say(f"answered from the {source.source}")
         decisions = route_texts(source, texts or [], lam=lam, budget=budget,
-                                pool=pool.split(",") if pool is not None else None, cache_dir=settings.cache_dir)
+                                pool=pool_names(pool) if pool is not None else None, cache_dir=settings.cache_dir)
     if log_decisions:
         with one_line_errors(), session(settings, "route-log", inputs=source.router_id) as s:
             s.detail = f"batch {write_log(s.con, decisions)}"

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from uniroute.cli.app import app, fail
+from uniroute.cli.app import app, fail, one_line_errors
 
 
 @app.command("arena-battles")
@@ -20,20 +20,21 @@ def arena_battles(
     from uniroute import evaluation as ev
     from uniroute.evaluation.pairwise import arena_battles_frame
 
+    suffix = out.suffix.lower()
+    if suffix not in (".parquet", ".jsonl", ".csv"):
+        fail(f"{out}: write .csv, .jsonl or .parquet, not {suffix!r}")
     try:
         battles = arena_battles_frame(ev.long_frame(data), seed)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    suffix = out.suffix.lower()
-    if suffix == ".parquet":
-        battles.to_parquet(out, index=False)
-    elif suffix == ".jsonl":
-        battles.to_json(out, orient="records", lines=True)
-    elif suffix == ".csv":
-        battles.to_csv(out, index=False)
-    else:
-        fail(f"{out}: write .csv, .jsonl or .parquet, not {suffix!r}")
+    with one_line_errors(OSError):  # a folder in the way, no write access, a full disk
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if suffix == ".parquet":
+            battles.to_parquet(out, index=False)
+        elif suffix == ".jsonl":
+            battles.to_json(out, orient="records", lines=True)
+        else:
+            battles.to_csv(out, index=False)
     typer.echo(f"wrote {len(battles):,} battles between {battles[['model_a', 'model_b']].stack().nunique()} LLMs "
                f"to {out}")
 
@@ -50,7 +51,7 @@ def annotate(
     """Label prompts with the seven difficulty attributes by asking the chat endpoint of UNIROUTE_ANNOTATOR_URL
     (OpenAI-compatible) with UNIROUTE_ANNOTATOR_MODEL; answers are cached in the store, so a rerun asks only
     about prompts it has not labelled yet."""
-    from uniroute.cli.app import one_line_errors, session, settings_from_env
+    from uniroute.cli.app import session, settings_from_env
     from uniroute.embed.annotator import AnnotatorConfig, AnnotatorError, annotate
     from uniroute.evaluation.transfer_run import only_benchmarks
 
@@ -70,9 +71,10 @@ def annotate(
     with one_line_errors(AnnotatorError), session(settings, "annotate", inputs=str(data), atomic=False) as s:
         labels = annotate(s.con, prompts["prompt"].tolist(), config)
         s.detail = f"{len(prompts)} prompts labelled by {config.annotator_id}"
-    out.parent.mkdir(parents=True, exist_ok=True)
     labels.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
-    labels.to_csv(out, index=False)
+    with one_line_errors(OSError):  # the answers are cached in the store: a rerun to a writable place asks nothing
+        out.parent.mkdir(parents=True, exist_ok=True)
+        labels.to_csv(out, index=False)
     typer.echo(f"labelled {len(labels):,} prompts with {config.annotator_id}; wrote {out}")
 
 

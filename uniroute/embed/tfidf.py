@@ -75,7 +75,7 @@ def fit_tfidf(
     if n_components < 1:
         raise ValueError(f"fit_tfidf: {len(texts)} texts with {sparse.shape[1]} distinct terms are too few to fit")
     if n_components < dim:
-        log.warning("tfidf: only %d SVD components fit on %d texts (asked for %d)", n_components, len(texts), dim)
+        log.info("tfidf: only %d SVD components fit on %d texts (asked for %d)", n_components, len(texts), dim)
     svd = TruncatedSVD(n_components=n_components, algorithm="randomized", n_iter=5, random_state=seed)
     svd.fit(sparse)
     components = np.ascontiguousarray(svd.components_, dtype=np.float32)

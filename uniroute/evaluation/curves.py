@@ -73,13 +73,17 @@ def reach_cost(curve: Curve, target: float) -> float:
 
 
 def curve_metrics(curve: Curve, best_score: float, best_cost: float) -> dict[str, float]:
-    """Area, Area50, QNC (relative to the best single LLM at normalised cost best_cost) and Peak."""
-    if not best_cost > 0:
-        raise ValueError(f"the best single LLM's normalised cost must be > 0, got {best_cost}")
+    """Area, Area50, QNC (relative to the best single LLM at normalised cost best_cost) and Peak.
+
+    A free best LLM (cost 0, e.g. a self-hosted model logged at no cost) leaves QNC undefined: NaN, which
+    reports leave out of the mean and do not count as "never reached".
+    """
+    if not best_cost >= 0:
+        raise ValueError(f"the best single LLM's normalised cost must be >= 0, got {best_cost}")
     return {
         "area": curve_area(curve, 0.0, 1.0),
         "area50": curve_area(curve, 0.0, 0.5),
-        "qnc": reach_cost(curve, best_score) / best_cost,
+        "qnc": reach_cost(curve, best_score) / best_cost if best_cost > 0 else math.nan,
         "peak": float(curve.score.max()),
     }
 

@@ -69,7 +69,9 @@ def long_frame(path: Path) -> pd.DataFrame:
         raise ValueError(f"{path}: unknown long-format extension {suffix!r} (use .parquet, .csv or .jsonl)")
     missing = [c for c in LONG_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{path}: long format needs columns {list(LONG_COLUMNS)}; missing {missing}")
+        renames = [f"{c!r} to {str(c).strip().lower()!r}" for c in frame.columns if str(c).strip().lower() in missing]
+        hint = f" (names are lower-case: rename {', '.join(renames)})" if renames else ""
+        raise ValueError(f"{path}: long format needs columns {list(LONG_COLUMNS)}; missing {missing}{hint}")
     return frame
 
 
@@ -78,8 +80,13 @@ def eval_data_from_frame(frame: pd.DataFrame) -> EvalData:
     frame = frame[list(LONG_COLUMNS)].copy()
     frame["prompt_id"] = frame["prompt_id"].astype(str)
     frame["model"] = frame["model"].astype(str)
-    frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(np.float64)
-    frame["cost"] = pd.to_numeric(frame["cost"], errors="raise").astype(np.float64)
+    for column in ("score", "cost"):
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        unreadable = (numbers.isna() & frame[column].notna()).to_numpy().nonzero()[0]
+        if unreadable.size:
+            row = int(unreadable[0])
+            raise ValueError(f"data row {row + 1}: {column} {frame[column].iloc[row]!r} is not a number")
+        frame[column] = numbers.astype(np.float64)
     frame = frame[frame["score"].notna()]
     if frame.empty:
         raise ValueError("no scored rows in the long-format data")
@@ -90,6 +97,8 @@ def eval_data_from_frame(frame: pd.DataFrame) -> EvalData:
     if (frame["cost"] < 0).any():
         neg = frame[frame["cost"] < 0].head(3)[["prompt_id", "model", "cost"]].to_dict("records")
         raise ValueError(f"negative costs, e.g. {neg}")
+    # The same row twice (a log concatenated with itself) says nothing new; two different results do.
+    frame = frame.drop_duplicates(["prompt_id", "model", "score", "cost"])
     dupes = frame.duplicated(["prompt_id", "model"], keep=False)
     if dupes.any():
         example = frame[dupes].head(4)[["prompt_id", "model", "score"]].to_dict("records")
@@ -98,7 +107,7 @@ def eval_data_from_frame(frame: pd.DataFrame) -> EvalData:
     has_cost = frame.groupby("model")["cost"].apply(lambda s: s.notna().any())
     excluded = tuple(sorted(has_cost.index[~has_cost.to_numpy()]))
     if excluded:
-        log.warning("models without any cost are excluded from cost-based evaluation: %s", list(excluded))
+        log.info("models without any cost are excluded from cost-based evaluation: %s", list(excluded))
     frame = frame[~frame["model"].isin(excluded)]
     if frame["model"].nunique() < 2:
         raise ValueError(f"need at least 2 models with costs, have {sorted(frame['model'].unique())}")

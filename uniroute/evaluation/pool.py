@@ -28,6 +28,10 @@ class LabelledPool:
     def of(cls, scores: np.ndarray, costs: np.ndarray, router_costs: np.ndarray) -> LabelledPool:
         """The pool from raw scores (n, P), per-prompt costs (n, P) and the router's c(m) (P,), normalised by C."""
         norm = float(np.max(router_costs))
+        if norm == 0:
+            # Every model of the pool is free (e.g. a trial's one training LLM is self-hosted at cost 0): there
+            # is no cost axis to normalise, and the curve is flat at cost 0 (Area = its score there).
+            norm = 1.0
         if not norm > 0:
             raise ValueError(f"the most expensive model of the pool has cost {norm}; cannot normalise")
         if np.isnan(scores).any() or np.isnan(costs).any():

@@ -67,7 +67,7 @@ def evaluation_report(results: list[dict[str, Any]], config: EvalConfig) -> dict
             "area": float(area.mean()),
             "area50": float(area50.mean()),
             "qnc": finite_mean(qnc),  # mean over trials where the best LLM's score is reached
-            "qnc_inf_frac": float(np.mean(~np.isfinite(qnc))),
+            "qnc_inf_frac": float(np.mean(np.isposinf(qnc))),  # NaN (a free best LLM) is not "never"
             "peak": float(peak.mean()),
             "area_std": float(area.std(ddof=1)) if n > 1 else 0.0,
             "area50_std": float(area50.std(ddof=1)) if n > 1 else 0.0,

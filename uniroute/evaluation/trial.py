@@ -59,6 +59,14 @@ def method_curve(state: TrialState, method: str, n_val: int, pool: LabelledPool)
     return state.kind_curve(state.tuned(kind, n_val), n_val, pool)
 
 
+def _sparsest(data: RoutingData, models: np.ndarray) -> str:
+    """Which of these LLMs has results on the fewest prompts, as advice for the user."""
+    counts = (~np.isnan(data.scores[:, models])).sum(axis=0)
+    i = int(np.argmin(counts))
+    return (f"model {data.models[models[i]]!r} has results on only {counts[i]} of {data.n_prompts} prompts "
+            "(leave it out of the file, or add its missing results)")
+
+
 def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfig) -> dict[str, Any]:
     """Metrics, chosen hyper-parameters and kinds, mean-curve samples and validation-size Areas of one trial."""
     from threadpoolctl import threadpool_limits
@@ -67,7 +75,8 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
     started, cpu_started = time.perf_counter(), time.process_time()
     split = trial_split(data, config.seed, trial, config.train_frac, config.val_frac)
     if split.test.size == 0:
-        raise ValueError(f"trial {trial}: no test prompt has a result from every test LLM")
+        raise ValueError(f"trial {trial}: no test prompt has a result from every test LLM; "
+                         f"{_sparsest(data, split.test_models)}")
     state = TrialState(X, data, split, config)
     n_val = len(split.val)
     pool = state.test_pool(n_val)

@@ -119,7 +119,7 @@ def _failed(path: Path, inbox_dir: Path, name: str, reason: str) -> InboxOutcome
     target = _moved(path, inbox_dir / "failed", name)
     reason = reason.replace(str(path), name)
     target.with_name(target.name + REASON_SUFFIX).write_text(f"{reason}\n")
-    log.warning("%s -> %s: %s", name, target, reason)
+    log.info("%s -> %s: %s", name, target, reason)  # the caller reports the outcome (CLI line, flow log)
     return InboxOutcome(name, "failed", str(target), None, reason)
 
 

@@ -177,6 +177,10 @@ def numbers_from_objects(values: Sequence[Any]) -> tuple[pa.Array, pa.Array]:
 def numbers_from_arrow(path: Path, column: pa.ChunkedArray, name: str) -> tuple[pa.Array, pa.Array]:
     """A typed (Parquet) column as float64 plus unreadable text; a column of another type fails the file."""
     kind = column.type
+    if pa.types.is_float32(kind) or pa.types.is_float16(kind):
+        # Through the shortest decimal text: float32 0.1 is 0.10000000149 as a float64, which would conflict
+        # with the same log's 0.1 from a CSV and make re-ingesting a float32 export quarantine every row.
+        return column.cast(pa.string()).cast(pa.float64()), pa.nulls(len(column))
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
         return column.cast(pa.float64()), pa.nulls(len(column))
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
@@ -218,6 +222,12 @@ def missing_columns_error(path: Path, found: Sequence[str], required: Sequence[s
     missing = [name for name in required if name not in found]
     unknown = [name for name in found if name not in required and name not in LONG_OPTIONAL]
     hint = f"; unrecognised columns: {unknown}" if unknown else ""
+    renames = {name: name.strip().lower() for name in unknown if name.strip().lower() in missing}
+    if renames:  # PROMPT_ID, " Score": names are matched exactly
+        hint += f" (names are lower-case: rename {', '.join(f'{a!r} to {b!r}' for a, b in renames.items())})"
+    separator = next((sep for sep in (";", "\t", "|") if len(found) == 1 and sep in found[0]), None)
+    if separator is not None:  # a spreadsheet's export in a locale that separates by ';'
+        hint += f" (the header is one column holding {separator!r}: save the file with commas as separators)"
     return IngestError(f"{path}: missing required columns {missing} for the {kind} (needs {list(required)}){hint}")
 
 

@@ -44,7 +44,7 @@ def load_store_data(con: store.Connection) -> StoreData:
     excluded = tuple(store.query(con, "build_excluded_models")["model"])
     prompts = store.query(con, "build_prompts")
     if excluded:
-        log.warning("models without any cost are left out of the build: %s", list(excluded))
+        log.info("models without any cost are left out of the build: %s", list(excluded))  # the caller says so
     if len(models) < 2 or len(prompts) == 0:
         raise BuildError(f"the store holds {len(models)} active models with costs and {len(prompts)} prompts; "
                          "a build needs at least 2 models with results (ingest logs, `uniroute models set-cost`)")

@@ -131,8 +131,9 @@ def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
     if repair:
         synced = tracking.sync_mlflow(con, tracking_uri, artifact_root)
         for line in synced.lines():
-            # Adopting a version the store had not recorded means a run died between the two; the rest is routine.
-            report.add("mlflow", "repaired" if line.startswith("adopted") else "synced", line)
+            # Adopting a version the store had not recorded means a run died between the two, a lost one that
+            # mlflow.db was deleted or replaced; the rest is routine.
+            report.add("mlflow", "repaired" if line.startswith(("adopted", "MLflow had lost")) else "synced", line)
     champion = registry.champion_id(con)
     in_mlflow = tracking.mlflow_champion_router(tracking_uri)
     if champion == in_mlflow:

@@ -62,7 +62,8 @@ def routing_tables(
     """
     pool_idx = router.pool_indices(pool)
     pool_costs = router.costs[pool_idx]
-    max_cost = float(pool_costs.max())
+    # Costs are published as fractions of the priciest pool model's; a pool of free models has no cost axis.
+    max_cost = float(pool_costs.max()) or 1.0
     one_hot = bool(getattr(router, "one_hot", False))
     if one_hot:
         weights = validation_weights(router) if cluster_weights is None else cluster_weights

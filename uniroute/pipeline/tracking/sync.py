@@ -48,9 +48,12 @@ class SyncReport:
     adopted: list[str] = field(default_factory=list)  # router ids found registered already
     publications: list[str] = field(default_factory=list)  # versions logged as runs
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> model version it was moved to
+    forgotten: list[str] = field(default_factory=list)  # router ids and publications MLflow had lost
 
     def lines(self) -> list[str]:
-        out = [f"registered router {r} in MLflow" for r in self.registered]
+        out = [f"MLflow had lost {len(self.forgotten)} router versions and publications the store recorded: "
+               "logged again"] if self.forgotten else []
+        out += [f"registered router {r} in MLflow" for r in self.registered]
         out += [f"adopted MLflow's registered version of router {r}" for r in self.adopted]
         out += [f"logged publication {v} to MLflow" for v in self.publications]
         out += [f"MLflow alias {a} -> version {v}" for a, v in self.aliases.items()]
@@ -165,20 +168,44 @@ def _set_alias(client: MlflowClient, registered_name: str, alias: str, version: 
         report.aliases[alias] = version
 
 
+def _forget_what_mlflow_lost(con: store.Connection, client: MlflowClient, experiment_id: str,
+                             by_router: dict[str, Any], report: SyncReport) -> None:
+    """Drop the store's records of versions and runs MLflow no longer holds, so this sync logs them again.
+
+    A deleted or replaced mlflow.db leaves the store saying everything was logged; without this the champion
+    alias would point at a model version that does not exist and every sync would fail.
+    """
+    recorded = store.query(con, "mlflow_recorded_routers")
+    for row in recorded.itertuples(index=False):
+        held = by_router.get(row.router_id)
+        if held is None or str(held.version) != row.model_version:
+            store.execute(con, "mlflow_forget_router", router_id=row.router_id)
+            report.forgotten.append(row.router_id)
+    runs = store.query(con, "mlflow_recorded_publications")
+    if len(runs):
+        held_runs = {r.info.run_id for r in client.search_runs(
+            [experiment_id], filter_string="tags.kind = 'publish'", max_results=50000)}
+        for row in runs.itertuples(index=False):
+            if row.run_id not in held_runs:
+                store.execute(con, "mlflow_forget_publication", version=row.version)
+                report.forgotten.append(row.version)
+
+
 def sync_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
                 registered_name: str = REGISTERED_NAME) -> SyncReport:
     """Bring MLflow in line with the store (see the module docstring); record what was logged in the store."""
     report = SyncReport()
-    pending = store.query(con, "mlflow_pending_routers")
-    publications = store.query(con, "mlflow_pending_publications")
     with tracking_store(tracking_uri) as client:
         experiment_id = experiment_id_of(client, artifact_root)
+        by_router: dict[str, Any] = {}
+        for v in model_versions(client, registered_name):
+            rid = v.tags.get("router_id")
+            if rid and (rid not in by_router or int(v.version) > int(by_router[rid].version)):
+                by_router[rid] = v
+        _forget_what_mlflow_lost(con, client, experiment_id, by_router, report)
+        pending = store.query(con, "mlflow_pending_routers")
+        publications = store.query(con, "mlflow_pending_publications")
         if len(pending):
-            by_router: dict[str, Any] = {}
-            for v in model_versions(client, registered_name):
-                rid = v.tags.get("router_id")
-                if rid and (rid not in by_router or int(v.version) > int(by_router[rid].version)):
-                    by_router[rid] = v
             for row in pending.itertuples(index=False):
                 found = by_router.get(row.router_id)
                 if found is not None:
