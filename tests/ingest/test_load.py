@@ -45,7 +45,8 @@ def test_split_option_marks_prompts_and_a_contradicting_column_is_quarantined(db
     assert rows(db_path, "select prompt_id, split from prompts") == [("p1", "val")]
     assert summary.rows_quarantined == 1
     assert rows(db_path, "select row_number, reason from quarantine") == [
-        (2, 'split "test" in the file but --split val was given')]
+        (2, 'split "test" in the file but these results are read as split val (--split, or `onboard`, which '
+            'takes validation results)')]
     with pytest.raises(IngestError, match="split must be one of"):
         ingest(db_path, path, split="validation", progress=False)
 

@@ -241,6 +241,7 @@ def split_and_problems(own: pa.Array | None, split: str | None, n: int) -> tuple
     problems = np.full(n, None, dtype=object)
     if split is not None:
         clash = (values.notna() & (values != split)).to_numpy()
-        problems[clash] = [f"split {json.dumps(v)} in the file but --split {split} was given" for v in values[clash]]
+        problems[clash] = [f"split {json.dumps(v)} in the file but these results are read as split {split} "
+                           "(--split, or `onboard`, which takes validation results)" for v in values[clash]]
         values = values.where(values.notna(), split)
     return pa.array(values.to_numpy(), type=pa.string()), pa.array(problems, type=pa.string())
