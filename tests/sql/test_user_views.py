@@ -118,3 +118,18 @@ def test_views_answer_on_an_empty_store(db_path):
     for view in ("current_publication", "traffic_share", "savings_by_budget", "onboarded_traffic",
                  "publication_diff", "routing_decisions_by_day", "model_evidence"):
         assert store.read_only_query(db_path, f"select * from {view}").empty, view
+
+
+def test_every_sql_example_in_the_readme_runs_in_the_sandbox(db):
+    """The README's SQL table is what users copy: each example is a read-only statement the sandbox accepts and
+    DuckDB answers on a store with every view (names as written; `'...'` placeholders stay strings)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## SQL over routing results"):readme.index("\n## ", readme.index("## SQL over"))]
+    examples = re.findall(r"^\| `(\w+)` \| `(select [^`]+)`", section, flags=re.M)
+    assert len(examples) >= 10
+    for view, sql in examples:
+        assert view in sql, (view, sql)
+        store.read_only_query(db, sql, store.Sandbox())
