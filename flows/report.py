@@ -26,6 +26,7 @@ from prefect.runtime import flow_run
 
 from uniroute import store
 from uniroute.cli.formats import markdown_table
+from uniroute.pipeline.build_candidates import TABLE_COLUMNS
 from uniroute.settings import Settings
 
 if TYPE_CHECKING:  # the result types only; importing the pipeline would slow the every-minute inbox flow
@@ -59,18 +60,15 @@ def evaluation_rows(result: BuildResult) -> list[dict[str, Any]]:
 
 def candidate_rows(result: BuildResult) -> list[dict[str, Any]]:
     """One row per router kind the build compared: hyper-parameters, validation Area +/- SE, P(best), chosen."""
-    shown = ("kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best",
-             "chosen")
     rows = []
     for c in result.candidates_table().to_dict("records"):
-        rows.append({k: (_number(c[k]) if isinstance(c.get(k), float) else c.get(k)) for k in shown})
+        rows.append({k: (_number(c[k]) if isinstance(c.get(k), float) else c.get(k)) for k in TABLE_COLUMNS})
     return rows
 
 
 def build_run_name(result: BuildResult) -> str:
     state = "champion" if result.promoted else "challenger"
-    name = "k" if result.kind == "knn" else "K"
-    return f"built {result.router_id} {result.kind} {name}={result.k} {len(result.models)} models ({state})"
+    return f"built {result.router_id} {result.served} {len(result.models)} models ({state})"
 
 
 def mlflow_links(settings: Settings, run_id: str | None) -> dict[str, str]:

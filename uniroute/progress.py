@@ -3,7 +3,7 @@
 A bar written into a file or a Prefect log is noise (carriage returns, one line per refresh), so where stderr is
 not a terminal the same updates become an INFO line on the caller's logger at most every `every_seconds`, plus
 one when the step ends: quiet by default on the command line (WARNING), visible with `-v` and in any handler
-that takes the `uniroute` logger's INFO records (Prefect forwards them with PREFECT_LOGGING_EXTRA_LOGGERS=uniroute).
+that takes the `uniroute` logger's INFO records (a flow run forwards them to its Prefect log: flows/common.py).
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from uniroute.ingest.staging import case_rename_hint
+
 log = logging.getLogger(__name__)
 
 LONG_COLUMNS = ("prompt_id", "prompt", "model", "score", "cost")
@@ -69,8 +71,7 @@ def long_frame(path: Path) -> pd.DataFrame:
         raise ValueError(f"{path}: unknown long-format extension {suffix!r} (use .parquet, .csv or .jsonl)")
     missing = [c for c in LONG_COLUMNS if c not in frame.columns]
     if missing:
-        renames = [f"{c!r} to {str(c).strip().lower()!r}" for c in frame.columns if str(c).strip().lower() in missing]
-        hint = f" (names are lower-case: rename {', '.join(renames)})" if renames else ""
+        hint = case_rename_hint(list(frame.columns), missing)
         raise ValueError(f"{path}: long format needs columns {list(LONG_COLUMNS)}; missing {missing}{hint}")
     return frame
 

@@ -217,14 +217,20 @@ def staged_table(n: int, columns: dict[str, Any]) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=STAGE_SCHEMA.names)
 
 
+def case_rename_hint(found: Sequence[str], missing: Sequence[str]) -> str:
+    """' (names are lower-case: rename 'PROMPT_ID' to 'prompt_id', ...)' for found names that differ from a
+    missing one only in case or surrounding spaces, else '': names are matched exactly."""
+    renames = [f"{name!r} to {str(name).strip().lower()!r}" for name in found
+               if str(name) not in missing and str(name).strip().lower() in missing]
+    return f" (names are lower-case: rename {', '.join(renames)})" if renames else ""
+
+
 def missing_columns_error(path: Path, found: Sequence[str], required: Sequence[str], kind: str) -> IngestError:
     """The error for a file without the columns its format needs, listing what it has instead."""
     missing = [name for name in required if name not in found]
     unknown = [name for name in found if name not in required and name not in LONG_OPTIONAL]
     hint = f"; unrecognised columns: {unknown}" if unknown else ""
-    renames = {name: name.strip().lower() for name in unknown if name.strip().lower() in missing}
-    if renames:  # PROMPT_ID, " Score": names are matched exactly
-        hint += f" (names are lower-case: rename {', '.join(f'{a!r} to {b!r}' for a, b in renames.items())})"
+    hint += case_rename_hint(unknown, missing)
     separator = next((sep for sep in (";", "\t", "|") if len(found) == 1 and sep in found[0]), None)
     if separator is not None:  # a spreadsheet's export in a locale that separates by ';'
         hint += f" (the header is one column holding {separator!r}: save the file with commas as separators)"

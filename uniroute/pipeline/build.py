@@ -78,8 +78,12 @@ class BuildResult:
         state = "champion" if self.promoted else "challenger"
         scored = f"test Area {area}" if area else "no held-out evaluation"
         notes = "".join(f"; {note}" for note in self.notes)
-        return (f"built {self.router_id} ({self.kind} {'k' if self.kind == 'knn' else 'K'}={self.k}, "
-                f"{len(self.models)} models) as {state}: {scored}{notes}")
+        return f"built {self.router_id} ({self.served}, {len(self.models)} models) as {state}: {scored}{notes}"
+
+    @property
+    def served(self) -> str:
+        """The served kind and its K (clusters) or k (neighbours), e.g. "kmeans K=6", "knn k=34"."""
+        return f"{self.kind} {'k' if self.kind == 'knn' else 'K'}={self.k}"
 
     def candidates_table(self) -> pd.DataFrame:
         """The candidates compared, best validation Area first, as a printable frame."""
@@ -208,7 +212,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     router_id = registry.new_router_id(cands.chosen)
     table = cands.table()
     area_of = dict(zip(table.kind, table.val_area, strict=True))
-    val_area = None if pd.isna(area_of[cands.chosen]) else float(area_of[cands.chosen])
+    val_area = _area(area_of[cands.chosen])
     promoted, reason = _promotion(con, val_area)
     reason = f"{reason}; {cands.line()}"
     fingerprint = registry.data_fingerprint(con)

@@ -169,5 +169,6 @@ def fit_candidates(
         router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
         routers[kind] = _full_scale(router, X, split, sample, all_val_losses[:, seen], seed)
     candidates = Candidates(tuned, routers, chosen, selection, tuple(notes))
-    log.info("%s", candidates.line())
+    if selection is None:  # select_kind logs its own line
+        log.info("%s", candidates.line())
     return candidates

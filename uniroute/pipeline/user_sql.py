@@ -18,6 +18,7 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.pipeline import snapshot
+from uniroute.routers.psi import SPARSE_CELL
 
 # The store's views, rebuilt over a snapshot's tables (same names and columns as in sql/schema/004_views.sql).
 SNAPSHOT_VIEWS = {
@@ -25,7 +26,7 @@ SNAPSHOT_VIEWS = {
     "current_budgets": "select version, grid, budget, lam, expected_score, expected_cost from published_budgets",
     "model_cluster_errors": "select router_id, model, cluster, loss as error, 1 - loss as accuracy, n as prompts, "
                             "error_lo, error_hi, coalesce(routing_loss, loss) as routing_error, "
-                            "coalesce(sparse, n < 10) as sparse from psi",
+                            f"coalesce(sparse, n < {SPARSE_CELL}) as sparse from psi",
 }
 # Columns a snapshot published before they existed lacks (sql/schema/007, 008): null, as in the store's old rows.
 LATER_PSI_COLUMNS = ("routing_loss", "error_lo", "error_hi", "sparse")

@@ -64,7 +64,8 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def _build_artifacts(con: store.Connection, version: registry.RouterVersion, folder: Path) -> dict[str, Path]:
+def _build_artifacts(con: store.Connection, version: registry.RouterVersion, candidates: pd.DataFrame,
+                     folder: Path) -> dict[str, Path]:
     """Files describing a router version, rebuilt from the store: Psi, curves (CSV and PNG), the candidates a
     build compared, routing table."""
     from uniroute.evaluation.plots import plot_build_curves
@@ -79,7 +80,6 @@ def _build_artifacts(con: store.Connection, version: registry.RouterVersion, fol
         artifacts["deferral_curves.png"] = folder / "deferral_curves.png"
         curves.to_csv(artifacts["deferral_curves.csv"], index=False)
         plot_build_curves(curves, artifacts["deferral_curves.png"], version.router_id)
-    candidates = store.query(con, "router_candidates_of", router_id=version.router_id)
     if len(candidates):  # the kinds this build compared and the one it chose (evaluation.selection)
         artifacts["candidates.csv"] = folder / "candidates.csv"
         candidates.to_csv(artifacts["candidates.csv"], index=False)
@@ -125,7 +125,7 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
         if len(candidates):
             params["candidate_kinds"] = ",".join(sorted(candidates.kind))
             params["default_kind"] = str(candidates.default_kind.iloc[0])
-        log_run_contents(params, flat, _build_artifacts(con, version, Path(tmp)))
+        log_run_contents(params, flat, _build_artifacts(con, version, candidates, Path(tmp)))
         version_tags = {
             "router_id": row.router_id, "kind": row.origin, "router_kind": row.kind,
             "embedder_id": router.embedder_id, "data_fingerprint": row.data_fingerprint,
