@@ -18,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from uniroute.embed.attributes import ATTRIBUTES
-from uniroute.evaluation import long_frame, prompt_texts
+from uniroute.experiments.logs import long_frame
+from uniroute.experiments.prompts import prompt_texts
 
 OPTION_LINE = re.compile(r"^\s*\(?[A-E][).:]\s", re.MULTILINE)
 SENTENCE_END = re.compile(r"[.?!](\s|$)")

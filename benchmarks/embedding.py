@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from benchmarks.embedders_table import write_table
 from benchmarks.measure import REPO, load_average, machine_info, now_utc
 from uniroute import embed
-from uniroute import evaluation as ev
+from uniroute import experiments as ev
 from uniroute.settings import apply_offline_environment
 
 RESULTS = REPO / "benchmarks" / "results" / "embedding.json"

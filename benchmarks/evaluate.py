@@ -27,7 +27,7 @@ import platform
 import time
 from pathlib import Path
 
-from uniroute import evaluation as ev
+from uniroute import experiments as ev
 from uniroute.settings import Settings, apply_offline_environment
 
 RESULTS = Path(__file__).resolve().parent / "results" / "evaluate.json"

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uniroute.evaluation.markdown import markdown_report
-from uniroute.evaluation.methods import METHOD_LABELS
-from uniroute.evaluation.statistics import sign_test
+from uniroute.experiments.markdown import markdown_report
+from uniroute.experiments.methods import METHOD_LABELS
+from uniroute.selection.statistics import sign_test
 
 RESULTS = Path("docs/results")
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.readme_block import rewrite_block
-from uniroute.evaluation.markdown import markdown_report
-from uniroute.evaluation.methods import KIND_METHODS, METHOD_LABELS, METHODS
-from uniroute.evaluation.plots import write_curve_plot, write_val_size_plot
+from uniroute.experiments.markdown import markdown_report
+from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS, METHODS
+from uniroute.experiments.plots import write_curve_plot, write_val_size_plot
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "docs" / "results"

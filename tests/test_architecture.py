@@ -21,7 +21,9 @@ STAGE_RANK = {
     "embed": 2,
     "synth": 2,
     "routers": 3,
-    "evaluation": 4,
+    "selection": 4,
+    # The paper's experiment harness is a side branch beside the pipeline: peers, neither imports the other.
+    "experiments": 5,
     "pipeline": 5,
     "cli": 6,
     "__main__": 7,

@@ -13,9 +13,9 @@ import pytest
 
 from tests.helpers import build, ingest
 from uniroute import store
-from uniroute.evaluation.candidates import KINDS
 from uniroute.pipeline.build import BuildResult
 from uniroute.pipeline.build_candidates import KindError, checked_kinds
+from uniroute.selection.candidates import KINDS
 from uniroute.synth import write_synthetic_logs
 
 CHOICE = ["kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best", "chosen"]
@@ -99,9 +99,10 @@ def test_kinds_are_checked_before_anything_runs():
 def test_a_sampled_build_tunes_and_scores_as_a_state_over_every_row(built, monkeypatch):
     """The sampled state holds only the sampled rows: the same tuned values, Areas and held-out curves as a state
     over all rows with the sampled split (what the build did before it stopped copying every row)."""
-    from uniroute.evaluation import EvalConfig, TrialState
+    from uniroute.experiments.protocol import EvalConfig
     from uniroute.pipeline import build as build_module
     from uniroute.pipeline.build_data import load_store_data, store_split
+    from uniroute.selection.state import TrialState
 
     db, _ = built
     with store.opened(db) as con:

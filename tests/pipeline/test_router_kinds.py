@@ -15,11 +15,11 @@ import pytest
 
 from tests.helpers import build, embedded, ingest, onboard, publish, retire
 from uniroute import store
-from uniroute.evaluation.candidates import KINDS
-from uniroute.evaluation.selection import model_row
 from uniroute.pipeline import registry, serving, snapshot
 from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, load_router_model, sync_mlflow
 from uniroute.routers.knn import KnnRouter
+from uniroute.selection.candidates import KINDS
+from uniroute.selection.selection import model_row
 from uniroute.settings import Settings
 from uniroute.synth import write_synthetic_logs
 

@@ -20,10 +20,10 @@ import pytest
 
 from tests.robustness.conftest import NEWCOMER
 from uniroute import store
-from uniroute.evaluation.candidates import KINDS
 from uniroute.faults import CRASH_ENV, CRASH_EXIT_CODE
 from uniroute.pipeline import registry, snapshot
 from uniroute.pipeline.reconcile import reconcile
+from uniroute.selection.candidates import KINDS
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

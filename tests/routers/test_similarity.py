@@ -61,7 +61,7 @@ def test_the_sql_view_computes_the_same_numbers(champion_db) -> None:  # noqa: F
 def test_cli_draws_the_map_of_a_log_and_of_the_champion(champion_db, tmp_path, monkeypatch) -> None:  # noqa: F811
     from typer.testing import CliRunner
 
-    from tests.evaluation.synthetic import synthetic_long
+    from tests.synthetic_logs import synthetic_long
     from uniroute.cli import app
 
     log = tmp_path / "log.parquet"

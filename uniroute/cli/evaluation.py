@@ -83,7 +83,7 @@ def evaluate(
 
     Without costs in the data, the comparison is quality-only: mean test score at lambda = 0 next to the best
     single LLM and the oracle. With --test-data, the transfer protocol (train on one log, test on another)."""
-    from uniroute import evaluation as ev
+    from uniroute import experiments as ev
 
     settings = settings_from_env()
     method_list = tuple(m.strip() for m in methods.split(",") if m.strip())
@@ -167,7 +167,7 @@ def evaluate(
 
 
 def _print_report(report: dict, study: dict | None, paths: list[Path], as_json: bool) -> None:
-    from uniroute import evaluation as ev
+    from uniroute import experiments as ev
 
     if as_json:
         typer.echo(json.dumps(report))
@@ -186,13 +186,13 @@ class _AttributeOptions:
 def _embeddings(settings, texts: list[str], prompt_ids, name: str, attributes: _AttributeOptions | None, seed: int,
                 fit_ids=None) -> tuple:
     """(X, embedder id, report fields): the named embedder through the cache, or attribute heads on its base."""
-    from uniroute import evaluation as ev
+    from uniroute import experiments as ev
 
     if attributes is None:
         X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed, cache_dir=settings.cache_dir)
         return X, embedder_id, {}
     from uniroute.embed.attributes import read_attribute_labels
-    from uniroute.evaluation.attribute_embeddings import attribute_embeddings
+    from uniroute.experiments.attribute_embeddings import attribute_embeddings
 
     labels = read_attribute_labels(attributes.labels)
     X, embedder_id, info = attribute_embeddings(texts, list(prompt_ids), labels, attributes.base, settings.db_path,
@@ -206,7 +206,7 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
               train_benchmarks: str | None, test_benchmarks: str | None, test_fraction: float,
               as_json: bool) -> None:
     """`uniroute evaluate --test-data`: the transfer protocol (evaluation.transfer)."""
-    from uniroute import evaluation as ev
+    from uniroute import experiments as ev
     from uniroute.ingest import IngestError
 
     def names(text: str | None) -> list[str]:
@@ -254,7 +254,7 @@ def report(
 ):
     """Print a saved evaluation as Markdown (method table, sign tests, validation-size study), and/or write the
     LLM-similarity map, flagging near-duplicate LLMs."""
-    from uniroute import evaluation as ev
+    from uniroute import experiments as ev
 
     if result is None and similarity is None:
         fail("give a saved evaluation to print, or --similarity PNG to draw the LLM-similarity map")
@@ -274,13 +274,13 @@ def report(
 
 def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int) -> None:
     """`uniroute report --similarity`: the map of a log's LLMs, or of the champion router's."""
-    from uniroute.evaluation.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
+    from uniroute.experiments.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
     from uniroute.routers.similarity import model_similarity
 
     settings = settings_from_env()
     try:
         if data is not None:
-            from uniroute import evaluation as ev
+            from uniroute import experiments as ev
 
             log = ev.unit_cost_data(ev.long_frame(data))  # costs play no part in Psi: every LLM is kept
             X, embedder_id = ev.prompt_embeddings(ev.prompt_texts(log.prompts, prompt_part),

@@ -17,8 +17,8 @@ def arena_battles(
     seed: Annotated[int, typer.Option(help="Seed of the random pairs.")] = 0,
 ):
     """Turn a pointwise log into Chatbot Arena-style battles: per prompt, two random LLMs, the better score wins."""
-    from uniroute import evaluation as ev
-    from uniroute.evaluation.pairwise import arena_battles_frame
+    from uniroute import experiments as ev
+    from uniroute.experiments.pairwise import arena_battles_frame
 
     suffix = out.suffix.lower()
     if suffix not in (".parquet", ".jsonl", ".csv"):
@@ -53,7 +53,7 @@ def annotate(
     about prompts it has not labelled yet."""
     from uniroute.cli.app import session, settings_from_env
     from uniroute.embed.annotator import AnnotatorConfig, AnnotatorError, annotate
-    from uniroute.evaluation.transfer_run import only_benchmarks
+    from uniroute.experiments.transfer_run import only_benchmarks
 
     settings = settings_from_env()
     if not settings.annotator_url or not settings.annotator_model:
@@ -80,7 +80,7 @@ def annotate(
 
 def _prompts_of(path: Path):
     """The distinct prompts (prompt_id, prompt, benchmark) of a pointwise or pairwise log."""
-    from uniroute import evaluation as ev
+    from uniroute import experiments as ev
     from uniroute.ingest import IngestError, is_pairwise_file, pairs_frame
 
     try:

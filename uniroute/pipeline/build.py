@@ -21,13 +21,16 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
-from uniroute.evaluation import EvalConfig, RoutingData, TrialSplit, TrialState, curve_metrics
-from uniroute.evaluation.candidates import Tuned
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
+from uniroute.selection.candidates import Tuned
+from uniroute.selection.curves import curve_metrics
+from uniroute.selection.data import RoutingData
+from uniroute.selection.split import TrialSplit
+from uniroute.selection.state import StateConfig, TrialState
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +114,7 @@ class TuningRows:
     routing: RoutingData  # the state's matrices (those rows only)
     state_split: TrialSplit  # sample, renumbered into `rows`
 
-    def state(self, X: np.ndarray, config: EvalConfig) -> TrialState:
+    def state(self, X: np.ndarray, config: StateConfig | None = None) -> TrialState:
         """The trial state over these rows of the build's (N, d) embeddings."""
         return TrialState(X if self.rows is None else X[self.rows], self.routing, self.state_split, config)
 
@@ -185,7 +188,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     crashpoint("build:embedded")
 
     t0 = time.perf_counter()
-    state, sample = tuning.state(X, EvalConfig(seed=seed, methods=(*kinds, "zero"))), tuning.sample
+    state, sample = tuning.state(X), tuning.sample
     n_val = len(sample.val)
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
     answered = ~np.isnan(scores[split.val]).all(axis=0)

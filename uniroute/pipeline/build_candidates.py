@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from uniroute.evaluation import TrialSplit, TrialState
-from uniroute.evaluation.candidates import KINDS, Tuned
-from uniroute.evaluation.selection import Selection, select_kind, served_router
 from uniroute.routers.kmeans import fit_centroids_dask
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.psi import psi_from_losses
 from uniroute.routers.serialize import AnyRouter
+from uniroute.selection.candidates import KINDS, Tuned
+from uniroute.selection.selection import Selection, select_kind, served_router
+from uniroute.selection.split import TrialSplit
+from uniroute.selection.state import TrialState
 
 if TYPE_CHECKING:
     import dask.array

@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow.compute as pc
 
 from uniroute import store
-from uniroute.evaluation import EvalData, RoutingData, TrialSplit
+from uniroute.selection.data import EvalData, RoutingData
+from uniroute.selection.split import TrialSplit
 
 log = logging.getLogger(__name__)
 

@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
-from uniroute.evaluation.selection import model_row
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.psi_battles import onboard_psi
 from uniroute.routers.serialize import AnyRouter
+from uniroute.selection.selection import model_row
 
 log = logging.getLogger(__name__)
 

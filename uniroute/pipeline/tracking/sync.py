@@ -68,7 +68,7 @@ def _build_artifacts(con: store.Connection, version: registry.RouterVersion, can
                      folder: Path) -> dict[str, Path]:
     """Files describing a router version, rebuilt from the store: Psi, curves (CSV and PNG), the candidates a
     build compared, routing table."""
-    from uniroute.evaluation.plots import plot_build_curves
+    from uniroute.pipeline.tracking.plots import plot_build_curves
     from uniroute.routers.tables import routing_tables, validation_weights
 
     router = version.router
