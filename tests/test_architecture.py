@@ -1,5 +1,6 @@
 """The house rules, checked on the source: stages import downward only, no cycles, Prefect stays in flows/,
-MLflow in one room, and no module much over 400 lines (docs/architecture.md draws the same picture)."""
+MLflow in one room, compute rooms never touch the store, and no module much over 400 lines (docs/architecture.md
+draws the same picture)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ STAGE_RANK = {
     "__main__": 7,
 }
 MLFLOW_ROOM = "uniroute.pipeline.tracking"
+# Compute rooms: numpy in, numpy out. The pipeline reads the store and hands them frames (pipeline/psi_data.py).
+COMPUTE_ROOMS = ("routers", "selection")
 MAX_LINES = 450  # "no module much over 400 lines"
 
 
@@ -82,6 +85,17 @@ def test_library_never_imports_prefect_and_mlflow_stays_in_one_room(path: Path) 
     assert not any(n == "prefect" or n.startswith("prefect.") for n in imported), f"{module} imports prefect"
     if not module.startswith(MLFLOW_ROOM):
         assert not any(n == "mlflow" or n.startswith("mlflow.") for n in imported), f"{module} imports mlflow"
+
+
+@pytest.mark.parametrize(
+    "path", [p for room in COMPUTE_ROOMS for p in sorted((LIBRARY / room).rglob("*.py"))],
+    ids=lambda p: str(p.relative_to(REPO)),
+)
+def test_compute_rooms_never_touch_the_store(path: Path) -> None:
+    imported = _imports(path)  # at any depth, lazy and TYPE_CHECKING imports included
+    touching = sorted(n for n in imported if n in ("duckdb", "uniroute.store") or n.startswith(("duckdb.",
+                                                                                                 "uniroute.store.")))
+    assert not touching, f"{_module_name(path)} imports {touching}: read the store in pipeline/, pass frames in"
 
 
 def test_no_import_cycles_between_library_modules() -> None:

@@ -46,7 +46,7 @@ def with_battle_models(con: store.Connection, router: Any, embedder_of: Callable
 
     Only cluster kinds can take them: a K-NN router routes by per-prompt labels, which battles do not give.
     """
-    from uniroute.routers.psi_battles import onboard_psi
+    from uniroute.pipeline.psi_data import onboard_psi
 
     val_costs = store.query(con, "model_val_costs")
     battle_only = val_costs[val_costs["n"] == 0]  # battles on validation prompts, no results there

@@ -28,8 +28,8 @@ from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
+from uniroute.pipeline.psi_data import onboard_psi
 from uniroute.routers.knn import KnnRouter
-from uniroute.routers.psi_battles import onboard_psi
 from uniroute.routers.serialize import AnyRouter
 from uniroute.selection.selection import model_row
 

@@ -14,13 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-
-if TYPE_CHECKING:
-    import duckdb
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +101,8 @@ def psi_from_losses(cluster_of: np.ndarray, losses: np.ndarray, k: int, models: 
 
 
 def psi_from_frame(frame: pd.DataFrame, k: int) -> Psi:
-    """Psi from the store's group-by (columns model, cluster, loss_sum, n); models in order of appearance."""
+    """Psi from the results' group-by (columns model, cluster, loss_sum, n: sql/queries/psi_by_cluster.sql, read
+    by pipeline.psi_data); models in order of appearance."""
     missing = [c for c in PSI_FRAME_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"psi frame lacks columns {missing} (has {list(frame.columns)})")
@@ -124,22 +121,6 @@ def psi_from_frame(frame: pd.DataFrame, k: int) -> Psi:
     sums[codes, clusters] = frame["loss_sum"].to_numpy(dtype=np.float64)
     counts[codes, clusters] = frame["n"].to_numpy(dtype=np.int64)
     return _psi_from_sums([str(m) for m in models], sums, counts)
-
-
-def psi_frame_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame) -> pd.DataFrame:
-    """Run sql/queries/psi_by_cluster.sql with prompt_clusters (prompt_id, cluster) registered as a relation."""
-    from uniroute import store
-
-    missing = [c for c in ("prompt_id", "cluster") if c not in prompt_clusters.columns]
-    if missing:
-        raise ValueError(f"prompt_clusters lacks columns {missing} (has {list(prompt_clusters.columns)})")
-    with store.registered(con, "prompt_clusters", prompt_clusters[["prompt_id", "cluster"]]):
-        return store.query(con, "psi_by_cluster")
-
-
-def psi_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame, k: int) -> Psi:
-    """Psi of every active model from the store's results on the prompts in prompt_clusters."""
-    return psi_from_frame(psi_frame_from_store(con, prompt_clusters), k)
 
 
 def shrunk_values(values: np.ndarray, counts: np.ndarray, strength: float) -> np.ndarray:

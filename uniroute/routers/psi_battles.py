@@ -4,7 +4,8 @@ A pool may mix evidence. Models with pointwise results keep their group-by Psi r
 Bradley-Terry anchors at strength logit(1 - Psi); models with battles only are fitted per cluster against
 them and each other (routers.bradley_terry) and get Psi = 1 - sigmoid(strength), on the same accuracy scale.
 A pool with no pointwise evidence at all is fitted jointly, every cluster centred on its average model.
-Onboarding anchors on the champion router's own rows, so a newcomer joins without refitting anybody.
+Onboarding anchors on the champion router's own rows, so a newcomer joins without refitting anybody. Frames in,
+Psi out: the pipeline reads the frames from the store (pipeline.psi_data).
 
 Shapes: K clusters; the battle frame has columns cluster, model_a, model_b, n, w (w: summed outcome of model_a).
 """
@@ -19,24 +20,14 @@ import numpy as np
 import pandas as pd
 
 from uniroute.routers.bradley_terry import DEFAULT_PRIOR, anchor_strengths, counts_from_pairs, fit_strengths
-from uniroute.routers.psi import Psi, psi_frame_from_store, psi_from_frame
+from uniroute.routers.psi import Psi, psi_from_frame
 
 if TYPE_CHECKING:
-    import duckdb
-
     from uniroute.routers.router import Router
 
 log = logging.getLogger(__name__)
 
 BATTLE_FRAME_COLUMNS = ("cluster", "model_a", "model_b", "n", "w")
-
-
-def battle_frame_from_store(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame) -> pd.DataFrame:
-    """Run sql/queries/battles_by_cluster.sql with prompt_clusters (prompt_id, cluster) registered."""
-    from uniroute import store
-
-    with store.registered(con, "prompt_clusters", prompt_clusters[["prompt_id", "cluster"]]):
-        return store.query(con, "battles_by_cluster")
 
 
 def _concat(first: Psi | None, second: Psi) -> Psi:
@@ -80,11 +71,9 @@ def psi_from_battles(battles: pd.DataFrame, k: int, anchors: Psi | None = None, 
     return Psi(tuple(free), 1.0 - quality, np.rint(fit.battles.T[rows]).astype(np.int64))
 
 
-def psi_with_battles(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame, k: int) -> Psi:
-    """Psi of every active model on the prompts in prompt_clusters: the pointwise group-by, plus rows from
-    battles for the models that have battles there but no results (the build's Psi)."""
-    frame = psi_frame_from_store(con, prompt_clusters)
-    battles = battle_frame_from_store(con, prompt_clusters)
+def psi_with_battles(frame: pd.DataFrame, battles: pd.DataFrame, k: int) -> Psi:
+    """Psi of every model in the pointwise group-by `frame` (routers.psi.PSI_FRAME_COLUMNS), plus rows from
+    `battles` for the models that have battles there but no results (the build's Psi)."""
     if battles.empty:
         return psi_from_frame(frame, k)
     pointwise = psi_from_frame(frame, k) if len(frame) else None
@@ -94,20 +83,17 @@ def psi_with_battles(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFra
     return _concat(pointwise, psi_from_battles(battles, k, anchors=pointwise))
 
 
-def onboard_psi(con: duckdb.DuckDBPyConnection, prompt_clusters: pd.DataFrame, models: Sequence[str],
-                router: Router) -> Psi:
-    """Psi rows of `models` on the router's frozen clusters: from their results where they have some, else from
-    their battles against the router's models (their rows kept fixed: nobody is refitted). Models with neither
-    are left out."""
+def onboard_psi(frame: pd.DataFrame, battles: pd.DataFrame, models: Sequence[str], router: Router) -> Psi:
+    """Psi rows of `models` on the router's frozen clusters: from their results in the pointwise group-by `frame`
+    where they have some, else from their `battles` against the router's models (their rows kept fixed: nobody
+    is refitted). Models with neither are left out. `battles` is used only for models without results."""
     counts = router.psi_counts if router.psi_counts is not None else np.zeros(router.psi.shape, dtype=np.int64)
     pool = Psi(router.models, router.psi, counts)
-    frame = psi_frame_from_store(con, prompt_clusters)
     frame = frame[frame["model"].isin(models)]
     pointwise = psi_from_frame(frame, pool.k) if len(frame) else None
     rest = [m for m in models if pointwise is None or m not in pointwise.models]
     if not rest:
         return pointwise
-    battles = battle_frame_from_store(con, prompt_clusters)
     rest = [m for m in rest if m in set(battles["model_a"]) | set(battles["model_b"])]
     if not rest:
         return pointwise if pointwise is not None else Psi((), np.zeros((0, pool.k)), np.zeros((0, pool.k)))
