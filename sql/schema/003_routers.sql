@@ -54,13 +54,19 @@ create table if not exists router_mlflow (
     logged_at     timestamp not null
 );
 
--- Grain: one row per (router_id, model, cluster): a model's mean loss on one cluster, with its evidence.
+-- Grain: one row per (router_id, model, cluster): a model's mean loss on one cluster, with its evidence, the
+-- cell routing uses and what users read about it (routers/psi.cell_frame; pipeline/registry.psi_table writes them).
 create table if not exists psi (
-    router_id varchar not null,
-    model     varchar not null,
-    cluster   integer not null,
-    loss      double not null,
-    n         bigint not null,          -- validation prompts behind the cell; 0 = fallback to overall mean
+    router_id    varchar not null,
+    model        varchar not null,
+    cluster      integer not null,
+    loss         double not null,       -- the measured mean loss on the cluster's validation prompts
+    n            bigint not null,       -- validation prompts behind the cell; 0 = fallback to overall mean
+    routing_loss double,                -- the cell the router routes by: loss, shrunk toward the model's overall
+                                        -- loss by its evidence for count-aware Psi (kind kmeans_shrunk)
+    error_lo     double,                -- 95% Wilson interval of loss; null in rows written before it was stored
+    error_hi     double,
+    sparse       boolean,               -- fewer labelled prompts behind the cell than routers/psi.py SPARSE_CELL
     primary key (router_id, model, cluster)
 );
 

@@ -16,9 +16,13 @@ select p.version, b.grid, b.budget, b.lam, b.expected_score, b.expected_cost
 from published_budgets as b
 join (select * from publications order by created_at desc limit 1) as p on p.version = b.version;
 
--- Grain: one row per (model, cluster) of the champion: the model's validation error there and its evidence.
+-- Grain: one row per (model, cluster) of the champion: Psi cells as users read them. The measured error with its
+-- 95% Wilson interval and its evidence (prompts), the error routing uses (shrunk toward the model's overall error
+-- for count-aware Psi) and the stored flag on sparse cells. The snapshot mirror (pipeline/user_sql.py
+-- SNAPSHOT_VIEWS) answers with the same columns while a writer holds the store.
 create or replace view model_cluster_errors as
-select psi.router_id, psi.model, psi.cluster, psi.loss as error, 1 - psi.loss as accuracy, psi.n as prompts
+select psi.router_id, psi.model, psi.cluster, psi.loss as error, 1 - psi.loss as accuracy, psi.n as prompts,
+       psi.error_lo, psi.error_hi, psi.routing_loss as routing_error, psi.sparse
 from psi join champion_router as c on c.router_id = psi.router_id;
 
 -- Grain: one row per model: status, the cost the champion uses, validation/test accuracy, and how many

@@ -20,15 +20,16 @@ from uniroute import store
 from uniroute.pipeline import snapshot
 from uniroute.routers.psi import SPARSE_CELL
 
-# The store's views, rebuilt over a snapshot's tables (same names and columns as in sql/schema/004_views.sql).
+# The store's views, rebuilt over a snapshot's tables (same names and columns as in sql/schema/004_views.sql:
+# tests/sql/test_columns.py compares them).
 SNAPSHOT_VIEWS = {
     "current_routing_table": "select version, router_id, cluster, grid, budget, lam, model from published_routes",
     "current_budgets": "select version, grid, budget, lam, expected_score, expected_cost from published_budgets",
     "model_cluster_errors": "select router_id, model, cluster, loss as error, 1 - loss as accuracy, n as prompts, "
-                            "error_lo, error_hi, coalesce(routing_loss, loss) as routing_error, "
-                            f"coalesce(sparse, n < {SPARSE_CELL}) as sparse from psi",
+                            "error_lo, error_hi, routing_loss as routing_error, sparse from psi",
 }
-# Columns a snapshot published before they existed lacks (sql/schema/007, 008): null, as in the store's old rows.
+# Columns a snapshot published before they existed lacks, filled as sql/migrations/001 fills the store's old rows:
+# routing by the measured cell, sparse by the threshold, no interval.
 LATER_PSI_COLUMNS = ("routing_loss", "error_lo", "error_hi", "sparse")
 
 
@@ -50,7 +51,8 @@ def snapshot_tables(snap: snapshot.Snapshot) -> dict[str, pd.DataFrame]:
     }
     if snapshot.PSI_FILE in snap.files:
         psi = snap.table(snapshot.PSI_FILE).assign(router_id=router_id)
-        tables["psi"] = psi.assign(**{c: None for c in LATER_PSI_COLUMNS if c not in psi.columns})
+        filled = {"routing_loss": psi["loss"], "error_lo": None, "error_hi": None, "sparse": psi["n"] < SPARSE_CELL}
+        tables["psi"] = psi.assign(**{c: filled[c] for c in LATER_PSI_COLUMNS if c not in psi.columns})
     return tables
 
 

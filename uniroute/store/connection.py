@@ -45,6 +45,9 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
     except IncompatibleStore as exc:
         con.close()
         raise StoreError(f"{db_path}: {exc}") from exc
+    except BaseException:
+        con.close()  # an open connection would keep the file from being opened again by this process
+        raise
     return con
 
 

@@ -1,12 +1,24 @@
-"""The numbered, idempotent DDL files of sql/schema/, applied in order on every read-write connection."""
+"""The store's shape: sql/schema/ (current, idempotent DDL) applied on every read-write connection, sql/migrations/
+(one file per version step) applied once to a store written at an older version, and the version recorded.
+
+sql/schema/NNN_*.sql declares every relation in its current shape (`create table if not exists`, `create or
+replace view`), so a new store is created by them alone. A change to an existing table's shape also adds
+sql/migrations/NNN_*.sql, numbered by the schema version it brings a store to; the newest number is this code's
+SCHEMA_VERSION. A store that recorded an older version (or none: version 0, written before versions were
+recorded) gets the missing migrations, then the schema files, and a `schema_version` row per migration, all in one
+transaction, so a kill leaves it at its old version. A store at a newer version than this code knows is refused.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
 SQL_DIR = Path(__file__).resolve().parent.parent.parent / "sql"
+CREATED = "created"  # schema_version.applied of a store created at its version (not upgraded to it)
 
 
 class IncompatibleStore(RuntimeError):
@@ -18,8 +30,34 @@ def schema_files() -> list[Path]:
     return sorted((SQL_DIR / "schema").glob("[0-9][0-9][0-9]_*.sql"))
 
 
-def _check_compatible(con: duckdb.DuckDBPyConnection) -> None:
-    """Refuse a store whose router versions are pickles (written before routers were stored as npz)."""
+def migration_files() -> list[Path]:
+    """The numbered migration files, oldest first; each file's number is the version it brings a store to."""
+    return sorted((SQL_DIR / "migrations").glob("[0-9][0-9][0-9]_*.sql"))
+
+
+def _number(path: Path) -> int:
+    return int(path.name[:3])
+
+
+def schema_version() -> int:
+    """The schema version this code creates and upgrades stores to: the newest migration's number."""
+    return max((_number(p) for p in migration_files()), default=0)
+
+
+def recorded_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The store's schema version: None for a new, empty store; 0 for one written before versions were recorded."""
+    tables = {r[0] for r in con.execute(
+        "select table_name from information_schema.tables "
+        "where table_catalog = current_database() and table_schema = 'main' and table_type = 'BASE TABLE'"
+    ).fetchall()}
+    if "schema_version" in tables:
+        return int(con.execute(_query_text("schema_version_current")).fetchone()[0])
+    return 0 if tables else None
+
+
+def _check_compatible(con: duckdb.DuckDBPyConnection, found: int | None) -> None:
+    """Refuse a store whose router versions are pickles (written before routers were stored as npz), or one
+    written by a newer uniroute, whose shape this code does not know."""
     old = con.execute(
         "select count(*) from information_schema.columns where table_name = 'routers' and column_name = 'artifact'"
     ).fetchone()[0]
@@ -28,10 +66,47 @@ def _check_compatible(con: duckdb.DuckDBPyConnection) -> None:
             "this store was written by an earlier uniroute that kept routers as pickles, which this version "
             "no longer loads; start a new UNIROUTE_HOME and ingest the logs again"
         )
+    if found is not None and found > schema_version():
+        raise IncompatibleStore(
+            f"this store is at schema version {found}, written by a newer uniroute; this one knows versions up to "
+            f"{schema_version()}: upgrade uniroute to open it"
+        )
+
+
+def _query_text(name: str) -> str:
+    # store.queries imports this module (SQL_DIR), so the two statements here are read directly.
+    return (SQL_DIR / "queries" / f"{name}.sql").read_text()
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Apply every schema file in order; each is idempotent."""
-    _check_compatible(con)
-    for path in schema_files():
-        con.execute(path.read_text())
+    """Bring the store to the current schema: pending migrations once, then every schema file (each idempotent),
+    recording the version reached; on a store already at it, only the idempotent schema files run."""
+    found = recorded_version(con)
+    _check_compatible(con, found)
+    target = schema_version()
+    if found == target:
+        for file in schema_files():
+            con.execute(file.read_text())
+        return
+    # Migrations run before the schema files: the views those re-create read the columns the migrations add.
+    pending = [] if found is None else [p for p in migration_files() if _number(p) > found]
+    now = datetime.now(UTC).replace(tzinfo=None)
+    reached = [(target, CREATED)] if found is None else [(_number(p), p.name) for p in pending]
+    con.execute("begin transaction")
+    file = None
+    try:
+        for file in [*pending, *schema_files()]:
+            con.execute(file.read_text())
+        for version, applied in reached:
+            con.execute(_query_text("schema_version_record"), {"version": version, "at": now, "applied": applied})
+        con.execute("commit")
+    except BaseException as exc:
+        with contextlib.suppress(duckdb.Error):  # keep the error that failed the upgrade, not the rollback's
+            con.execute("rollback")
+        if found is None or not isinstance(exc, duckdb.Error):
+            raise
+        where = f" in sql/{file.parent.name}/{file.name}" if file is not None else ""
+        raise IncompatibleStore(
+            f"upgrading the store from schema version {found} to {target} failed{where} "
+            f"({str(exc).splitlines()[0]}); nothing was changed"
+        ) from exc
