@@ -1,9 +1,11 @@
 """The store: the only door to DuckDB.
 
 Owns the connection and its sessions (`session`: the writer lock, one connection and one transaction per
-operation, recorded in the operations log), the numbered schema in `sql/schema/`, the named statements in
-`sql/queries/` and the sandbox that runs a user's SQL. Every other package reaches DuckDB through here and never
-formats a value into SQL. It imports no other uniroute stage.
+operation, recorded in the operations log), the store's shape (`schema`: the numbered DDL of `sql/schema/`, each
+relation once in its current shape, applied on every read-write connection; the version the store reached in
+`schema_version`; the files of `sql/migrations/` applied once, in one transaction, to a store written at an older
+version), the named statements in `sql/queries/` and the sandbox that runs a user's SQL. Every other package
+reaches DuckDB through here and never formats a value into SQL. It imports no other uniroute stage.
 """
 
 from uniroute.store.connection import Connection, StoreError, connect, opened
