@@ -3,10 +3,11 @@
 
 sql/schema/NNN_*.sql declares every relation in its current shape (`create table if not exists`, `create or
 replace view`), so a new store is created by them alone. A change to an existing table's shape also adds
-sql/migrations/NNN_*.sql, numbered by the schema version it brings a store to; the newest number is this code's
-SCHEMA_VERSION. A store that recorded an older version (or none: version 0, written before versions were
-recorded) gets the missing migrations, then the schema files, and a `schema_version` row per migration, all in one
-transaction, so a kill leaves it at its old version. A store at a newer version than this code knows is refused.
+sql/migrations/NNN_*.sql, numbered by the schema version it brings a store to; the newest number is the version
+this code creates (schema_version()). A store that recorded an older version (or none: version 0, written before
+versions were recorded) gets the missing migrations, then the schema files, and a `schema_version` row per
+migration, all in one transaction, so a kill leaves it at its old version. A store at a newer version than this
+code knows is refused.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     try:
         for file in [*pending, *schema_files()]:
             con.execute(file.read_text())
+        file = None
         for version, applied in reached:
             con.execute(_query_text("schema_version_record"), {"version": version, "at": now, "applied": applied})
         con.execute("commit")
