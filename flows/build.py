@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from distributed import worker_client
 from prefect import flow, get_run_logger, task
-from prefect_dask import DaskTaskRunner, get_dask_client
+from prefect_dask import DaskTaskRunner
 
 from flows.common import flow_settings, library_log_in_run, reconcile_store
 from flows.report import build_run_name, rename_run, report_build, started
@@ -18,16 +19,22 @@ from uniroute.settings import Settings
 @task(name="embed-new-prompts")
 def embed_new_prompts(db_path: str, embedder_name: str, cache_dir: str, wait_seconds: float) -> int:
     """Embed the uncached prompts in batches on the Dask cluster's workers; returns the prompts looked up."""
-    with get_dask_client() as client, store.session(db_path, "embed", inputs=embedder_name,
-                                                     wait_seconds=wait_seconds, atomic=False) as s:
+    # worker_client secedes this task from its worker's thread pool while the encode tasks it submits run, and
+    # rejoins after: with prefect_dask's get_dask_client (a plain new Client) the task kept its thread while it
+    # waited, so a cluster with one worker thread in all deadlocked here, holding the store's writer lock.
+    with worker_client() as client, store.session(db_path, "embed", inputs=embedder_name,
+                                                   wait_seconds=wait_seconds, atomic=False) as s:
         embedder = embed.make_embedder(embedder_name, progress=False, cache_dir=Path(cache_dir))
         return len(embed.embed_cached(s.con, build_data.prompt_texts(s.con), embedder, client=client))
 
 # The in-process scheduler and the nannies log every start, connection and stop at INFO, and those lines reach
-# the console through the root handler Prefect installs: LocalCluster's silence_logs does not cover them.
-for _name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core",
-              "distributed.http.proxy", "distributed.worker"):
+# the console through the root handler Prefect installs: LocalCluster's silence_logs does not cover them. On a
+# loaded machine a nanny also warns that its worker took over 4 s to stop before it kills it at shutdown: routine
+# for a local cluster that is going away, so the nanny speaks only on errors.
+for _name in ("distributed", "distributed.scheduler", "distributed.core", "distributed.http.proxy",
+              "distributed.worker"):
     logging.getLogger(_name).setLevel(logging.WARNING)
+logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
 
 
 def dask_task_runner(settings: Settings) -> DaskTaskRunner:

@@ -75,7 +75,7 @@ def reconcile_store(settings: Settings) -> list[str]:
     with store.session(settings.db_path, "reconcile", wait_seconds=settings.store_wait_seconds,
                        on_wait=logger.info) as s:
         report = reconcile(s, settings.published_dir, *settings.tracking,
-                           inbox_dir=settings.inbox_dir, cache_dir=settings.cache_dir)
+                           inbox_dir=settings.inbox_dir, cache_dir=settings.cache_dir, onboard_missing=False)
     # Every finding is already in the run's log (the library logs it at INFO); a repair or a broken invariant
     # is also a warning, on the console too.
     for finding in report.findings:

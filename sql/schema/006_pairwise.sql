@@ -28,27 +28,46 @@ create table if not exists prompt_attributes (
 );
 
 -- Grain: one row per ordered pair of distinct models of the champion router: how alike their Psi rows are.
--- `cosine`: cosine similarity of the two rows of per-cluster losses; `mean_abs_difference`: their mean absolute
--- difference per cluster; `sampling_difference`: what that mean would be for two draws of one model, from
--- the prompts (or battles) behind each cell (sqrt(2/pi) * sqrt(q (1 - q) (1/n_a + 1/n_b)), q the pair's mean
--- accuracy there). A near duplicate (a pool smell: the router tells the two apart by cost only) differs by no
--- more than sampling would. uniroute.routers.similarity computes the same numbers.
+-- `cosine`: cosine similarity of the two rows of per-cluster losses after each cluster's pool mean is taken out
+-- (raw rows mostly say which clusters are hard for everyone); `mean_abs_difference`: their mean absolute
+-- difference per cluster; `sampling_difference`: what that mean would be for two draws of one model
+-- (sqrt(2/pi) * sd, sd = sqrt(q (1 - q) (1/n_a + 1/n_b)), q the pair's mean accuracy there); `z`: the overall
+-- paired difference in standard errors; `chi2`: the sum of squared per-cluster differences in standard errors.
+-- A near duplicate (a pool smell: the router tells the two apart by cost only) differs neither overall
+-- (|z| <= 1.96) nor in pattern (chi2 within its 95th percentile). uniroute.routers.similarity computes the same.
 create or replace view model_similarity as
 with cells as (
     select p.model, p.cluster, p.loss, greatest(p.n, 1) as n
     from psi as p join champion_router as c on c.router_id = p.router_id
 ),
-pairs as (
+centred as (  -- each cluster's pool mean loss taken out: what is left distinguishes the models
+    select *, loss - avg(loss) over (partition by cluster) as centred_loss from cells
+),
+paired as (
     select
         a.model as model_a,
         b.model as model_b,
-        sum(a.loss * b.loss) / nullif(sqrt(sum(a.loss * a.loss) * sum(b.loss * b.loss)), 0) as cosine,
-        avg(abs(a.loss - b.loss)) as mean_abs_difference,
-        sqrt(2 / pi()) * avg(sqrt((1 - (a.loss + b.loss) / 2) * ((a.loss + b.loss) / 2) * (1.0 / a.n + 1.0 / b.n)))
-            as sampling_difference
-    from cells as a
-    join cells as b on a.cluster = b.cluster and a.model <> b.model
-    group by a.model, b.model
+        a.centred_loss as ca,
+        b.centred_loss as cb,
+        a.loss - b.loss as d,
+        sqrt(least(greatest(1 - (a.loss + b.loss) / 2, 0.01), 0.99)
+             * (1 - least(greatest(1 - (a.loss + b.loss) / 2, 0.01), 0.99)) * (1.0 / a.n + 1.0 / b.n)) as sd
+    from centred as a
+    join centred as b on a.cluster = b.cluster and a.model <> b.model
+),
+pairs as (
+    select
+        model_a,
+        model_b,
+        coalesce(sum(ca * cb) / nullif(sqrt(sum(ca * ca) * sum(cb * cb)), 0), 0) as cosine,
+        avg(abs(d)) as mean_abs_difference,
+        sqrt(2 / pi()) * avg(sd) as sampling_difference,
+        sum(d / (sd * sd)) / sqrt(sum(1 / (sd * sd))) as z,
+        sum((d / sd) * (d / sd)) as chi2,
+        -- 95th percentile of chi-square with K degrees of freedom (Wilson-Hilferty), as routers/similarity.py
+        count(*) * pow(1 - 2 / (9.0 * count(*)) + 1.645 * sqrt(2 / (9.0 * count(*))), 3) as chi2_limit
+    from paired
+    group by model_a, model_b
 )
-select *, mean_abs_difference <= sampling_difference as near_duplicate
+select *, abs(z) <= 1.96 and chi2 <= chi2_limit as near_duplicate
 from pairs;

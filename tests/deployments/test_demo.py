@@ -21,7 +21,12 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
                           text=True, timeout=900)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
-    assert "event -> onboarding run" in output and "Completed" in output
+    # The event-triggered run is the one that onboards (a child router version), not the reconciliation at the
+    # start of some flow: its line names the newcomer and the child version, and nothing was "already routable".
+    event_line = next(line for line in output.splitlines() if line.startswith("event -> onboarding run"))
+    assert "Completed" in event_line and "onboarded " in event_line and " -> " in event_line, event_line
+    assert "already routable" not in output and "repaired pool" not in output
+    assert "1. Benchmark logs land in the inbox" in output and "inbox: benchmark_logs.parquet" in output
     assert "router kinds compared on validation prompts" in output
     noisy = [line for line in output.splitlines()
              if "Warning" in line or "warnings.warn" in line or "| distributed." in line

@@ -33,7 +33,9 @@ def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
 
 @pytest.fixture
 def external_scheduler(tmp_path, prefect_harness):
-    """A scheduler and one two-thread worker started outside the flow; yields the scheduler's address."""
+    """A scheduler and one worker with ONE thread started outside the flow; yields the scheduler's address.
+
+    One thread in the whole cluster is where a task that waits for tasks it submitted deadlocks (issue 24)."""
     from distributed import Client
 
     from deployments.serve import free_port
@@ -44,7 +46,7 @@ def external_scheduler(tmp_path, prefect_harness):
     processes = [
         _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
                 "--dashboard-address", "127.0.0.1:0"], env, tmp_path / "scheduler.log"),
-        _start(["distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "2", "--no-dashboard"],
+        _start(["distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
                env, tmp_path / "worker.log"),
     ]
     try:

@@ -24,7 +24,9 @@ def test_cosines_order_and_near_duplicates_by_hand() -> None:
     position = {m: i for i, m in enumerate(sim.models)}
     assert abs(position["twin-a"] - position["twin-b"]) == 1  # alike models sit side by side
     i, j = position["twin-a"], position["far"]
-    expected = (0.3 * 0.9 + 0.4 * 0.1) / (0.5 * math.hypot(0.9, 0.1))
+    # Centred rows: each cluster's pool mean (0.575, 0.3) is taken out first.
+    twin, far = np.array([0.3 - 0.575, 0.4 - 0.3]), np.array([0.9 - 0.575, 0.1 - 0.3])
+    expected = twin @ far / (np.linalg.norm(twin) * np.linalg.norm(far))
     assert sim.cosine[i, j] == pytest.approx(expected) and sim.cosine[i, i] == pytest.approx(1.0)
     assert sim.mean_abs_difference[i, j] == pytest.approx((0.6 + 0.3) / 2)
     # twin-a and twin-b have identical rows: near duplicates; other pairs differ by far more than sampling.
@@ -38,6 +40,19 @@ def test_few_prompts_make_a_small_difference_indistinguishable_from_sampling() -
     rows = np.array([[0.30, 0.50], [0.35, 0.45]])
     assert model_similarity(Psi(("a", "b"), rows, np.full((2, 2), 10))).near_duplicates()
     assert not model_similarity(Psi(("a", "b"), rows, np.full((2, 2), 10_000))).near_duplicates()
+
+
+def test_a_model_better_everywhere_by_a_little_is_no_duplicate_once_the_clusters_add_up() -> None:
+    """The 8B and 51B models of one family: accuracies .563 and .611, alike in which clusters are hard."""
+    hardness = np.linspace(0.2, 0.7, 20)
+    rows = np.array([hardness + 0.024, hardness - 0.024])  # 0.048 apart in every cluster
+    sim = model_similarity(Psi(("8b", "51b"), rows, np.full((2, 20), 60)))
+    assert not sim.near_duplicates()  # per cell within sampling noise, overall z about 2.4
+    assert abs(sim.z[0, 1]) > 1.96 and sim.mean_abs_difference[0, 1] < sim.sampling_difference[0, 1]
+    # With a third model the centred rows show what distinguishes them: the two sit on either side.
+    three = model_similarity(Psi(("8b", "51b", "mid"), np.vstack([rows, hardness]), np.full((3, 20), 60)))
+    index = {m: i for i, m in enumerate(three.models)}
+    assert three.cosine[index["8b"], index["51b"]] < 0
 
 
 def test_the_sql_view_computes_the_same_numbers(champion_db) -> None:  # noqa: F811
@@ -55,7 +70,10 @@ def test_the_sql_view_computes_the_same_numbers(champion_db) -> None:  # noqa: F
         assert row.cosine == pytest.approx(sim.cosine[i, j])
         assert row.mean_abs_difference == pytest.approx(sim.mean_abs_difference[i, j])
         assert row.sampling_difference == pytest.approx(sim.sampling_difference[i, j])
-        assert row.near_duplicate == (sim.mean_abs_difference[i, j] <= sim.sampling_difference[i, j])
+        assert row.z == pytest.approx(sim.z[i, j]) and row.chi2 == pytest.approx(sim.chi2[i, j])
+        assert row.chi2_limit == pytest.approx(sim.chi2_limit)
+        assert row.near_duplicate == any({row.model_a, row.model_b} == {p["model_a"], p["model_b"]}
+                                         for p in sim.near_duplicates())
 
 
 def test_cli_draws_the_map_of_a_log_and_of_the_champion(champion_db, tmp_path, monkeypatch) -> None:  # noqa: F811

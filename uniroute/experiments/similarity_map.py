@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,10 @@ def similarity_json(similarity: Similarity, **about: Any) -> dict[str, Any]:
         "cosine": np.round(similarity.cosine, 6).tolist(),
         "mean_abs_difference": np.round(similarity.mean_abs_difference, 6).tolist(),
         "near_duplicates": similarity.near_duplicates(),
+        "z": np.round(similarity.z, 4).tolist(),
+        "chi2": np.round(similarity.chi2, 4).tolist(),
+        "chi2_limit": round(similarity.chi2_limit, 4),
+        "cosine_of": "Psi rows centred on each cluster's pool mean",
         "order": "average-linkage hierarchical clustering on 1 - cosine, leaves in optimal order",
     }
 
@@ -41,8 +46,8 @@ def similarity_json(similarity: Similarity, **about: Any) -> dict[str, Any]:
 def near_duplicate_lines(similarity: Similarity) -> list[str]:
     """One line per near-duplicate pair, for a terminal."""
     return [
-        f"near duplicates: {p['model_a']} and {p['model_b']} (Psi rows differ by {p['mean_abs_difference']:.4f} on "
-        f"average, sampling alone would give {p['sampling_difference']:.4f}; cosine {p['cosine']:.4f})"
+        f"near duplicates: {p['model_a']} and {p['model_b']} (overall difference {p['z']:+.2f} standard errors, "
+        f"per-cluster chi-square {p['chi2']:.1f} within {similarity.chi2_limit:.1f}: no more than sampling gives)"
         for p in similarity.near_duplicates()
     ]
 
@@ -69,11 +74,13 @@ def write_similarity_map(similarity: Similarity, path: Path, title: str) -> None
         i, j = index[pair["model_a"]], index[pair["model_b"]]
         for r, c in ((i, j), (j, i)):
             ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="cosine similarity of Psi rows")
-    ax.set_title(title + ("\nred: near duplicates (differ no more than sampling would)"
-                          if similarity.near_duplicates() else ""), fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="cosine similarity of centred Psi rows")
+    # Wrapped to the figure's width and saved with a tight box: a long log or router name used to be cut off.
+    lines = textwrap.wrap(title, width=max(30, int(9 * size))) + (
+        ["red: near duplicates (differ no more than sampling would)"] if similarity.near_duplicates() else [])
+    ax.set_title("\n".join(lines), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)
 
 

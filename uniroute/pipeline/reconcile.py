@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Finding:
     """One checked invariant: 'ok'; 'synced' (derived state brought up to date, the normal follow-up of an
-    operation); 'repaired' (it did not hold, a sign of an interrupted run, and now does); 'broken' (it does not
-    hold)."""
+    operation); 'pending' (work another run is about to do, e.g. an onboarding its event triggered); 'repaired'
+    (it did not hold, a sign of an interrupted run, and now does); 'broken' (it does not hold)."""
 
     check: str
     status: str
@@ -59,12 +59,20 @@ class Report:
         return [f.line() for f in self.findings]
 
 
-def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: Path | None) -> None:
+def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: Path | None,
+                onboard_missing: bool) -> None:
     missing = missing_from_champion(con)
     if not missing:
         champion = registry.champion_id(con)
         report.add("pool", "ok", f"every active model is routed by champion {champion}" if champion
                    else "no champion yet (nothing built)")
+        return
+    if repair and not onboard_missing:
+        # Where results that land trigger an onboarding run (the inbox flow's event), that run adds the models;
+        # reconciliation at the start of a flow must not do its job first. Nothing is lost if the run died:
+        # `uniroute doctor` and the next build add every such model.
+        report.add("pool", "pending", f"active models {missing} wait for their onboarding run "
+                   "(the event their results emitted; `uniroute onboard` or `uniroute doctor` adds them too)")
         return
     if not repair:
         report.add("pool", "broken", f"active models {missing} are not in the champion router")
@@ -151,12 +159,17 @@ def reconcile(
     inbox_dir: Path | None = None,
     repair: bool = True,
     cache_dir: Path | None = None,
+    onboard_missing: bool = True,
 ) -> Report:
-    """Check every invariant in the caller's session and, with repair, restore what is derived from the store."""
+    """Check every invariant in the caller's session and, with repair, restore what is derived from the store.
+
+    onboard_missing False (a flow's start): active models missing from the champion are reported as pending,
+    not onboarded: their event-triggered onboarding run adds them.
+    """
     report = Report()
     report.add("operations", "repaired" if s.interrupted else "ok",
                f"marked interrupted: {', '.join(s.interrupted)}" if s.interrupted else "no run was left unfinished")
-    _check_pool(s.con, report, repair, cache_dir)
+    _check_pool(s.con, report, repair, cache_dir, onboard_missing)
     _check_published(s.con, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
     if tracking_uri is not None and artifact_root is not None:
