@@ -35,7 +35,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run_all
+	$(BIN)/python -m benchmarks.runner
 
 # Prefect on 4200 and MLflow on 5000 (UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT) in the background, with a
 # runner serving prefect.yaml's deployments; logs and pid files in $UNIROUTE_HOME/logs. `make serve

@@ -1,0 +1,17 @@
+"""Speed, memory and quality measurements, grouped by what they measure; every figure the README and docs/ quote.
+
+- `runner`: the one runner and measurement module (`make bench` = `python -m benchmarks.runner`): wall and CPU
+  seconds, load average, peak memory, machine and commit, and the JSON each benchmark writes to
+  benchmarks/results/.
+- `speed/`: how fast one thing is (routing, `uniroute route`, ingest, the embedders, the evaluation) and the
+  README's speed table generated from their results (`speed.table`).
+- `scale/`: the whole pipeline at size (`scale.pipeline`: the mmlu_pro_cot29 build, onboarding and publish, a
+  1M x 100 synthetic build, start-up imports) and the library operations its sections call.
+- `quality/`: routing quality as the docs report it (docs/results.md and the README's quality table from the
+  evaluation JSONs; docs/results/embedders.md) and the README-block rewriter both tables use.
+- `paper/`: the paper's further experiments (pairwise preferences, transfer, prompt attributes, LLM
+  similarity), their rule-made attribute labels, and the page docs/results/paper_extensions.md.
+
+Modules import the runner and downward (paper -> quality -> runner, speed -> scale/quality -> runner); no two
+import each other (tests/test_architecture.py).
+"""

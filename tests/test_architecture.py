@@ -98,8 +98,8 @@ def test_compute_rooms_never_touch_the_store(path: Path) -> None:
     assert not touching, f"{_module_name(path)} imports {touching}: read the store in pipeline/, pass frames in"
 
 
-def test_no_import_cycles_between_library_modules() -> None:
-    modules = {_module_name(p): p for p in LIBRARY_FILES}
+def _assert_no_import_cycles(files: list[Path]) -> None:
+    modules = {_module_name(p): p for p in files}
     graph = {m: {n for n in _imports(p) if n in modules and n != m} for m, p in modules.items()}
     # Package __init__ files re-export their children; an edge into a package's own children is not a cycle.
     for m in graph:
@@ -119,6 +119,15 @@ def test_no_import_cycles_between_library_modules() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+def test_no_import_cycles_between_library_modules() -> None:
+    _assert_no_import_cycles(LIBRARY_FILES)
+
+
+def test_no_import_cycles_between_benchmark_modules() -> None:
+    # benchmarks/ is grouped by what it measures (speed/, scale/, quality/, paper/) around one runner module.
+    _assert_no_import_cycles(sorted((REPO / "benchmarks").rglob("*.py")))
 
 
 def test_every_package_says_what_it_owns_and_docs_name_it() -> None:

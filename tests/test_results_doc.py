@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import results_doc
-from benchmarks.readme_block import rewrite_block
+from benchmarks.quality import results_doc
+from benchmarks.quality.readme_block import rewrite_block
 
 
 @pytest.fixture(scope="module")

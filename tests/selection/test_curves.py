@@ -124,7 +124,7 @@ def test_ties_go_to_the_cheaper_model() -> None:
 def test_repeated_gamma_rows_walk_once_with_the_events_of_walking_every_row() -> None:
     # Cluster routers give every prompt of a cluster the same gamma row; the path walks each distinct row once.
     # Its events must be exactly (same order, same floats) those of walking every prompt, ties included.
-    from uniroute.selection.curves import _row_groups, _switch_steps
+    from uniroute.routers.lambda_path import _row_groups, _switch_steps
 
     rng = np.random.default_rng(5)
     psi = rng.integers(0, 4, (7, 5)) / 4  # few values: equal crossings across clusters occur

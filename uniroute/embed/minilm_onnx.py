@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 # "int8-per-channel": dynamic quantization, int8 weights with one scale per output channel, activations
 # quantized per batch at run time. Per-tensor scales lose much more (cosine to MiniLM about 0.94 against
-# 0.99, benchmarks/embedding.py), so they are not offered. "none": the float32 graph (identical vectors).
+# 0.99, benchmarks/speed/embedding.py), so they are not offered. "none": the float32 graph (identical vectors).
 QUANTIZATIONS = ("int8-per-channel", "none")
 ONNX_OPSET = 17
 MODEL_FILE = "model.onnx"

@@ -12,6 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from uniroute.routers.kmeans import as_float32_matrix
+from uniroute.routers.lambda_path import (  # noqa: F401 - argmin_cheapest re-exported: it was defined here
+    argmin_cheapest,
+    lambda_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -20,14 +24,6 @@ ROUTE_BLOCK = 4096  # rows per block when routing through gamma (a soft map or K
 
 class EmbedderMismatch(ValueError):
     """Prompts embedded by one embedder were given to a router fitted on another."""
-
-
-def argmin_cheapest(scores: np.ndarray, costs: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """(n,) entry of candidates minimising scores (n, M)[:, m]; ties go to the cheaper, then the lower index."""
-    # Reorder the candidate columns by (cost, index): argmin returns the first minimum, which is then the
-    # cheapest among tied models and, among equal costs, the lowest index.
-    order = candidates[np.lexsort((candidates, costs[candidates]))]
-    return order[np.argmin(scores[:, order], axis=1)]
 
 
 class RoutingRule:
@@ -135,49 +131,22 @@ def lambda_for_mean_cost(
 ) -> tuple[float | None, float]:
     """Smallest lambda at which the weighted mean routed cost is <= target, and the least reachable cost.
 
-    rows (R, P): distinct gamma rows; costs (P,); weights (R,) summing to 1. Walks each row's lower envelope
-    of the lines gamma_m + lambda * c_m as lambda grows from 0: the choice only ever moves to cheaper models,
-    and each switch is an event (lambda, cost drop). The mean cost is a non-increasing step function of
-    lambda, right-continuous because ties go to the cheaper model, so the answer is 0 or one of the events.
+    rows (R, P): distinct gamma rows; costs (P,); weights (R,) summing to 1. Along the rule's path over lambda
+    (lambda_path) the choice only ever moves to cheaper models, and each switch is an event (lambda, cost drop).
+    The mean cost is a non-increasing step function of lambda, right-continuous because ties go to the cheaper
+    model, so the answer is 0 or one of the events.
     """
-    n_rows, p = rows.shape
-    idx = np.arange(p)
-    ar = np.arange(n_rows)
-    cur = argmin_cheapest(rows, costs, idx)  # (R,) choice at lambda = 0
-    cur_lam = np.zeros(n_rows)
-    mean_cost0 = float(weights @ costs[cur])
-    ev_lam: list[np.ndarray] = []
-    ev_drop: list[np.ndarray] = []
-    for _ in range(p):
-        c_cur = costs[cur][:, None]  # (R, 1)
-        g_cur = rows[ar, cur][:, None]
-        cheaper = costs[None, :] < c_cur  # (R, P)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cross = np.where(cheaper, (rows - g_cur) / (c_cur - costs[None, :]), np.inf)
-        # A cheaper model can only overtake at or after the current lambda (else it would be chosen already).
-        cross = np.maximum(cross, cur_lam[:, None])
-        nxt_lam = cross.min(axis=1)
-        active = np.isfinite(nxt_lam)
-        if not active.any():
-            break
-        # Among models crossing at the same lambda, the cheapest wins (then the lowest index).
-        tied = np.where(cross == nxt_lam[:, None], 0.0, np.inf)
-        nxt = argmin_cheapest(tied, costs, idx)
-        ev_lam.append(nxt_lam[active])
-        ev_drop.append(weights[active] * (costs[cur[active]] - costs[nxt[active]]))
-        cur = np.where(active, nxt, cur)
-        cur_lam = np.where(active, nxt_lam, cur_lam)
-    min_cost = float(weights @ costs[cur])
+    path = lambda_path(rows, costs)
+    mean_cost0 = float(weights @ costs[path.start])
+    min_cost = float(weights @ costs[path.end])
     if mean_cost0 <= target:
         return 0.0, mean_cost0
-    if not ev_lam or min_cost > target * (1 + 1e-12):
+    if path.lam.size == 0 or min_cost > target * (1 + 1e-12):
         return None, min_cost
-    lams = np.concatenate(ev_lam)
-    drops = np.concatenate(ev_drop)
-    order = np.argsort(lams, kind="stable")
-    lams, drops = lams[order], drops[order]
+    drops = weights[path.row] * (costs[path.old] - costs[path.new])
     # Group events at an identical lambda: the step happens once for all of them.
-    uniq, first = np.unique(lams, return_index=True)
+    uniq, first = np.unique(path.lam, return_index=True)
     mean_after = mean_cost0 - np.add.reduceat(drops, first).cumsum()
     hit = np.nonzero(mean_after <= target * (1 + 1e-12))[0]
-    return float(uniq[hit[0]]), min_cost
+    # A target at the least reachable cost may miss the accumulated steps by an ulp: the last event reaches it.
+    return float(uniq[hit[0] if hit.size else -1]), min_cost

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from uniroute.routers.lambda_path import LambdaPath, lambda_path
+
 log = logging.getLogger(__name__)
 
 # Normalised-cost grid on which per-trial curves are averaged for the plot and the JSON.
@@ -88,22 +90,15 @@ def curve_metrics(curve: Curve, best_score: float, best_cost: float) -> dict[str
     }
 
 
-@dataclass(frozen=True)
-class SwitchPath:
-    """Each prompt's routed model as lambda grows: a start model and switch events to cheaper models."""
-
-    start: np.ndarray  # (n,) model index at lambda = 0
-    row: np.ndarray  # (E,) prompt of each event, events sorted by lambda
-    lam: np.ndarray  # (E,) lambda at which the switch happens (the new model is chosen from here on)
-    old: np.ndarray  # (E,) model before the switch
-    new: np.ndarray  # (E,) model after
+# Each prompt's routed model as lambda grows: a start model and switch events to cheaper models.
+SwitchPath = LambdaPath
 
 
 def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
     """Exact routing path of argmin_m gamma[i, m] + lam * costs[m] over lam >= 0 (ties: cheaper, lower index).
 
-    gamma (n, M), costs (M,). Walks each prompt's lower envelope of lines: the choice only ever moves to
-    cheaper models, at most M - 1 times, so the whole path costs O(n M^2) and every switch is exact.
+    gamma (n, M), costs (M,), as float64: the rule's own path (routers.lambda_path), which walks identical gamma
+    rows (every prompt of a cluster) once.
     """
     gamma = np.asarray(gamma, dtype=np.float64)
     costs = np.asarray(costs, dtype=np.float64)
@@ -112,85 +107,7 @@ def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
         raise ValueError(f"costs has shape {costs.shape}, expected ({m},)")
     if not np.all(np.isfinite(gamma)):
         raise ValueError("gamma must be finite")
-    group = _row_groups(gamma)
-    if group is None:
-        start, steps = _switch_steps(gamma, costs)
-    else:
-        # Prompts with identical gamma rows (every prompt of a cluster, for the K-means kinds) walk identical
-        # paths: walk each distinct row once and give its events to its prompts, step by step in ascending
-        # prompt order, which is exactly the event order of walking every prompt.
-        first, inverse = group
-        start_u, steps_u = _switch_steps(gamma[first], costs)
-        start = start_u[inverse]
-        steps = []
-        for rows_u, lam_u, old_u, new_u in steps_u:
-            at = np.full(first.size, -1)
-            at[rows_u] = np.arange(rows_u.size)
-            pos = at[inverse]
-            rows = np.nonzero(pos >= 0)[0]
-            pick = pos[rows]
-            steps.append((rows, lam_u[pick], old_u[pick], new_u[pick]))
-    if steps:
-        row, lam, old, new = (np.concatenate(a) for a in zip(*steps, strict=True))
-        order = np.argsort(lam, kind="stable")
-        return SwitchPath(start=start, row=row[order], lam=lam[order], old=old[order], new=new[order])
-    empty = np.zeros(0, dtype=np.int64)
-    return SwitchPath(start=start, row=empty, lam=np.zeros(0), old=empty, new=empty)
-
-
-GROUP_SHARE = 0.5  # walk distinct rows only when at most this share of the rows is distinct
-
-
-def _row_groups(gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(first row of each distinct row, each row's distinct-row index) when many rows repeat, else None."""
-    n, m = gamma.shape
-    if n < 2 or m == 0:
-        return None
-    # Equal rows have equal projections; rows grouped by projection are then checked to be truly equal.
-    projection = gamma @ np.linspace(1.0, 2.0, m)
-    _, first, inverse = np.unique(projection, return_index=True, return_inverse=True)
-    if first.size > GROUP_SHARE * n or not np.array_equal(gamma[first][inverse], gamma):
-        return None
-    # Distinct rows in order of first appearance, so the walk sees them in ascending prompt order.
-    by_first = np.argsort(first)
-    rank = np.empty_like(by_first)
-    rank[by_first] = np.arange(by_first.size)
-    return first[by_first], rank[inverse]
-
-
-def _switch_steps(gamma: np.ndarray, costs: np.ndarray) -> tuple[np.ndarray, list[tuple[np.ndarray, ...]]]:
-    """The start model of every row and, per step, the (rows, lambda, old, new) of the rows that switch."""
-    from uniroute.routers.router import argmin_cheapest
-
-    n, m = gamma.shape
-    idx = np.arange(m)
-    start = argmin_cheapest(gamma, costs, idx) if n else np.zeros(0, dtype=np.int64)
-    # Only prompts that can still switch are carried into the next step: a prompt with no cheaper model left
-    # to overtake its current one never switches again. Rows stay in ascending order, so the events (and
-    # every number derived from them) are exactly those of walking all prompts every step.
-    ar = np.arange(n)
-    cur = start.copy()
-    cur_lam = np.zeros(n)
-    g = gamma
-    steps = []
-    for _ in range(m):
-        c_cur = costs[cur][:, None]
-        g_cur = g[np.arange(ar.size), cur][:, None]
-        cheaper = costs[None, :] < c_cur
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cross = np.where(cheaper, (g - g_cur) / (c_cur - costs[None, :]), np.inf)
-        # In exact arithmetic no cheaper model crosses before the current lambda; clamp float noise.
-        cross = np.maximum(cross, cur_lam[:, None])
-        nxt_lam = cross.min(axis=1)
-        active = np.isfinite(nxt_lam)
-        if not active.any():
-            break
-        cross, nxt_lam = cross[active], nxt_lam[active]
-        tied = np.where(cross == nxt_lam[:, None], 0.0, np.inf)  # among simultaneous crossings: cheapest
-        nxt = argmin_cheapest(tied, costs, idx)
-        steps.append((ar[active], nxt_lam, cur[active], nxt))
-        ar, g, cur, cur_lam = ar[active], g[active], nxt, nxt_lam
-    return start, steps
+    return lambda_path(gamma, costs)
 
 
 def lambda_grid(path: SwitchPath, n_lambdas: int = 256) -> np.ndarray:

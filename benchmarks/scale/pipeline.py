@@ -34,8 +34,9 @@ Timings are wall seconds on a shared, contended 2-core machine: repeated figures
 average at the start and end of each section is recorded. Results: benchmarks/results/pipeline.json (a
 section that is not run keeps its previous figures there).
 
-Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.pipeline [--skip-mmlu] [--skip-1m]
-[--prompts 1000000 --models 100] [--warm-repeats 3] [--onboard-repeats 3] [--publish-repeats 3]`.
+Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.scale.pipeline [--skip-mmlu] [--skip-1m] [--skip-startup]
+[--prompts 1000000 --models 100] [--warm-repeats 3] [--onboard-repeats 3] [--publish-repeats 3]`; one section
+alone by skipping the others (the section modules, `mmlu` and `synthetic`, import nothing from here).
 """
 
 from __future__ import annotations
@@ -52,10 +53,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import (
+from benchmarks.runner import (
     REPO,
-    RESULTS,
-    SECTIONS,
+    RESULTS_DIR,
     SINGLE_THREAD,
     Partial,
     library_state,
@@ -63,11 +63,15 @@ from benchmarks.measure import (
     machine_info,
     median,
     now_utc,
+    write_result,
 )
-from benchmarks.pipeline_mmlu import run_mmlu
-from benchmarks.pipeline_synthetic import run_synthetic
+from benchmarks.scale.mmlu import run_mmlu
+from benchmarks.scale.synthetic import run_synthetic
 
-log = logging.getLogger("benchmarks.pipeline")
+RESULTS = RESULTS_DIR / "pipeline.json"
+SECTIONS = ("mmlu", "synthetic", "startup")
+
+log = logging.getLogger("benchmarks.scale")
 
 
 IMPORT_PROBE = """
@@ -117,7 +121,7 @@ def run_section(args: argparse.Namespace) -> int:
 
 
 def child_command(args: argparse.Namespace, section: str, partial: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "benchmarks.pipeline", "--section", section, "--partial", str(partial),
+    cmd = [sys.executable, "-m", "benchmarks.scale.pipeline", "--section", section, "--partial", str(partial),
            "--work", str(args.work), "--seed", str(args.seed)]
     for name in ("warm_repeats", "onboard_repeats", "publish_repeats", "onboard_results", "mmlu_limit", "prompts",
                  "models", "topics", "ingest_parts", "max_rss_gb", "embedder"):
@@ -191,15 +195,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures.update(
             exit_code=code,
             wall_seconds=round(time.perf_counter() - t0, 1),
-            command=" ".join([Path(sys.executable).name, "-m", "benchmarks.pipeline", *(argv or sys.argv[1:])]),
+            command=" ".join([Path(sys.executable).name, "-m", "benchmarks.scale.pipeline", *(argv or sys.argv[1:])]),
             child_command=" ".join(cmd[1:]),
             children_peak_rss_mb_so_far=round(usage.ru_maxrss / 1024, 1),
         )
         report["sections"][section] = figures
         if code:
             failed.append(section)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+        write_result(report, args.out)
         print(f"{section}: exit {code}, {figures['wall_seconds']} s -> {args.out}", flush=True)
     return 1 if failed else 0
 

@@ -1,4 +1,7 @@
-"""The `synthetic` section of benchmarks.pipeline: generate, ingest and build a large synthetic pool."""
+"""The `synthetic` section of benchmarks.scale.pipeline: generate, ingest and build a large synthetic pool.
+
+Run alone: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.scale.pipeline --skip-mmlu --skip-startup [--prompts N
+--models M ...]`."""
 
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import operations
-from benchmarks.measure import Partial, RssTimeline, RssWatchdog, fresh_home, now_utc, peak_rss_mb
-from benchmarks.pipeline_mmlu import timed_build
+from benchmarks.runner import Partial, RssTimeline, RssWatchdog, now_utc, peak_rss_mb
+from benchmarks.scale import operations
+from benchmarks.scale.operations import fresh_home, timed_build
 
-log = logging.getLogger("benchmarks.pipeline")
+log = logging.getLogger("benchmarks.scale")
 
 
 def ingest_in_parts(logs_path: Path, parts: int, db_path: Path, work: Path) -> list[dict[str, Any]]:
@@ -134,21 +137,10 @@ def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
                 profile.dump_stats(str(work / "build.prof"))
                 data["build_profile_top"] = profile_top(profile)
         logging.getLogger("uniroute").removeHandler(timeline)
-        timeline.emit(logging.LogRecord("benchmarks.pipeline", logging.INFO, __file__, 0, "build returned", None, None))
+        timeline.emit(logging.LogRecord("benchmarks.scale", logging.INFO, __file__, 0, "build returned", None, None))
         data["build"]["rss_timeline"] = timeline.rows
         data["build"]["peak_rss_mb_after"] = peak_rss_mb()["self"]
         data["build"]["store_mb"] = round(home.db_path.stat().st_size / 1024**2, 1)
         data["step"] = "done"
         data["watchdog_highest_rss_mb"] = round(watchdog.highest_mb, 1)
         out.save()
-
-
-# ------------------------------------------------------------------------------------------ startup
-
-
-if __name__ == "__main__":  # this section alone, with benchmarks.pipeline's options
-    import sys
-
-    from benchmarks.pipeline import main
-
-    sys.exit(main(["--skip-mmlu", "--skip-startup", *sys.argv[1:]]))

@@ -1,17 +1,32 @@
 """Pipeline operations as the command line runs them, for the benchmarks: one store session each (one connection,
 one transaction), then, where MLflow is on, the reconciliation that brings MLflow and `published/current` in line
 with the store (what `uniroute build|onboard|publish` do after the operation). tests/helpers.py does the same
-without MLflow."""
+without MLflow. Also what the scale sections share: a fresh UNIROUTE_HOME and a timed build."""
 
 from __future__ import annotations
 
+import json
+import logging
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.runner import load_average, rounded
 from uniroute import store
 from uniroute.settings import Settings
+
+log = logging.getLogger("benchmarks.scale")
+
+
+def fresh_home(path: Path) -> Settings:
+    """Settings for an empty UNIROUTE_HOME at path (removed first if it exists)."""
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return Settings(home=path)
 
 
 def ingest(db_path: Path, path: Path, **options: Any) -> Any:
@@ -79,3 +94,32 @@ def champion_models(db_path: Path) -> tuple[str, ...]:
 
     with store.opened(db_path, read_only=True) as con:
         return registry.load_champion(con).router.models
+
+
+def build_figures(result, wall: float) -> dict[str, Any]:
+    """What a BuildResult says about speed and outcome."""
+    return {
+        "seconds": rounded(result.seconds),
+        "seconds_total": round(wall, 3),
+        "kind": result.kind,
+        "k": result.k,
+        "selection": result.selection,
+        "models": len(result.models),
+        "excluded_models": list(result.excluded_models),
+        "n_prompts": result.n_prompts,
+        "promoted": result.promoted,
+        "test_area": {m: round(v["area"], 4) for m, v in result.metrics.items()},
+        "mlflow": None,  # set by timed_build
+    }
+
+
+def timed_build(settings, embedder: str, seed: int, mlflow: bool = True, cache_dir: Path | None = None
+                ) -> dict[str, Any]:
+    """Figures of one build as `uniroute build` runs it (the build session, then the MLflow sync when mlflow)."""
+    t0 = time.perf_counter()
+    result = build(settings, embedder, seed, mlflow=mlflow, cache_dir=cache_dir)
+    figures = build_figures(result, time.perf_counter() - t0)
+    figures["mlflow"] = mlflow
+    figures["load_average_after"] = load_average()
+    log.info("build: %s", json.dumps(figures))
+    return figures

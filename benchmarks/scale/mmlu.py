@@ -1,7 +1,7 @@
-"""The `mmlu` section of benchmarks.pipeline: build, onboarding latency and publish on mmlu_pro_cot29.
+"""The `mmlu` section of benchmarks.scale.pipeline: build, onboarding latency and publish on mmlu_pro_cot29.
 
-Run alone: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.pipeline_mmlu [--mmlu-limit N ...]` (the options of
-benchmarks.pipeline)."""
+Run alone: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.scale.pipeline --skip-1m --skip-startup [--mmlu-limit N
+...]`."""
 
 
 from __future__ import annotations
@@ -21,39 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import operations
-from benchmarks.measure import MMLU, ONBOARD_TARGET_SECONDS, Partial, fresh_home, load_average, median, rounded
+from benchmarks.runner import SHARED, Partial, median
+from benchmarks.scale import operations
+from benchmarks.scale.operations import fresh_home, timed_build
 
-log = logging.getLogger("benchmarks.pipeline")
+MMLU = SHARED / "mmlu_pro_cot29" / "long.parquet"
+ONBOARD_TARGET_SECONDS = 5.0
 
-
-def build_figures(result, wall: float) -> dict[str, Any]:
-    """What a BuildResult says about speed and outcome."""
-    return {
-        "seconds": rounded(result.seconds),
-        "seconds_total": round(wall, 3),
-        "kind": result.kind,
-        "k": result.k,
-        "selection": result.selection,
-        "models": len(result.models),
-        "excluded_models": list(result.excluded_models),
-        "n_prompts": result.n_prompts,
-        "promoted": result.promoted,
-        "test_area": {m: round(v["area"], 4) for m, v in result.metrics.items()},
-        "mlflow": None,  # set by timed_build
-    }
-
-
-def timed_build(settings, embedder: str, seed: int, mlflow: bool = True, cache_dir: Path | None = None
-                ) -> dict[str, Any]:
-    """Figures of one build as `uniroute build` runs it (the build session, then the MLflow sync when mlflow)."""
-    t0 = time.perf_counter()
-    result = operations.build(settings, embedder, seed, mlflow=mlflow, cache_dir=cache_dir)
-    figures = build_figures(result, time.perf_counter() - t0)
-    figures["mlflow"] = mlflow
-    figures["load_average_after"] = load_average()
-    log.info("build: %s", json.dumps(figures))
-    return figures
+log = logging.getLogger("benchmarks.scale")
 
 
 def stage_summary(builds: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -286,12 +261,3 @@ def run_mmlu(args: argparse.Namespace, out: Partial) -> None:
     }
     onboarding["target_seconds"] = ONBOARD_TARGET_SECONDS
     out.save()
-
-
-# -------------------------------------------------------------------------------------- synthetic
-
-
-if __name__ == "__main__":  # this section alone, with benchmarks.pipeline's options
-    from benchmarks.pipeline import main
-
-    sys.exit(main(["--skip-1m", "--skip-startup", *sys.argv[1:]]))

@@ -7,7 +7,7 @@ kind, the grids' edges), and the deferral-curve and validation-size PNGs are red
 With --run, the three 100-trial evaluations are run first (sequentially), exactly with the commands the section
 prints.
 
-Run: `UNIROUTE_HOME=.uniroute-eval OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.results_doc [--run]`
+Run: `UNIROUTE_HOME=.uniroute-eval OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.quality.results_doc [--run]`
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.readme_block import rewrite_block
+from benchmarks.quality.readme_block import rewrite_block
+from benchmarks.runner import REPO as ROOT
 from uniroute.experiments.markdown import markdown_report
 from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS, METHODS
 from uniroute.experiments.plots import write_curve_plot, write_val_size_plot
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "docs" / "results"
 DOC = ROOT / "docs" / "results.md"
-SHARED = ROOT.parent / "shared" / "datasets"
 TRIALS, SEED = 100, 0
 EMBEDDER = "static"  # the default embedder; its routing Areas matched MiniLM's within noise (docs/results/embedders.md)
 EMBEDDER_LABEL = "the static embedder distilled from MiniLM"

@@ -17,7 +17,7 @@ last block, as its evaluation embeds it):
   sign test of each embedder against `minilm` over the 20 trials per method.
 
 Results: benchmarks/results/embedding.json, and docs/results/embedders.md generated from it
-(`benchmarks/embedders_table.py`). Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.embedding
+(`benchmarks/quality/embedders_table.py`). Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding
 [--home DIR] [--repeats 2]`; the evaluations are CPU-heavy (MiniLM embeds about 36k prompts once per home).
 """
 
@@ -38,15 +38,14 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.embedders_table import write_table
-from benchmarks.measure import REPO, load_average, machine_info, now_utc
+from benchmarks.quality.embedders_table import write_table
+from benchmarks.runner import REPO, RESULTS_DIR, SHARED, load_average, machine_info, now_utc, write_result
 from uniroute import embed
 from uniroute import experiments as ev
 from uniroute.settings import apply_offline_environment
 
-RESULTS = REPO / "benchmarks" / "results" / "embedding.json"
-EVALUATIONS = REPO / "benchmarks" / "results" / "embedders"
-SHARED = REPO.parent / "shared" / "datasets"
+RESULTS = RESULTS_DIR / "embedding.json"
+EVALUATIONS = RESULTS_DIR / "embedders"
 DATASETS = {"routerbench_subset": "last-block", "routerdc_model7": "full", "mmlu_pro_cot29": "full"}
 # The embedders compared, by label: the factory's three, and the float32 ONNX graph as the exactness check.
 MEASURED = ("minilm", "minilm-onnx", "minilm-onnx-f32", "static")
@@ -55,7 +54,7 @@ METHODS = ("zero", "knn", "kmeans", "learnedmap")
 TRIALS, SEED = 20, 0
 ROUTE_PROMPTS = ["Which planet has the most moons?", "Write a haiku about autumn rain."]
 
-log = logging.getLogger("benchmarks.embedding")
+log = logging.getLogger("benchmarks.speed.embedding")
 
 
 def sample_prompts(n: int, seed: int = 0) -> list[str]:
@@ -253,7 +252,8 @@ def main() -> None:
         flags = {"throughput": f" --prompts {args.prompts} --repeats {args.repeats} --threads {args.threads}",
                  "build": f" --threads {args.threads}", "route": "",
                  "routing": " --no-evaluate" if args.no_evaluate else ""}[section]
-        stamp = {"command": f"OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.embedding --sections {section}{flags}",
+        command = f"OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding --sections {section}{flags}"
+        stamp = {"command": command,
                  "started": now_utc(), "load_average_before": load_average(), "threads": args.threads}
         if section == "throughput":
             figures = throughput(sample_prompts(args.prompts), cache_dir, args.threads, args.repeats)
@@ -267,8 +267,7 @@ def main() -> None:
             figures = routing(args.home, ids, run=not args.no_evaluate)
             stamp.update(trials=TRIALS, seed=SEED, methods=list(METHODS))
         result[section] = {**stamp, "load_average_after": load_average(), "figures": figures}
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        write_result(result, args.out)
     print(f"wrote {args.out} and {write_table(result)}")
 
 

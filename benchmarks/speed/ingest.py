@@ -9,7 +9,7 @@ quote is the ratio of the two.
 Exception to the house rule that only uniroute.store imports duckdb: the baseline IS plain DuckDB, so this
 file imports it directly (and nothing else here touches DuckDB outside uniroute.store).
 
-Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.ingest [--rows 10000000] [--repeats 3]`;
+Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.ingest [--rows 10000000] [--repeats 3]`;
 results go to benchmarks/results/ingest.json.
 """
 
@@ -19,7 +19,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import statistics
 import tempfile
 import time
@@ -30,10 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks import operations
+from benchmarks.runner import RESULTS_DIR, SHARED, machine_info, write_result
+from benchmarks.scale import operations
 
-RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+RESULTS = RESULTS_DIR / "ingest.json"
 WORDS = np.array([
     "route", "model", "prompt", "budget", "cluster", "answer", "question", "cost", "score", "quality",
     "token", "latency", "reason", "math", "code", "table", "graph", "proof", "chain", "sample",
@@ -143,6 +142,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the synthetic file")
     parser.add_argument("--repeats", type=int, default=3, help="runs per file (the median is reported)")
     parser.add_argument("--synthetic-repeats", type=int, default=3, help="runs for the synthetic file")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     results = []
@@ -157,14 +157,13 @@ def main() -> None:
         result = measured(f"synthetic {args.rows:,} rows", synthetic, workdir, args.synthetic_repeats)
         result["generate_seconds"] = round(generate_s, 1)
         results.append(result)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
+    write_result({
         "benchmark": "ingest",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "duckdb": duckdb.__version__},
+        "machine": machine_info() | {"cpus": os.cpu_count(), "duckdb": duckdb.__version__},
         "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS",)},
         "results": results,
-    }, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    }, args.out)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ The LearnedMap router (numpy MLP, random weights: the time does not depend on th
 a subset as well. Wall and CPU (process) seconds are both recorded: the machine's cores are shared, and
 CPU seconds are what the router itself spent.
 
-Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.routing [--prompts 1000000] [--repeats 5]`;
+Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.routing [--prompts 1000000] [--repeats 5]`;
 results go to benchmarks/results/routing.json.
 """
 
@@ -19,21 +19,19 @@ import argparse
 import json
 import logging
 import os
-import platform
 import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from benchmarks.runner import RESULTS_DIR, machine_info, timed, write_result
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.knn import knn_gamma
 from uniroute.routers.learned_map import LearnedMap
 from uniroute.routers.router import Router, argmin_cheapest
 
-RESULTS = Path(__file__).resolve().parent / "results" / "routing.json"
+RESULTS = RESULTS_DIR / "routing.json"
 
 
 def normalised_embeddings(n: int, d: int, rng: np.random.Generator, chunk: int = 100_000) -> np.ndarray:
@@ -44,17 +42,6 @@ def normalised_embeddings(n: int, d: int, rng: np.random.Generator, chunk: int =
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         out[start : start + block.shape[0]] = block
     return out
-
-
-def timed(fn: Callable[[], object], repeats: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of each of `repeats` calls."""
-    walls, cpus = [], []
-    for _ in range(repeats):
-        w, c = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    return walls, cpus
 
 
 def summary(name: str, walls: list[float], cpus: list[float], measured_on: int, n: int, **extra) -> dict:
@@ -90,6 +77,7 @@ def main() -> None:
     parser.add_argument("--learned-subset", type=int, default=200_000, help="prompts LearnedMap is timed on")
     parser.add_argument("--repeats", type=int, default=5, help="runs per router (the median is reported)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     rng = np.random.default_rng(args.seed)
@@ -139,12 +127,11 @@ def main() -> None:
     expected = argmin_cheapest(kmeans_router.gamma(check) + lam * costs, costs, np.arange(m))
     agree = float((kmeans_router.route(check, lam) == expected).mean())
     kmeans, knn = results[0], results[2]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({
+    write_result({
         "benchmark": "routing",
         "config": {"prompts": n, "dim": d, "models": m, "clusters": k, "knn_k": args.knn_k, "val": args.val,
                    "lambda": lam, "repeats": args.repeats, "seed": args.seed},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
+        "machine": machine_info() | {"cpus": os.cpu_count(), "numpy": np.__version__,
                     "blas": [{key: i.get(key) for key in ("internal_api", "version", "architecture")}
                              for i in threadpool_info() if i.get("user_api") == "blas"],
                     "load_average_before": [round(x, 2) for x in load_before],
@@ -153,8 +140,8 @@ def main() -> None:
         "fast_path_agrees_with_gamma_argmin": agree,
         "kmeans_over_knn_speedup_wall": round(knn[f"seconds_wall_for_{n}"] / kmeans[f"seconds_wall_for_{n}"], 1),
         "results": results,
-    }, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    }, args.out)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

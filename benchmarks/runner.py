@@ -1,15 +1,21 @@
-"""What the pipeline benchmarks share: machine facts, memory readings, medians, partial results."""
+"""The one runner and measurement module of benchmarks/: `make bench` runs every benchmark in turn (main), and
+every benchmark takes from here what it records: wall and CPU seconds, the load average, peak and current memory,
+the machine and the commit measured, and its JSON in benchmarks/results/ (write_result).
 
+Timings are noisy on this shared 2-core machine: each benchmark repeats its measurements and reports medians.
+Run: `.venv/bin/python -m benchmarks.runner [--only speed.routing ...]`; one benchmark alone with
+`.venv/bin/python -m benchmarks.<group>.<name> --help` for its options.
+"""
 
 from __future__ import annotations
 
+import argparse
 import faulthandler
 import json
 import logging
 import os
 import platform
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -22,14 +28,32 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "benchmarks" / "results" / "pipeline.json"
-MMLU = REPO.parent / "shared" / "datasets" / "mmlu_pro_cot29" / "long.parquet"
+RESULTS_DIR = REPO / "benchmarks" / "results"  # where README, docs/ and speed.table read the figures
+SHARED = REPO.parent / "shared" / "datasets"
 SINGLE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-SECTIONS = ("mmlu", "synthetic", "startup")
-ONBOARD_TARGET_SECONDS = 5.0
+# What `make bench` runs, in order (module names under benchmarks/); each writes benchmarks/results/<name>.json.
+BENCHMARKS = ("speed.routing", "speed.route_command", "speed.ingest", "speed.embedding", "speed.evaluate",
+              "scale.pipeline")
 
-log = logging.getLogger("benchmarks.pipeline")
 
+def write_result(data: dict[str, Any], out: Path, indent: int = 2) -> Path:
+    """Write a benchmark's figures as JSON to out (normally RESULTS_DIR / '<name>.json'), atomically."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=indent, default=str) + "\n")
+    tmp.replace(out)
+    return out
+
+
+def timed(fn: Callable[[], object], repeats: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each of `repeats` calls."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+    return walls, cpus
 
 
 def peak_rss_mb() -> dict[str, float]:
@@ -126,9 +150,7 @@ class Partial:
 
     def save(self) -> None:
         self.data["peak_rss_mb"] = peak_rss_mb()
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
-        tmp.replace(self.path)
+        write_result(self.data, self.path)
 
 
 def library_state() -> dict[str, Any]:
@@ -171,14 +193,24 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-# ------------------------------------------------------------------------------------------ helpers
+def main(argv: Sequence[str] | None = None) -> int:
+    """`make bench`: every benchmark (or those named) in turn, each in its own process."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, metavar="NAME",
+                        help=f"run only these benchmarks, of: {', '.join(BENCHMARKS)}")
+    args = parser.parse_args(argv)
+    failed = []
+    for name in args.only or BENCHMARKS:
+        started = time.perf_counter()
+        print(f"== benchmarks.{name}", flush=True)
+        code = subprocess.call([sys.executable, "-m", f"benchmarks.{name}"], cwd=REPO)
+        print(f"== benchmarks.{name}: exit {code} after {time.perf_counter() - started:.0f} s", flush=True)
+        if code:
+            failed.append(name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
-def fresh_home(path: Path):
-    """Settings for an empty UNIROUTE_HOME at path (removed first if it exists)."""
-    from uniroute.settings import Settings
-
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return Settings(home=path)
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+from benchmarks.runner import REPO
+
+README = REPO / "README.md"
 
 
 def rewrite_block(name: str, body: str, path: Path = README) -> None:

@@ -18,7 +18,7 @@ Measured, each `uniroute` call a fresh process (wall seconds, `time.perf_counter
 Results: benchmarks/results/route_command.json. Timings are from a shared 2-core machine: the load average
 before and after is recorded. Target (issue 12): one prompt in under 1.5 s warm.
 
-Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.route_command [--repeats 7] [--file-prompts 10000]`.
+Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.route_command [--repeats 7] [--file-prompts 10000]`.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import SINGLE_THREAD, load_average, machine_info, now_utc
+from benchmarks.runner import RESULTS_DIR, SINGLE_THREAD, load_average, machine_info, now_utc, write_result
 
-RESULTS = Path(__file__).resolve().parent / "results" / "route_command.json"
+RESULTS = RESULTS_DIR / "route_command.json"
 PROMPT = "What is the derivative of x squared plus three x?"
 HEAVY = ("torch", "mlflow", "prefect", "dask", "distributed", "sklearn", "scipy", "sentence_transformers")
 
@@ -172,8 +172,7 @@ def main() -> None:
             "embedder_prompts_per_second_in_process": round(len(prompts) / encode_seconds),
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(result, args.out)
     print(json.dumps(result["one_prompt"]), json.dumps(result["file"]), f"wrote {args.out}", sep="\n")
 
 

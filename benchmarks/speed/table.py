@@ -1,22 +1,19 @@
-"""Regenerate the README's speed table from the benchmark results in benchmarks/results/.
+"""Regenerate the README's speed table from the speed and scale results in benchmarks/results/.
 
 Each row quotes one JSON written by a benchmark (the command that wrote it is in the JSON), with its target and
 the machine's load average while it ran: the 2 cores are shared, so a figure without its load says little.
 The table sits between the markers `<!-- speed-table -->` and `<!-- /speed-table -->` in README.md.
 
-Run: `.venv/bin/python -m benchmarks.speed_table` (after `make bench` or any single benchmark).
+Run: `.venv/bin/python -m benchmarks.speed.table` (after `make bench` or any single benchmark).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from benchmarks.readme_block import README, rewrite_block
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+from benchmarks.quality.readme_block import README, rewrite_block
+from benchmarks.runner import RESULTS_DIR as RESULTS
 
 
 def _load(name: str) -> dict[str, Any] | None:
@@ -40,7 +37,7 @@ def _embedding_rows(data: dict[str, Any]) -> list[str]:
     rates = [f"`{name}` {figures[name]['prompts_per_s']:,.0f}/s ({figures[name]['speedup_vs_bare']:.1f}x)"
              for name in ("static", "minilm-onnx", "minilm") if name in figures]
     return [f"| embed 2,000 real prompts (x bare sentence-transformers) | {', '.join(rates)} | - | {load} | "
-            "`benchmarks/embedding.py` |"]
+            "`benchmarks/speed/embedding.py` |"]
 
 
 def _route_rows(data: dict[str, Any]) -> list[str]:
@@ -49,10 +46,10 @@ def _route_rows(data: dict[str, Any]) -> list[str]:
     load = _load_text([machine.get("load_average_before"), machine.get("load_average_after")])
     return [
         f"| `uniroute route`, one prompt, warm (snapshot) / cold | {one['warm_from_snapshot']['median_seconds']:.2f} s"
-        f" / {one['cold_seconds']:.2f} s | {one['target_seconds']} s | {load} | `benchmarks/route_command.py` |",
+        f" / {one['cold_seconds']:.2f} s | {one['target_seconds']} s | {load} | `benchmarks/speed/route_command.py` |",
         f"| `uniroute route --file`, {data['config']['file_prompts']:,} prompts | {file['prompts_per_second']:,} "
         f"prompts/s (embedder alone {file['embedder_prompts_per_second_in_process']:,}/s) | - | {load} | "
-        "`benchmarks/route_command.py` |",
+        "`benchmarks/speed/route_command.py` |",
     ]
 
 
@@ -61,7 +58,7 @@ def _evaluate_rows(data: dict[str, Any]) -> list[str]:
     projected = data.get("cpu_bound_minutes_per_100_trials")
     per_100 = f"; {projected:.1f} min per 100 trials CPU-bound" if projected is not None else ""
     return [f"| evaluate on {data['dataset']}, every method incl. `auto` | {data['trials']} trials in "
-            f"{data['wall_minutes']:.1f} min{per_100} | 8 min per 100 | {load} | `benchmarks/evaluate.py` |"]
+            f"{data['wall_minutes']:.1f} min{per_100} | 8 min per 100 | {load} | `benchmarks/speed/evaluate.py` |"]
 
 
 def _build_rows(data: dict[str, Any]) -> list[str]:
@@ -73,7 +70,7 @@ def _build_rows(data: dict[str, Any]) -> list[str]:
     load = _load_text([section.get("load_average_start"), section.get("load_average_end")])
     return [f"| build {config['prompts']:,} prompts x {config['models']} LLMs (`{config.get('embedder', 'tfidf')}`) | "
             f"{build['seconds_total']:.0f} s, peak {peak_gb:.1f} GB | 300 s, 4 GB | {load} | "
-            "`benchmarks/pipeline_synthetic.py` |"]
+            "`benchmarks/scale/synthetic.py` |"]
 
 
 def speed_table() -> str:

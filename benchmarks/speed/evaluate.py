@@ -6,14 +6,14 @@ the four router kinds with their per-trial hyper-parameter search, `auto`'s sele
 oracles; and, unless --no-val-sizes, the validation-size study at 25 and 50 validation prompts, as
 docs/results.md runs it), the report assembled. The embedder is the default one (`static`) unless --embedder.
 Not timed: reading and pivoting the long file, and embedding (the vectors come from the store's cache; this script
-embeds them first if the cache is cold). Embedding throughput is benchmarks/embedding.py's subject.
+embeds them first if the cache is cold). Embedding throughput is benchmarks/speed/embedding.py's subject.
 
 The 2 cores are shared with other work, so the load average before and after the run is recorded beside the
 wall time, and the per-method seconds per trial (mean over trials, measured inside the workers) show where
 the time goes; CPU seconds per trial are recorded too, since they move less with the load than wall time. The
 target is under 8 minutes for 100 trials (issue 12).
 
-Run: `UNIROUTE_HOME=.uniroute OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.evaluate [--trials 100]`;
+Run: `UNIROUTE_HOME=.uniroute OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.evaluate [--trials 100]`;
 results go to benchmarks/results/evaluate.json.
 """
 
@@ -27,12 +27,12 @@ import platform
 import time
 from pathlib import Path
 
+from benchmarks.runner import RESULTS_DIR, SHARED, load_average, machine_info, write_result
 from uniroute import experiments as ev
 from uniroute.settings import Settings, apply_offline_environment
 
-RESULTS = Path(__file__).resolve().parent / "results" / "evaluate.json"
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
-VAL_SIZES = (25, 50)  # as benchmarks/results_doc.py runs the study
+RESULTS = RESULTS_DIR / "evaluate.json"
+VAL_SIZES = (25, 50)  # as benchmarks/quality/results_doc.py runs the study
 
 
 def main() -> None:
@@ -57,11 +57,11 @@ def main() -> None:
     embed_seconds = time.perf_counter() - t0
     config = ev.EvalConfig(seed=args.seed, val_sizes=() if args.no_val_sizes else VAL_SIZES)
 
-    load_before = os.getloadavg()
+    load_before = load_average()
     started = time.perf_counter()
     report, _, _ = ev.evaluate(data, X, args.trials, config, workers=args.workers)
     wall = time.perf_counter() - started
-    load_after = os.getloadavg()
+    load_after = load_average()
 
     result = {
         "benchmark": "evaluate",
@@ -83,17 +83,17 @@ def main() -> None:
         "cpu_bound_minutes_per_100_trials": round(report["trial_cpu_seconds_mean"] * 100 / args.workers / 60, 2),
         "method_seconds_per_trial": {k: round(v, 3) for k, v in report["method_seconds_mean"].items()},
         "embedding_lookup_seconds": round(embed_seconds, 1),
-        "load_average_before": [round(x, 2) for x in load_before],
-        "load_average_after": [round(x, 2) for x in load_after],
+        "load_average_before": load_before,
+        "load_average_after": load_after,
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
+        "machine": machine_info(),
         "areas": {m: round(s["area"], 4) for m, s in report["methods"].items()},
-        "command": f"UNIROUTE_HOME={settings.home} OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.evaluate "
+        "command": f"UNIROUTE_HOME={settings.home} OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.evaluate "
                    f"--trials {args.trials} --workers {args.workers} --embedder {args.embedder}"
                    + (" --no-val-sizes" if args.no_val_sizes else ""),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_result(result, args.out, indent=1)
     print(json.dumps(result, indent=1))
 
 

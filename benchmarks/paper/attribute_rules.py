@@ -6,7 +6,7 @@ after any few-shot demonstrations), the same rules for every benchmark and never
 stand-in for an LLM's judgement, and the results that use them say so. The labels file holds prompt ids and
 0/1 values only, no prompt text.
 
-Run: `.venv/bin/python -m benchmarks.attribute_rules --data ../shared/datasets/routerbench_subset --out FILE.csv`
+Run: `.venv/bin/python -m benchmarks.paper.attribute_rules --data ../shared/datasets/routerbench_subset --out FILE.csv`
 """
 
 from __future__ import annotations
