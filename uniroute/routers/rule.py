@@ -168,7 +168,8 @@ def lambda_for_mean_cost(
         cur = np.where(active, nxt, cur)
         cur_lam = np.where(active, nxt_lam, cur_lam)
     min_cost = float(weights @ costs[cur])
-    if mean_cost0 <= target:
+    # The same tolerance as below: a budget of 1 is met at lambda 0 even when the float sum lands an ulp above.
+    if mean_cost0 <= target * (1 + 1e-12):
         return 0.0, mean_cost0
     if not ev_lam or min_cost > target * (1 + 1e-12):
         return None, min_cost
