@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
 from uniroute.settings import Settings, apply_offline_environment
 
 # Tests never reach the network, and numerics stay single-threaded (the cores are shared).
@@ -14,7 +15,16 @@ apply_offline_environment()
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-SHARED_DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+# ../shared/datasets beside the repository; UNIROUTE_TEST_SHARED_DATASETS points elsewhere (tests/test_needs.py
+# points it at a missing folder to prove a CI run then fails rather than skips).
+SHARED_DATASETS = Path(os.environ.get("UNIROUTE_TEST_SHARED_DATASETS")
+                       or Path(__file__).resolve().parent.parent.parent / "shared" / "datasets")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With CI=true, refuse to start (one line) when a shared dataset, pinned dependency or program is missing."""
+    given = [Path(arg.split("::")[0]) for arg in config.args]
+    needs.check_ci(SHARED_DATASETS, [Path(__file__).parent, *(p for p in given if p.exists())])
 
 
 @pytest.fixture
@@ -43,9 +53,7 @@ def built_embedders_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def shared_datasets() -> Path:
-    if not SHARED_DATASETS.exists():
-        pytest.skip(f"shared datasets not found at {SHARED_DATASETS}")
-    return SHARED_DATASETS
+    return needs.folder(SHARED_DATASETS, "the shared datasets")
 
 
 @pytest.fixture(scope="session")

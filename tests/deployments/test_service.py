@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from deployments.serve import free_port, port_is_free
 from deployments.service import running_process, start, stop
+from tests import needs
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,8 +74,8 @@ def _get(url: str) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_serve_status_stop(tmp_path):
+    needs.program("make")
     prefect_port, mlflow_port = _ports()
     home = tmp_path / "home"
     env = {**os.environ, "UNIROUTE_HOME": str(home), "UNIROUTE_PREFECT_PORT": str(prefect_port),

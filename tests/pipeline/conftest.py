@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
 from uniroute.settings import Settings
 
 
 @pytest.fixture(scope="session")
 def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An empty MLflow SQLite store with its schema migrations applied (they take seconds; a copy is instant)."""
-    mlflow = pytest.importorskip("mlflow")
+    mlflow = needs.module("mlflow")
     path = tmp_path_factory.mktemp("mlflow_template") / "mlflow.db"
     mlflow.MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
     return path

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests import needs
 from uniroute import store as uniroute_store
 from uniroute.pipeline import registry
 from uniroute.pipeline.tracking import (
@@ -31,7 +32,7 @@ from uniroute.routers.tables import validation_proxy
 
 from .topics import COSTS, MODELS, NEW_PROMPTS, PROMPTS, topic_losses
 
-mlflow = pytest.importorskip("mlflow")
+mlflow = needs.module("mlflow")
 
 
 # ---- fixtures -------------------------------------------------------------------------------------------
@@ -256,7 +257,7 @@ def test_compact_val_is_exact_for_repeated_rows_and_a_seeded_sample_otherwise():
 
 @pytest.fixture(scope="module")
 def embedder():
-    embed = pytest.importorskip("uniroute.embed")
+    embed = needs.module("uniroute.embed")
     return embed.make_embedder("minilm", progress=False)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests import needs
 from uniroute import embed
 from uniroute import store as uniroute_store
 from uniroute.pipeline import registry
@@ -34,7 +35,7 @@ from uniroute.routers.router import Router
 
 from .topics import COSTS, MODELS, NEW_PROMPTS, PROMPTS, topic_losses
 
-pytest.importorskip("mlflow")
+needs.module("mlflow")
 
 SERVER_START_SECONDS = 240  # a bound for a contended machine (minilm imports torch), not a timing assertion
 

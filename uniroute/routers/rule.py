@@ -139,7 +139,8 @@ def lambda_for_mean_cost(
     path = lambda_path(rows, costs)
     mean_cost0 = float(weights @ costs[path.start])
     min_cost = float(weights @ costs[path.end])
-    if mean_cost0 <= target:
+    # The same tolerance as below: a budget of 1 is met at lambda 0 even when the float sum lands an ulp above.
+    if mean_cost0 <= target * (1 + 1e-12):
         return 0.0, mean_cost0
     if path.lam.size == 0 or min_cost > target * (1 + 1e-12):
         return None, min_cost
