@@ -25,6 +25,7 @@ from uniroute.pipeline.tracking import (
     routed_frame,
     sync_mlflow,
 )
+from uniroute.pipeline.tracking.relocate import ForeignTrackingStore
 from uniroute.routers.kmeans import Centroids, fit_centroids
 from uniroute.routers.psi import psi_from_losses
 from uniroute.routers.router import EmbedderMismatch, Router
@@ -182,7 +183,8 @@ def test_store_of_another_home_is_refused(db_path, tracking, tiny_router, tmp_pa
     _save(db_path, tiny_router, "r-001")
     _sync(db_path, tracking)
     _save(db_path, tiny_router, "r-002")
-    with pytest.raises(ValueError, match="artifacts at"), uniroute_store.session(db_path, "reconcile") as s:
+    with pytest.raises(ForeignTrackingStore, match="artifacts at .* belongs to another UNIROUTE_HOME; move it "
+                       r"aside \(mv .*mlflow.db .*mlflow.db.foreign\)"), uniroute_store.session(db_path, "x") as s:
         sync_mlflow(s.con, tracking[0], tmp_path / "elsewhere")
 
 

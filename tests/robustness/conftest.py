@@ -1,7 +1,7 @@
 """A small real pool, built once and copied per test: synthetic logs (5 LLMs, 400 prompts), TF-IDF embeddings,
 a built champion and one publication. Everything a hostile or unlucky user can poke at. MLflow is not in the
-template: its tracking store records absolute paths a copy cannot keep, so the first operation that reconciles
-in a copy logs the copy's lineage from the store, as reconciliation does for any store MLflow has not seen."""
+template (logging it is slow): the first operation that reconciles in a copy logs the copy's lineage from the
+store, as reconciliation does for any store MLflow has not seen (test_relocate.py copies a home with MLflow)."""
 
 from __future__ import annotations
 

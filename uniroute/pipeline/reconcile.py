@@ -7,7 +7,9 @@ The store is the single source of truth. Everything else is derived from it and 
 3. `published/current` names the store's newest publication, whose folder is complete (else: re-pointed);
 4. no files the store does not account for: snapshot folders of unrecorded versions, staging folders, stray
    links (removed), files claimed by a killed inbox run (reported: `uniroute inbox` finishes them);
-5. MLflow holds every router version and publication, and its alias `champion` names the store's champion
+5. MLflow's tracking store keeps its artifacts in this home (a store copied or moved with its home: its recorded
+   URIs rewritten; another home's: reported);
+6. MLflow holds every router version and publication, and its alias `champion` names the store's champion
    (else: logged, registered, re-pointed).
 """
 
@@ -133,11 +135,32 @@ def _check_inbox(inbox_dir: Path | None, report: Report) -> None:
         report.add("inbox", "ok", "no file left half-processed")
 
 
-def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool) -> None:
+def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Report, repair: bool) -> bool:
+    """Whether the tracking store's artifacts are this home's (a store that moved with its home is rewritten)."""
+    from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
+
+    location = tracking_location(tracking_uri, artifact_root)
+    if location is None:
+        return True
+    if location.moved and repair:
+        report.add("mlflow", "repaired", f"{relocate_tracking_store(tracking_uri, artifact_root)}: rewritten")
+        return True
+    if location.moved:
+        report.add("mlflow", "broken", f"{location.line()} (the home was copied or moved): `uniroute doctor` "
+                   "rewrites them")
+    else:
+        report.add("mlflow", "broken", location.refusal())
+    return False
+
+
+def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool,
+                  published_dir: Path) -> None:
     from uniroute.pipeline import tracking
 
+    if not _check_tracking_location(tracking_uri, artifact_root, report, repair):
+        return
     if repair:
-        synced = tracking.sync_mlflow(con, tracking_uri, artifact_root)
+        synced = tracking.sync_mlflow(con, tracking_uri, artifact_root, published_dir=published_dir)
         for line in synced.lines():
             # Adopting a version the store had not recorded means a run died between the two, a lost one that
             # mlflow.db was deleted or replaced; the rest is routine.
@@ -173,7 +196,7 @@ def reconcile(
     _check_published(s.con, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
     if tracking_uri is not None and artifact_root is not None:
-        _check_mlflow(s.con, tracking_uri, Path(artifact_root), report, repair)
+        _check_mlflow(s.con, tracking_uri, Path(artifact_root), report, repair, Path(published_dir))
     for finding in report.findings:
         log.info(finding.line())
     return report

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from uniroute.pipeline.tracking.relocate import ForeignTrackingStore
 from uniroute.settings import apply_offline_environment
 
 if TYPE_CHECKING:
@@ -50,14 +51,15 @@ def tracking_store(tracking_uri: str | None) -> Iterator[MlflowClient]:
 
 
 def experiment_id_of(client: MlflowClient, artifact_root: Path) -> str:
-    """Id of the `uniroute` experiment, created with its artifacts under artifact_root."""
+    """Id of the `uniroute` experiment, created with its artifacts under artifact_root (a store that moved with its
+    home is rewritten first: relocate.relocate_tracking_store)."""
     location = Path(artifact_root).resolve().as_uri()
     experiment = client.get_experiment_by_name(EXPERIMENT)
     if experiment is None:
         Path(artifact_root).mkdir(parents=True, exist_ok=True)
         return client.create_experiment(EXPERIMENT, artifact_location=location)
     if experiment.artifact_location.rstrip("/") != location.rstrip("/"):
-        raise ValueError(
+        raise ForeignTrackingStore(
             f"experiment {EXPERIMENT!r} keeps its artifacts at {experiment.artifact_location}, "
             f"not at the requested {location}: this tracking store belongs to another UNIROUTE_HOME"
         )

@@ -33,6 +33,7 @@ from uniroute.pipeline.tracking.client import (
     tracking_store,
 )
 from uniroute.pipeline.tracking.model import register_router
+from uniroute.pipeline.tracking.relocate import relocate_tracking_store
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -49,9 +50,11 @@ class SyncReport:
     publications: list[str] = field(default_factory=list)  # versions logged as runs
     aliases: dict[str, str] = field(default_factory=dict)  # alias -> model version it was moved to
     forgotten: list[str] = field(default_factory=list)  # router ids and publications MLflow had lost
+    relocated: str | None = None  # the home moved: the line saying where the artifact URIs now point
 
     def lines(self) -> list[str]:
-        out = [f"MLflow had lost {len(self.forgotten)} router versions and publications the store recorded: "
+        out = [self.relocated] if self.relocated else []
+        out += [f"MLflow had lost {len(self.forgotten)} router versions and publications the store recorded: "
                "logged again"] if self.forgotten else []
         out += [f"registered router {r} in MLflow" for r in self.registered]
         out += [f"adopted MLflow's registered version of router {r}" for r in self.adopted]
@@ -143,11 +146,13 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
     return run.info.run_id, number
 
 
-def _log_publication(row: pd.Series, experiment_id: str) -> str:
+def _log_publication(row: pd.Series, experiment_id: str, published_dir: Path | None) -> str:
     """One run for a publication, its snapshot files as artifacts; the run id."""
     import mlflow
 
-    path = Path(row.path)
+    # The folder is found by version under this home's published/: the recorded path names where it was written,
+    # which a copied or moved home no longer is.
+    path = Path(published_dir) / row.version if published_dir is not None else Path(row.path)
     files = {p.name: p for p in sorted(path.iterdir())} if path.is_dir() else {}
     with mlflow.start_run(experiment_id=experiment_id, run_name=f"publish {row.version}",
                           tags={"kind": "publish", "router_id": row.router_id, "version": row.version}) as run:
@@ -192,9 +197,9 @@ def _forget_what_mlflow_lost(con: store.Connection, client: MlflowClient, experi
 
 
 def sync_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
-                registered_name: str = REGISTERED_NAME) -> SyncReport:
+                registered_name: str = REGISTERED_NAME, published_dir: Path | None = None) -> SyncReport:
     """Bring MLflow in line with the store (see the module docstring); record what was logged in the store."""
-    report = SyncReport()
+    report = SyncReport(relocated=relocate_tracking_store(tracking_uri, artifact_root))
     with tracking_store(tracking_uri) as client:
         experiment_id = experiment_id_of(client, artifact_root)
         by_router: dict[str, Any] = {}
@@ -219,7 +224,7 @@ def sync_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
                 store.write_frame(con, "router_mlflow", pd.DataFrame(
                     [{"router_id": row.router_id, "run_id": run_id, "model_version": number, "logged_at": _now()}]))
         for row in publications.itertuples(index=False):
-            run_id = _log_publication(pd.Series(row._asdict()), experiment_id)
+            run_id = _log_publication(pd.Series(row._asdict()), experiment_id, published_dir)
             store.write_frame(con, "publication_mlflow", pd.DataFrame(
                 [{"version": row.version, "run_id": run_id, "logged_at": _now()}]))
             report.publications.append(row.version)
