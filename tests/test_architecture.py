@@ -14,6 +14,7 @@ LIBRARY = REPO / "uniroute"
 # rank are peers that must not import each other (ingest and embed both sit right above the store).
 STAGE_RANK = {
     "settings": 0,
+    "errors": 0,
     "faults": 0,
     "progress": 0,
     "store": 1,

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import duckdb
 
+from uniroute.errors import UnirouteError
+
 SQL_DIR = Path(__file__).resolve().parent.parent.parent / "sql"
 
 
-class IncompatibleStore(RuntimeError):
+class IncompatibleStore(UnirouteError, RuntimeError):
     """A store file written by an earlier uniroute whose tables this version cannot read."""
 
 
