@@ -15,6 +15,7 @@ LIBRARY = REPO / "uniroute"
 STAGE_RANK = {
     "settings": 0,
     "errors": 0,
+    "formats": 0,
     "faults": 0,
     "progress": 0,
     "store": 1,
@@ -83,6 +84,15 @@ def test_library_never_imports_prefect_and_mlflow_stays_in_one_room(path: Path) 
     assert not any(n == "prefect" or n.startswith("prefect.") for n in imported), f"{module} imports prefect"
     if not module.startswith(MLFLOW_ROOM):
         assert not any(n == "mlflow" or n.startswith("mlflow.") for n in imported), f"{module} imports mlflow"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "flows").rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
+def test_flows_never_import_the_cli(path: Path) -> None:
+    # The flows and the CLI are two edges over the same operations layer: what they share lives in the library.
+    imported = _imports(path)
+    assert not any(n == "uniroute.cli" or n.startswith("uniroute.cli.") for n in imported), (
+        f"{path.relative_to(REPO)} imports the CLI; move what it needs into the library (uniroute/operations/)"
+    )
 
 
 def test_no_import_cycles_between_library_modules() -> None:

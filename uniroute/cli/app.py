@@ -94,6 +94,6 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log pro
 
 
 def print_frame(frame, as_json: bool) -> None:
-    from uniroute.cli.formats import render
+    from uniroute.formats import render
 
     typer.echo(render(frame, "json" if as_json else "table"))

@@ -150,7 +150,7 @@ def sql(
     While a build, ingest or onboarding holds the store, the query runs on the published snapshot's tables
     instead, and a line on stderr says which version answered.
     """
-    from uniroute.cli.formats import FORMATS, render
+    from uniroute.formats import FORMATS, render
     from uniroute.pipeline.user_sql import run_user_sql
     from uniroute.store import Sandbox, SqlRefused
 
