@@ -25,7 +25,7 @@ from prefect.client.orchestration import get_client
 from prefect.runtime import flow_run
 
 from uniroute import store
-from uniroute.cli.formats import markdown_table
+from uniroute.formats import markdown_table
 from uniroute.pipeline.build_candidates import TABLE_COLUMNS
 from uniroute.settings import Settings
 

@@ -15,6 +15,8 @@ LIBRARY = REPO / "uniroute"
 # rank are peers that must not import each other (ingest and embed both sit right above the store).
 STAGE_RANK = {
     "settings": 0,
+    "errors": 0,
+    "formats": 0,
     "faults": 0,
     "progress": 0,
     "store": 1,
@@ -96,6 +98,15 @@ def test_compute_rooms_never_touch_the_store(path: Path) -> None:
     touching = sorted(n for n in imported if n in ("duckdb", "uniroute.store") or n.startswith(("duckdb.",
                                                                                                  "uniroute.store.")))
     assert not touching, f"{_module_name(path)} imports {touching}: read the store in pipeline/, pass frames in"
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "flows").rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
+def test_flows_never_import_the_cli(path: Path) -> None:
+    # The flows and the CLI are two edges over the same operations layer: what they share lives in the library.
+    imported = _imports(path)
+    assert not any(n == "uniroute.cli" or n.startswith("uniroute.cli.") for n in imported), (
+        f"{path.relative_to(REPO)} imports the CLI; move what it needs into the library (uniroute/operations/)"
+    )
 
 
 def _assert_no_import_cycles(files: list[Path]) -> None:

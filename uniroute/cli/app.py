@@ -10,6 +10,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from uniroute.errors import UnirouteError
 from uniroute.settings import Settings, apply_offline_environment
 
 app = typer.Typer(
@@ -50,13 +51,12 @@ def say(message: str) -> None:
 
 
 @contextmanager
-def one_line_errors(*kinds: type[BaseException]) -> Iterator[None]:
-    """Turn the library's errors (and the store's) into one line on stderr and exit code 1."""
-    from uniroute.store import StoreError
-
+def one_line_errors(*builtins: type[OSError]) -> Iterator[None]:
+    """Turn the library's errors (every one is a UnirouteError) into one line on stderr and exit code 1; `builtins`
+    adds the file system's own errors where a command writes files the library cannot check ahead."""
     try:
         yield
-    except (StoreError, *kinds) as exc:
+    except (UnirouteError, *builtins) as exc:
         fail(str(exc))
 
 
@@ -94,6 +94,6 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log pro
 
 
 def print_frame(frame, as_json: bool) -> None:
-    from uniroute.cli.formats import render
+    from uniroute.formats import render
 
     typer.echo(render(frame, "json" if as_json else "table"))

@@ -32,6 +32,7 @@ def ingest(
     as_json: JsonFlag = False,
 ):
     """Validate benchmark logs and load them into the store (one transaction per file)."""
+    from uniroute.errors import UnirouteError
     from uniroute.ingest import IngestError, ingest_file
 
     settings = settings_from_env()
@@ -40,7 +41,7 @@ def ingest(
     summaries = []
     for number, path in enumerate(paths):
         try:
-            with one_line_errors(), session(settings, "ingest", inputs=str(path)) as s:
+            with session(settings, "ingest", inputs=str(path)) as s:
                 summary = ingest_file(s.con, path, split=split, progress=not as_json)
                 s.detail = summary.line()
         except IngestError as exc:
@@ -48,6 +49,8 @@ def ingest(
                 typer.echo(json.dumps([s.as_dict() for s in summaries]))
             rest = paths[number + 1:]
             fail(f"{exc}" + (f" (stopped there: {', '.join(map(str, rest))} not ingested)" if rest else ""))
+        except UnirouteError as exc:
+            fail(str(exc))
         summaries.append(summary)
         if not as_json:
             typer.echo(summary.line())
@@ -76,9 +79,9 @@ def inbox(
     onboarded = None
     if onboard and landed:
         from uniroute.pipeline import registry
-        from uniroute.pipeline.onboard import OnboardError, onboard_models
+        from uniroute.pipeline.onboard import onboard_models
 
-        with one_line_errors(OnboardError), session(settings, "onboard", inputs=",".join(landed)) as s:
+        with one_line_errors(), session(settings, "onboard", inputs=",".join(landed)) as s:
             if registry.champion_id(s.con) is not None:
                 onboarded = onboard_models(s.con, landed, cache_dir=settings.cache_dir)
                 s.detail = onboarded.line()
@@ -147,7 +150,7 @@ def sql(
     While a build, ingest or onboarding holds the store, the query runs on the published snapshot's tables
     instead, and a line on stderr says which version answered.
     """
-    from uniroute.cli.formats import FORMATS, render
+    from uniroute.formats import FORMATS, render
     from uniroute.pipeline.user_sql import run_user_sql
     from uniroute.store import Sandbox, SqlRefused
 
@@ -188,9 +191,9 @@ def models_set_cost(
     cost: Annotated[float, typer.Argument(help="Cost per query (any unit, the same for every model).")],
 ):
     """Set a model's default cost, used where its result rows carry no cost."""
-    from uniroute.ingest import IngestError, set_default_cost
+    from uniroute.ingest import set_default_cost
 
     settings = settings_from_env()
-    with one_line_errors(IngestError), session(settings, "set-cost", inputs=model) as s:
+    with one_line_errors(), session(settings, "set-cost", inputs=model) as s:
         set_default_cost(s.con, model, cost)
     typer.echo(f"{model}: default cost {cost}")

@@ -43,8 +43,7 @@ def build_command(
     prompts (its table of candidates is printed), evaluate on test prompts, version, log to MLflow."""
     from uniroute.embed import EMBEDDERS
     from uniroute.pipeline.build import run_build
-    from uniroute.pipeline.build_candidates import KindError, checked_kinds
-    from uniroute.pipeline.build_data import BuildError
+    from uniroute.pipeline.build_candidates import checked_kinds
 
     settings = settings_from_env()
     name, seed = embedder or settings.embedder, settings.seed if seed is None else seed
@@ -53,11 +52,11 @@ def build_command(
              f"built on it cannot be stored yet; build with one of {', '.join(EMBEDDERS)}")
     if name not in EMBEDDERS:
         fail(f"unknown embedder {name!r}; build with one of {', '.join(EMBEDDERS)}")
-    with one_line_errors(KindError):  # a bad argument fails before the build opens the store
+    with one_line_errors():  # a bad argument fails before the build opens the store
         kinds = kinds if kinds is not None else settings.build_kinds
         chosen = checked_kinds(kinds.split(",")) if kinds.strip() else None
     inputs = f"embedder={name} seed={seed}" + (f" kinds={','.join(chosen)}" if chosen is not None else "")
-    with one_line_errors(BuildError), session(settings, "build", inputs=inputs) as s:
+    with one_line_errors(), session(settings, "build", inputs=inputs) as s:
         result = run_build(s.con, name, seed, cache_dir=settings.cache_dir, kinds=chosen)
         s.detail = result.line()
     with one_line_errors():
@@ -84,11 +83,11 @@ def onboard(
     Ingesting the file and writing the new router version are one transaction; running it again is safe and
     says when the models are already routable.
     """
-    from uniroute.ingest import IngestError, ingest_file
+    from uniroute.ingest import ingest_file
     from uniroute.pipeline.onboard import OnboardError, onboard_models
 
     settings = settings_from_env()
-    with one_line_errors(IngestError, OnboardError, LookupError), session(
+    with one_line_errors(), session(
         settings, "onboard", inputs=",".join(map(str, results))
     ) as s:
         models: list[str] = []
@@ -120,12 +119,11 @@ def retire(
     Its results stay; onboarding it again brings it back.
     """
     from uniroute.pipeline.publish import latest_publication, publish_champion, switch_current_after_commit
-    from uniroute.pipeline.retire import RetireError, retire_model
-    from uniroute.pipeline.snapshot import PublishError
+    from uniroute.pipeline.retire import retire_model
 
     settings = settings_from_env()
     published = None
-    with one_line_errors(RetireError, PublishError), session(settings, "retire", inputs=model) as s:
+    with one_line_errors(), session(settings, "retire", inputs=model) as s:
         result = retire_model(s.con, model)
         if result.router_id is not None and latest_publication(s.con) is not None:
             published = publish_champion(s.con, settings.published_dir)
@@ -148,10 +146,9 @@ def publish_command(
 ):
     """Write the champion's routing tables for the active pool (atomic, versioned)."""
     from uniroute.pipeline.publish import publish_champion, switch_current_after_commit
-    from uniroute.pipeline.snapshot import PublishError
 
     settings = settings_from_env()
-    with one_line_errors(PublishError, LookupError), session(settings, "publish") as s:
+    with one_line_errors(), session(settings, "publish") as s:
         result = publish_champion(s.con, settings.published_dir, force=force)
         switch_current_after_commit(s, settings.published_dir, result)
         s.detail = result.line()
@@ -220,13 +217,13 @@ def route(
     as_json: JsonFlag = False,
 ):
     """Route prompts with the champion router (the published snapshot while the store is busy)."""
-    from uniroute.pipeline.serving import RoutingError, route_texts, routing_source
     from uniroute.pipeline.serving import log_decisions as write_log
+    from uniroute.pipeline.serving import route_texts, routing_source
 
     if texts and file is not None:
         fail("give prompts as arguments or --file, not both")
     settings = settings_from_env()
-    with one_line_errors(RoutingError, LookupError, ValueError):
+    with one_line_errors():
         ids: list[str | None] = []
         if file is not None:
             texts, ids = _prompts_from_file(file)

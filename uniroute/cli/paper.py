@@ -52,7 +52,7 @@ def annotate(
     (OpenAI-compatible) with UNIROUTE_ANNOTATOR_MODEL; answers are cached in the store, so a rerun asks only
     about prompts it has not labelled yet."""
     from uniroute.cli.app import session, settings_from_env
-    from uniroute.embed.annotator import AnnotatorConfig, AnnotatorError, annotate
+    from uniroute.embed.annotator import AnnotatorConfig, annotate
     from uniroute.experiments.transfer_run import only_benchmarks
 
     settings = settings_from_env()
@@ -68,7 +68,7 @@ def annotate(
         prompts = only_benchmarks(prompts, wanted, data).sort_values("prompt_id").head(limit)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
-    with one_line_errors(AnnotatorError), session(settings, "annotate", inputs=str(data), atomic=False) as s:
+    with one_line_errors(), session(settings, "annotate", inputs=str(data), atomic=False) as s:
         labels = annotate(s.con, prompts["prompt"].tolist(), config)
         s.detail = f"{len(prompts)} prompts labelled by {config.annotator_id}"
     labels.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())

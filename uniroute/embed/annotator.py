@@ -26,6 +26,7 @@ import pyarrow as pa
 from uniroute import store
 from uniroute.embed.attributes import ATTRIBUTES
 from uniroute.embed.base import text_hash
+from uniroute.errors import UnirouteError
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ INSTRUCTIONS = (
 )
 
 
-class AnnotatorError(RuntimeError):
+class AnnotatorError(UnirouteError, RuntimeError):
     """The endpoint could not be reached or gave an unusable answer; the message says which and why."""
 
 

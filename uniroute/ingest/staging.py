@@ -21,6 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from uniroute.errors import UnirouteError
+
 log = logging.getLogger(__name__)
 
 LONG_REQUIRED = ("prompt_id", "prompt", "model", "score", "cost")
@@ -50,7 +52,7 @@ STAGE_SCHEMA = pa.schema(
 )
 
 
-class IngestError(ValueError):
+class IngestError(UnirouteError, ValueError):
     """A file (or request) that cannot be ingested at all; the message names the file, row and value."""
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from uniroute.errors import UnirouteError
 from uniroute.routers.kmeans import fit_centroids_dask
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.psi import psi_from_losses
@@ -40,7 +41,7 @@ TABLE_COLUMNS = ("kind", "value", "shrinkage", "val_area", "val_area_se", "diff_
                  "chosen")
 
 
-class KindError(ValueError):
+class KindError(UnirouteError, ValueError):
     """Router kinds a build cannot fit; the message names them and the known kinds."""
 
 

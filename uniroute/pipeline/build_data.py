@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from uniroute import store
+from uniroute.errors import UnirouteError
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.split import TrialSplit
 
@@ -22,7 +23,7 @@ MIN_COMPLETE_SHARE = 0.5
 # Result cells per Arrow batch while a build fills its matrices (about 25 MB each).
 RESULT_BATCH_ROWS = 1_000_000
 
-class BuildError(RuntimeError):
+class BuildError(UnirouteError, RuntimeError):
     """The store does not hold what a build needs; the message says what is missing."""
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.errors import UnirouteError
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
@@ -36,7 +37,7 @@ from uniroute.selection.selection import model_row
 log = logging.getLogger(__name__)
 
 
-class OnboardError(ValueError):
+class OnboardError(UnirouteError, ValueError):
     """Models that cannot be onboarded; the message names them and says why."""
 
 

@@ -20,10 +20,15 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.errors import UnirouteError
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.psi import cell_frame
 from uniroute.routers.serialize import AnyRouter, router_from_bytes, router_to_bytes
+
+
+class NoRouter(UnirouteError, LookupError):
+    """No router version by that id, or no champion yet (nothing built)."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,7 @@ def load_router_version(con: store.Connection, router_id: str) -> RouterVersion:
     """A stored router version by id."""
     rows = store.query(con, "router_by_id", router_id=router_id)
     if rows.empty:
-        raise LookupError(f"no router version {router_id!r} in the store")
+        raise NoRouter(f"no router version {router_id!r} in the store")
     return _version_from_row(con, rows.iloc[0])
 
 
@@ -178,7 +183,7 @@ def load_champion(con: store.Connection) -> RouterVersion:
     """The newest promoted router version: the one that routes and gets published."""
     rows = store.query(con, "router_champion")
     if rows.empty:
-        raise LookupError("no champion router in the store: run `uniroute build` first")
+        raise NoRouter("no champion router in the store: run `uniroute build` first")
     return _version_from_row(con, rows.iloc[0])
 
 

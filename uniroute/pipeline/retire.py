@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from uniroute import store
+from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry
 
 log = logging.getLogger(__name__)
 
 
-class RetireError(ValueError):
+class RetireError(UnirouteError, ValueError):
     """A model that cannot be retired; the message says why."""
 
 

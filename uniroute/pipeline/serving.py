@@ -20,13 +20,14 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.serialize import AnyRouter
 from uniroute.routers.tables import validation_proxy
 
 
-class RoutingError(ValueError):
+class RoutingError(UnirouteError, ValueError):
     """A routing request that cannot be answered as asked."""
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from uniroute.errors import UnirouteError
 from uniroute.routers.serialize import AnyRouter, router_from_bytes
 from uniroute.routers.tables import RoutingTables
 
@@ -44,7 +45,7 @@ STAGING_PREFIX = ".staging-"
 LINK_PREFIX = ".current-"
 
 
-class PublishError(RuntimeError):
+class PublishError(UnirouteError, RuntimeError):
     """A snapshot that cannot be published or read back intact."""
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from uniroute.errors import UnirouteError
 from uniroute.routers.kmeans import as_float32_matrix
 from uniroute.routers.lambda_path import (  # noqa: F401 - argmin_cheapest re-exported: it was defined here
     argmin_cheapest,
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 ROUTE_BLOCK = 4096  # rows per block when routing through gamma (a soft map or K-NN)
 
 
-class EmbedderMismatch(ValueError):
+class EmbedderMismatch(UnirouteError, ValueError):
     """Prompts embedded by one embedder were given to a router fitted on another."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from uniroute.errors import UnirouteError
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.learned_map import LAYERS, LearnedMap
@@ -35,7 +36,7 @@ KINDS = ("kmeans", "learnedmap", "knn")
 AnyRouter = Router | KnnRouter
 
 
-class RouterFormatError(ValueError):
+class RouterFormatError(UnirouteError, ValueError):
     """Bytes that are not a router this version can read; the message says what is wrong."""
 
 

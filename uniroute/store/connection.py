@@ -8,13 +8,14 @@ from pathlib import Path
 
 import duckdb
 
+from uniroute.errors import UnirouteError
 from uniroute.store.schema import IncompatibleStore, apply_schema
 
 # What operations receive from their caller's session: other packages name this type and never import duckdb.
 Connection = duckdb.DuckDBPyConnection
 
 
-class StoreError(RuntimeError):
+class StoreError(UnirouteError, RuntimeError):
     """A store operation that cannot proceed; the message says what and where."""
 
 

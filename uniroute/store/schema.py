@@ -18,11 +18,13 @@ from pathlib import Path
 
 import duckdb
 
+from uniroute.errors import UnirouteError
+
 SQL_DIR = Path(__file__).resolve().parent.parent.parent / "sql"
 CREATED = "created"  # schema_version.applied of a store created at its version (not upgraded to it)
 
 
-class IncompatibleStore(RuntimeError):
+class IncompatibleStore(UnirouteError, RuntimeError):
     """A store file written by an earlier uniroute whose tables this version cannot read."""
 
 

@@ -1,4 +1,5 @@
-"""How a result frame is printed: an aligned table, JSON records, CSV or a Markdown table."""
+"""How a result frame is printed: an aligned table, JSON records, CSV or a Markdown table (the CLI prints them,
+the flows' reports show Markdown tables)."""
 
 from __future__ import annotations
 
