@@ -12,6 +12,7 @@
 - `paper/`: the paper's further experiments (pairwise preferences, transfer, prompt attributes, LLM
   similarity), their rule-made attribute labels, and the page docs/results/paper_extensions.md.
 
-Modules import the runner and downward (paper -> quality -> runner, speed -> scale/quality -> runner); no two
-import each other (tests/test_architecture.py).
+Every group imports the runner; beyond it, speed/ borrows scale.operations (ingest), quality.embedders_table and
+quality.readme_block (the pages its results feed), and no import goes the other way: benchmarks/ has no import
+cycle (tests/test_architecture.py).
 """

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks.paper.experiments import EXPERIMENTS, RESULTS, shown
 from benchmarks.paper.page import page
-from benchmarks.runner import REPO, load_average
+from benchmarks.runner import REPO, load_average, write_result
 
 PAGE = REPO / RESULTS / "paper_extensions.md"
 RUNS = REPO / RESULTS / "paper_extensions_runs.json"
@@ -49,7 +49,7 @@ def run(only: list[str] | None) -> None:
                       "load_average_before": load_before,
                       "load_average_after": load_average(), "cpu_count": os.cpu_count(),
                       "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-        RUNS.write_text(json.dumps(runs, indent=1) + "\n")
+        write_result(runs, RUNS, indent=1)
         print(f"== {name}: exit {code} after {runs[name]['seconds']:.0f} s", flush=True)
 
 

@@ -45,7 +45,6 @@ import argparse
 import json
 import logging
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -63,6 +62,7 @@ from benchmarks.runner import (
     machine_info,
     median,
     now_utc,
+    peak_rss_mb,
     write_result,
 )
 from benchmarks.scale.mmlu import run_mmlu
@@ -191,13 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.perf_counter()
         code = subprocess.call(cmd)
         figures = json.loads(partial.read_text()) if partial.exists() else {}
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         figures.update(
             exit_code=code,
             wall_seconds=round(time.perf_counter() - t0, 1),
             command=" ".join([Path(sys.executable).name, "-m", "benchmarks.scale.pipeline", *(argv or sys.argv[1:])]),
             child_command=" ".join(cmd[1:]),
-            children_peak_rss_mb_so_far=round(usage.ru_maxrss / 1024, 1),
+            children_peak_rss_mb_so_far=peak_rss_mb()["children"],
         )
         report["sections"][section] = figures
         if code:

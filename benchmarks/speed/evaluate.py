@@ -90,7 +90,8 @@ def main() -> None:
         "machine": machine_info(),
         "areas": {m: round(s["area"], 4) for m, s in report["methods"].items()},
         "command": f"UNIROUTE_HOME={settings.home} OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.evaluate "
-                   f"--trials {args.trials} --workers {args.workers} --embedder {args.embedder}"
+                   f"--dataset {args.dataset} --trials {args.trials} --workers {args.workers} "
+                   f"--embedder {args.embedder}"
                    + (" --no-val-sizes" if args.no_val_sizes else ""),
     }
     write_result(result, args.out, indent=1)

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.runner import RESULTS_DIR, SHARED, machine_info, write_result
+from benchmarks.runner import RESULTS_DIR, SHARED, load_average, machine_info, write_result
 from benchmarks.scale import operations
 
 RESULTS = RESULTS_DIR / "ingest.json"
@@ -107,7 +107,7 @@ def measured(name: str, path: Path, workdir: Path, repeats: int) -> dict:
     ingest_runs, baseline_runs, ingest_cpu, baseline_cpu, loads = [], [], [], [], []
     rows = baseline_rows = 0
     for _ in range(repeats):
-        loads.append(os.getloadavg()[0])
+        loads.append(load_average()[0])
         seconds, cpu, rows = timed_ingest(path, workdir)
         ingest_runs.append(seconds)
         ingest_cpu.append(cpu)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from benchmarks.runner import RESULTS_DIR, machine_info, timed, write_result
+from benchmarks.runner import RESULTS_DIR, load_average, machine_info, timed, write_result
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.knn import knn_gamma
 from uniroute.routers.learned_map import LearnedMap
@@ -92,7 +92,7 @@ def main() -> None:
     kmeans_router = Router("synthetic", tuple(f"llm-{j:02d}" for j in range(m)), costs, psi, centres)
     pool = list(kmeans_router.models[::2])
     results = []
-    load_before = os.getloadavg()
+    load_before = load_average()
     with threadpool_limits(limits=1):  # one core
         kmeans_router.route(X[:10_000], lam)  # warm-up
         walls, cpus = timed(lambda: kmeans_router.route(X, lam), args.repeats)
@@ -134,8 +134,8 @@ def main() -> None:
         "machine": machine_info() | {"cpus": os.cpu_count(), "numpy": np.__version__,
                     "blas": [{key: i.get(key) for key in ("internal_api", "version", "architecture")}
                              for i in threadpool_info() if i.get("user_api") == "blas"],
-                    "load_average_before": [round(x, 2) for x in load_before],
-                    "load_average_after": [round(x, 2) for x in os.getloadavg()]},
+                    "load_average_before": load_before,
+                    "load_average_after": load_average()},
         "threads": {key: os.environ.get(key) for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")},
         "fast_path_agrees_with_gamma_argmin": agree,
         "kmeans_over_knn_speedup_wall": round(knn[f"seconds_wall_for_{n}"] / kmeans[f"seconds_wall_for_{n}"], 1),
