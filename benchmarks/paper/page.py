@@ -172,7 +172,7 @@ def _transfer(repo: Path, experiments: dict[str, list[str]], shared: Path) -> li
            "`uniroute arena-battles`), the test log pointwise, and every shared LLM is both a training and a test "
            "LLM; the same run with the pointwise training log is the reference. Per trial: 90/10 train/validation "
            "split of the training log, half of the test log's prompts. K and k climb the ladders of "
-           "`evaluation/grids.py`: on battles by the validation battles' log-likelihood, on labels by the "
+           "`selection/grids.py`: on battles by the validation battles' log-likelihood, on labels by the "
            "simulated onboarding of `uniroute evaluate`; Psi (and K-NN's neighbours) come from the train prompts."]
     if pairwise is None or pointwise is None:
         return [*out, "", _missing("transfer_mmlu_pairwise transfer_mmlu_pointwise")]
@@ -234,13 +234,16 @@ def _similarity(repo: Path, experiments: dict[str, list[str]]) -> list[str]:
     cosine = np.asarray(saved["cosine"])
     off = cosine[~np.eye(len(cosine), dtype=bool)]
     pairs = saved["near_duplicates"]
-    flagged = "; ".join(f"{p['model_a']} and {p['model_b']} (mean |difference| {p['mean_abs_difference']:.4f}, "
-                        f"sampling alone {p['sampling_difference']:.4f})" for p in pairs) or "none"
-    return [*out, f"Cosine similarity of the {len(saved['models'])} LLMs' Psi rows (K = {saved['k']} K-means clusters "
-            f"of all prompts, {saved['embedder_id']}), ordered by hierarchical clustering; cosines range from "
-            f"{off.min():.3f} to {off.max():.4f} (every row shares the clusters' difficulty). Near duplicates, rows "
-            f"no further apart than two draws of one model would be: {flagged}. `select * from model_similarity` "
-            "gives the same numbers for the champion router.", "", _command(experiments, "similarity_mmlu"), "",
+    flagged = "; ".join(f"{p['model_a']} and {p['model_b']} (overall difference {p['z']:+.2f} standard errors, "
+                        f"per-cluster chi-square {p['chi2']:.1f})" for p in pairs) or "none"
+    return [*out, f"Cosine similarity of the {len(saved['models'])} LLMs' Psi rows centred on each cluster's pool "
+            f"mean (K = {saved['k']} K-means clusters of all prompts, {saved['embedder_id']}), ordered by "
+            f"hierarchical clustering; cosines range from {off.min():.3f} to {off.max():.4f}. Centring takes out "
+            "which clusters are hard for everyone, which dominated the raw rows (raw cosines were all above 0.94). "
+            "Near duplicates, pairs whose paired per-cluster differences a test cannot tell from sampling (overall "
+            f"|z| <= 1.96 and chi-square within its 95th percentile {saved.get('chi2_limit', float('nan')):.1f}): "
+            f"{flagged}. `select * from model_similarity` gives the same numbers for the champion router.", "",
+            _command(experiments, "similarity_mmlu"), "",
             "![similarity](similarity_mmlu_pro_cot29.png)"]
 
 

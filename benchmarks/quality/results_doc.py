@@ -76,8 +76,8 @@ LLM's overall error by s pseudo-prompts, s in {0, 2, 5, 10, 20, 50} chosen on va
 with the training LLMs only, by *simulated onboarding*: their Psi (or K-NN table) is measured on a random sample
 of as many training prompts as there are validation prompts — as a new LLM's is — and the routing Area among
 them is measured on other prompts; K and k climb a ladder until that Area turns down
-(`uniroute/evaluation/candidates.py`, `grids.py`). `auto` is the product's choice of kind, made inside each
-trial from the same training-LLM data (`uniroute/evaluation/selection.py`): K-means with count-aware Psi unless
+(`uniroute/selection/candidates.py`, `grids.py`). `auto` is the product's choice of kind, made inside each
+trial from the same training-LLM data (`uniroute/selection/selection.py`): K-means with count-aware Psi unless
 another kind's Area on fresh simulated onboardings beats it by more than two standard errors (bootstrap over
 prompts and training LLMs). Its test Area measures that whole procedure. In the method tables `*` marks an Area
 significantly below UniRoute (LearnedMap) and `†` below UniRoute (K-means) (paired two-sided sign test over the
