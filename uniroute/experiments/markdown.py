@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS
+from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS, value_label
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def edge_table(report: dict[str, Any]) -> str:
     lines = ["| kind | searched | median chosen | at a grid edge | at a bound (1, or all prompts) |",
              "|---|---|---:|---:|---:|"]
     for kind, t in report["k"].items():
-        name = "k" if kind == "knn" else "K"
+        name = value_label(kind)
         lines.append(f"| {METHOD_LABELS[kind]} | {name} = {t['searched'][0]} … {t['searched'][-1]} | "
                      f"{t['median']:g} | {100 * t['at_edge']:.0f}% | {100 * t['at_bound']:.0f}% |")
     return "\n".join(lines)
