@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS, value_label
+from uniroute.routers.kinds import router_kinds
 
 log = logging.getLogger(__name__)
 
@@ -17,8 +18,9 @@ def _significantly_lower(report: dict[str, Any], a: str, b: str, alpha: float) -
     return losses_a > wins_a and t["p"] < alpha
 
 
-# Marks after an Area in the summary table: significantly below that reference method's Area.
-AREA_MARKS = {"learnedmap": "*", "kmeans": "†"}
+# Marks after an Area in the summary table: significantly below that reference kind's Area (RouterKind.report_mark;
+# `*` first, as in the paper's table).
+AREA_MARKS = dict(sorted(((k.name, k.report_mark) for k in router_kinds() if k.report_mark), key=lambda item: item[1]))
 
 
 def summary_table(

@@ -125,6 +125,7 @@ class KMeansKind(ClusterKind):
     name = "kmeans"
     title = "UniRoute (K-means)"
     pairwise_variant = "clusters"
+    report_mark = "†"
 
 
 class ShrunkKMeansKind(KMeansKind):
@@ -136,6 +137,7 @@ class ShrunkKMeansKind(KMeansKind):
     # pairwise experiments compare plain K-means.
     transfers = False
     pairwise_variant = None
+    report_mark = ""
 
     def tune(self, engine: TuningEngine, n_val: int) -> Tuned:
         """K by the best Area over the strengths (plain K-means' Areas at s = 0), then the best s at that K."""

@@ -29,6 +29,7 @@ class LearnedMapKind(ClusterKind):
 
     name = "learnedmap"
     title = "UniRoute (LearnedMap)"
+    report_mark = "*"  # as in the paper's table
 
     def tune(self, engine: TuningEngine, n_val: int) -> Tuned:
         """K-means' K (at least 2: one cluster is a constant map)."""

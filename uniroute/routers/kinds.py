@@ -120,6 +120,7 @@ class RouterKind:
     paper_baseline: bool = False  # the paper's baseline (K-NN): reports list it before UniRoute's kinds
     transfers: bool = True  # has a transfer variant (experiments.transfer): gamma_from_training_labels
     pairwise_variant: str | None = None  # "clusters" or "neighbours": how pairwise transfer fits it from battles
+    report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
 
     # ---- tuning (the selection engine) -----------------------------------------------------------------
     def ladder(self, n_val: int, n_train: int) -> list[int]:
