@@ -31,6 +31,7 @@ class ClusterKind(RouterKind):
     `measured_gamma`) and how its map is stored (`map_arrays`, `assigner_from`)."""
 
     value_label = "K"
+    transfers = True
 
     def ladder(self, n_val: int, n_train: int) -> list[int]:
         """Candidate K: 1 to min(n_val, n_train)."""

@@ -27,6 +27,7 @@ class KnnKind(RouterKind):
     value_label = "k"
     title = "K-NN"
     paper_baseline = True
+    transfers = True
     pairwise_variant = "neighbours"
 
     def ladder(self, n_val: int, n_train: int) -> list[int]:

@@ -118,7 +118,7 @@ class RouterKind:
     value_label: str = "K"  # what its value counts: "K" clusters, "k" neighbours
     title: str = ""  # how reports name it
     paper_baseline: bool = False  # the paper's baseline (K-NN): reports list it before UniRoute's kinds
-    transfers: bool = True  # has a transfer variant (experiments.transfer): gamma_from_training_labels
+    transfers: bool = False  # has a transfer variant (experiments.transfer): gamma_from_training_labels
     pairwise_variant: str | None = None  # "clusters" or "neighbours": how pairwise transfer fits it from battles
     report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
 
