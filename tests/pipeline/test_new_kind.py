@@ -1,5 +1,6 @@
 """A fifth router kind, defined in this file alone and registered for it, goes through the whole pipeline: build,
-publish, route (store and snapshot), onboard, retire, and the MLflow pyfunc. Nothing outside routers/ knows it.
+publish, route (store and snapshot), onboard, retire, and the MLflow pyfunc. Nothing outside routers/ knows it;
+it is unregistered when the module's tests end, so no other test sees it.
 
 The kind routes every prompt by each model's overall validation loss (the cluster-free router, K = 1), on a tiny
 RoutingRule subclass of its own; its row is a model's mean loss, its evidence the results behind it."""
@@ -133,6 +134,23 @@ def logs(tmp_path_factory) -> pd.DataFrame:
     return pd.read_parquet(summary.logs_path)
 
 
+@pytest.fixture(scope="module")
+def pool(registered, logs, tmp_path_factory) -> Settings:
+    """A home whose champion is of the test kind (the build fitted it alone), published once."""
+    root = tmp_path_factory.mktemp(KIND)
+    settings = Settings(home=root / "home")
+    settings.home.mkdir()
+    logs[logs.model != NEWCOMER].to_parquet(root / "known.parquet", index=False)
+    ingest(settings.db_path, root / "known.parquet", progress=False)
+    # Build: the kind is tuned (its one-rung ladder), selected (it is the only candidate) and served.
+    result = build(settings.db_path, "tfidf", kinds=(KIND,))
+    assert result.kind == KIND and result.served == f"{KIND} K=1" and result.as_dict()["served"] == result.served
+    assert [c["kind"] for c in result.candidates] == [KIND] and result.val_area is not None
+    assert set(result.metrics) == {KIND, "zero"}
+    publish(settings.db_path, settings.published_dir)
+    return settings
+
+
 def _champion(db_path: Path) -> registry.RouterVersion:
     with store.opened(db_path, read_only=True) as con:
         return registry.load_champion(con)
@@ -142,67 +160,58 @@ def _routed(source: serving.RoutingSource, **request: Any) -> list[str]:
     return serving.route_texts(source, PROMPTS, **request)["model"].tolist()
 
 
-@pytest.mark.slow
-def test_a_kind_registered_in_a_test_goes_through_the_pipeline(registered, logs, tmp_path):
-    import mlflow
-
-    from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, sync_mlflow
-    from uniroute.pipeline.tracking.client import tracking_store
-
-    settings = Settings(home=tmp_path / "home")
-    settings.home.mkdir()
-    logs[logs.model != NEWCOMER].to_parquet(tmp_path / "known.parquet", index=False)
-    ingest(settings.db_path, tmp_path / "known.parquet", progress=False)
-
-    # Build: the kind is tuned (its one-rung ladder), selected (it is the only candidate) and served.
-    result = build(settings.db_path, "tfidf", kinds=(KIND,))
-    assert result.kind == KIND and result.served == f"{KIND} K=1" and result.as_dict()["served"] == result.served
-    assert [c["kind"] for c in result.candidates] == [KIND] and result.val_area is not None
-    assert set(result.metrics) == {KIND, "zero"}
-    champion = _champion(settings.db_path)
+def test_a_kind_registered_in_a_test_publishes_routes_onboards_and_retires(pool, logs, tmp_path):
+    champion = _champion(pool.db_path)
     assert champion.kind == KIND and isinstance(champion.router, OverallLossRouter)
 
     # Publish and route: the store's champion and the snapshot agree; at lambda 0 every prompt goes to the model
     # with the least overall loss; nothing has a cluster.
-    publish(settings.db_path, settings.published_dir)
-    assert snapshot.read_current(settings.published_dir).manifest["kind"] == KIND
-    source = serving.routing_source(settings.db_path, settings.published_dir)
-    published = serving._from_snapshot(settings.published_dir, "the store is busy (test)")
+    assert snapshot.read_current(pool.published_dir).manifest["kind"] == KIND
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    published = serving._from_snapshot(pool.published_dir, "the store is busy (test)")
     for request in ({"lam": 0.0}, {"lam": 5.0}, {"budget": 0.5}):
         assert _routed(source, **request) == _routed(published, **request), request
     best = champion.router.models[int(np.argmin(champion.router.losses))]
     assert _routed(source, lam=0.0) == [best] * len(PROMPTS)
     assert serving.route_texts(source, PROMPTS)["cluster"].isna().all()
 
-    # The MLflow pyfunc, loaded in-process, routes as `uniroute route` does.
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    with store.session(settings.db_path, "reconcile") as s:
-        sync_mlflow(s.con, uri, tmp_path / "artifacts")
-    with tracking_store(uri):
-        model = mlflow.pyfunc.load_model(f"models:/{REGISTERED_NAME}@{CHAMPION}")
-    for params in ({"lambda": 0.0}, {"lambda": 5.0}, {"budget": 0.5}):
-        served = model.predict(pd.DataFrame({"prompt": PROMPTS}), params=params)["model"].tolist()
-        assert served == _routed(source, lam=params.get("lambda"), budget=params.get("budget")), params
-
     # Onboard: the newcomer's row is its mean validation loss, from its labels alone (nothing embedded).
-    with store.opened(settings.db_path, read_only=True) as con:
+    with store.opened(pool.db_path, read_only=True) as con:
         val = set(con.execute("select prompt_id from prompt_splits where split = 'val'").df().prompt_id)
     landed = logs[(logs.model == NEWCOMER) & logs.prompt_id.isin(val)]
     landed.to_parquet(tmp_path / "newcomer.parquet", index=False)
-    ingest(settings.db_path, tmp_path / "newcomer.parquet", progress=False)
-    onboarded = onboard(settings.db_path, [NEWCOMER])
-    child = _champion(settings.db_path)
+    ingest(pool.db_path, tmp_path / "newcomer.parquet", progress=False)
+    onboarded = onboard(pool.db_path, [NEWCOMER])
+    child = _champion(pool.db_path)
     assert child.kind == KIND and child.parent_id == champion.router_id and onboarded.embedded_prompts == 0
     assert child.router.models == (*champion.router.models, NEWCOMER)
     assert child.router.losses[-1] == pytest.approx(1.0 - landed.score.mean())
-    assert onboard(settings.db_path, [NEWCOMER]).unchanged == (NEWCOMER,)  # the same row: nothing written
+    assert onboard(pool.db_path, [NEWCOMER]).unchanged == (NEWCOMER,)  # the same row: nothing written
 
     # Retire: the model leaves the pool; routing to it is refused.
     gone = champion.router.models[0]
-    retire(settings.db_path, gone)
-    publish(settings.db_path, settings.published_dir)
-    source = serving.routing_source(settings.db_path, settings.published_dir)
-    assert gone not in source.pool and _champion(settings.db_path).kind == KIND
+    retire(pool.db_path, gone)
+    publish(pool.db_path, pool.published_dir)
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    assert gone not in source.pool and _champion(pool.db_path).kind == KIND
     assert gone not in _routed(source, lam=0.0)
     with pytest.raises(serving.RoutingError, match="retired"):
         _routed(source, pool=[gone])
+
+
+@pytest.mark.slow
+def test_the_pyfunc_routes_a_kind_registered_in_a_test_like_uniroute_route(pool, tmp_path):
+    import mlflow
+
+    from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, sync_mlflow
+    from uniroute.pipeline.tracking.client import tracking_store
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with store.session(pool.db_path, "reconcile") as s:
+        sync_mlflow(s.con, uri, tmp_path / "artifacts")
+    with tracking_store(uri):  # in-process, as a serving process loads it
+        model = mlflow.pyfunc.load_model(f"models:/{REGISTERED_NAME}@{CHAMPION}")
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    for params in ({"lambda": 0.0}, {"lambda": 5.0}, {"budget": 0.5}):
+        served = model.predict(pd.DataFrame({"prompt": PROMPTS}), params=params)["model"].tolist()
+        assert served == _routed(source, lam=params.get("lambda"), budget=params.get("budget")), params
