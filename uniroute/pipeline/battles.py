@@ -16,6 +16,7 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.pipeline import registry
+from uniroute.routers.kinds import router_kind
 from uniroute.routers.kmeans import Centroids
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,6 @@ def with_battle_models(con: store.Connection, router: Any, embedder_of: Callable
         return router, ""
     centroids = router.psi_centroids()
     if centroids is None:
-        from uniroute.routers.kinds import router_kind
-
         name = router_kind(router.kind).title or router.kind
         return router, f"battle-only models {models} left out: a {name} router needs per-prompt labels"
     no_cost = [m for m in models if pd.isna(costs[m])]

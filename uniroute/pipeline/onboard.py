@@ -29,6 +29,7 @@ from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
+from uniroute.routers.kinds import router_kind
 from uniroute.routers.psi_battles import onboard_psi
 from uniroute.routers.serialize import AnyRouter
 
@@ -121,8 +122,6 @@ def _label_rows(con: store.Connection, router: AnyRouter,
 
 def _kind_name(router: AnyRouter) -> str:
     """How messages name the router's kind: its report title ("K-NN"), else its name."""
-    from uniroute.routers.kinds import router_kind
-
     return router_kind(router.kind).title or router.kind
 
 
