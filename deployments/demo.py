@@ -139,8 +139,7 @@ def main(argv: list[str] | None = None) -> None:
         say("2. Nightly build (embed on Dask, tune every router kind, serve the one chosen on validation, "
             "evaluate, MLflow)")
         build = nightly_build()
-        name = "k" if build["kind"] == "knn" else "K"
-        print(f"router {build['router_id']}: {build['kind']} {name}={build['k']}, {len(build['models'])} LLMs, "
+        print(f"router {build['router_id']}: {build['served']}, {len(build['models'])} LLMs, "
               f"{build['reason']}")
         show("router kinds compared on validation prompts (training LLMs only; the build serves `chosen`)",
              sql(settings, f"""

@@ -88,7 +88,7 @@ def build_markdown(result: BuildResult, candidates: pd.DataFrame, run_id: str | 
         "",
         f"**{'Promoted to champion' if result.promoted else 'Kept as challenger'}**: {result.reason}.",
         "",
-        f"- served kind {result.kind} ({'k' if result.kind == 'knn' else 'K'} = {result.k}), validation Area {area}",
+        f"- served kind {result.kind} ({result.value_label} = {result.k}), validation Area {area}",
         f"- {len(result.models)} models: {', '.join(result.models)}",
         f"- left out (no cost or too few results): {', '.join(result.excluded_models) or 'none'}",
         "- prompts: " + ", ".join(f"{n:,} {split}" for split, n in result.n_prompts.items()),

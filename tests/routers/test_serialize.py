@@ -84,3 +84,26 @@ def test_another_format_version_is_refused() -> None:
     np.savez(buffer, header=np.array(json.dumps({"format": "uniroute-router", "version": 99})))
     with pytest.raises(RouterFormatError, match="version 99"):
         router_from_bytes(buffer.getvalue())
+
+
+def _header(data: bytes) -> dict:
+    with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+        return json.loads(str(saved["header"]))
+
+
+@pytest.mark.parametrize("make", [_kmeans_router, _learned_map_router, _shrunk_router, _knn_router])
+def test_the_header_names_the_registered_kind(make) -> None:
+    router = make()
+    assert _header(router_to_bytes(router))["kind"] == router.kind
+
+
+def test_version_2_files_naming_the_structure_are_still_read() -> None:
+    """Version 2 wrote "kmeans" for a count-aware K-means router too; its shrinkage makes it one again."""
+    router = _shrunk_router()
+    saved = dict(np.load(io.BytesIO(router_to_bytes(router)), allow_pickle=False))
+    header = {**json.loads(str(saved.pop("header"))), "version": 2, "kind": "kmeans"}
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.array(json.dumps(header)), **saved)
+    back = router_from_bytes(buffer.getvalue())
+    assert back.kind == "kmeans_shrunk" and back.shrinkage == router.shrinkage
+    np.testing.assert_array_equal(back.routing_psi, router.routing_psi)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS
+from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS, value_label
+from uniroute.routers.kinds import router_kinds
 
 log = logging.getLogger(__name__)
 
@@ -17,8 +18,9 @@ def _significantly_lower(report: dict[str, Any], a: str, b: str, alpha: float) -
     return losses_a > wins_a and t["p"] < alpha
 
 
-# Marks after an Area in the summary table: significantly below that reference method's Area.
-AREA_MARKS = {"learnedmap": "*", "kmeans": "†"}
+# Marks after an Area in the summary table: significantly below that reference kind's Area (RouterKind.report_mark;
+# `*` first, as in the paper's table).
+AREA_MARKS = dict(sorted(((k.name, k.report_mark) for k in router_kinds() if k.report_mark), key=lambda item: item[1]))
 
 
 def summary_table(
@@ -97,7 +99,7 @@ def edge_table(report: dict[str, Any]) -> str:
     lines = ["| kind | searched | median chosen | at a grid edge | at a bound (1, or all prompts) |",
              "|---|---|---:|---:|---:|"]
     for kind, t in report["k"].items():
-        name = "k" if kind == "knn" else "K"
+        name = value_label(kind)
         lines.append(f"| {METHOD_LABELS[kind]} | {name} = {t['searched'][0]} … {t['searched'][-1]} | "
                      f"{t['median']:g} | {100 * t['at_edge']:.0f}% | {100 * t['at_bound']:.0f}% |")
     return "\n".join(lines)

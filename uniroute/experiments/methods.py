@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from uniroute.routers.kinds import router_kind, router_kinds
+
 log = logging.getLogger(__name__)
 
-KIND_METHODS = ("knn", "kmeans", "kmeans_shrunk", "learnedmap")  # the candidate router kinds
+# The candidate router kinds (routers.kinds), the paper's baseline (K-NN) listed first as in its table.
+KIND_METHODS = tuple(k.name for k in sorted(router_kinds(), key=lambda k: not k.paper_baseline))
 METHODS = ("zero", *KIND_METHODS, "auto", "mlp", "matfac", "pairwise")
 # What an evaluation runs unless told otherwise: the paper's table plus the kinds and auto (`pairwise` is the
 # arena-style experiment: it needs battles drawn from the labels and answers another question).
@@ -15,12 +18,14 @@ ORACLES = ("mlp", "matfac")  # clairvoyant: trained with the test LLMs' labels; 
 VAL_SIZE_METHODS = ("auto", *KIND_METHODS)
 METHOD_LABELS = {
     "zero": "ZeroRouter",
-    "knn": "K-NN",
-    "kmeans": "UniRoute (K-means)",
-    "kmeans_shrunk": "UniRoute (K-means, count-aware Psi)",
-    "learnedmap": "UniRoute (LearnedMap)",
+    **{name: router_kind(name).title for name in KIND_METHODS},
     "auto": "auto (best kind on validation)",
     "mlp": "MLP (clairvoyant oracle)",
     "matfac": "MatFac (clairvoyant oracle)",
     "pairwise": "UniRoute (K-means) from sparse battles",
 }
+
+
+def value_label(method: str) -> str:
+    """What a method's tuned value counts: its kind's label ("K" or "k"); the pairwise method searches K."""
+    return router_kind(method).value_label if method in KIND_METHODS else "K"

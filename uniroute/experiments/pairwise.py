@@ -146,7 +146,7 @@ class PairwiseTrial:
                          for f in ("prompt", "a", "b", "y")))
         fit = fit_strengths(_counts(seen, clusters, k, every, self.names), prior=self.prior)
         psi = 1.0 - fit.quality()[self.state.split.test_models]  # (M_te, K)
-        gamma = self.state.test_member("kmeans", k) @ psi.T
+        gamma = self.state.test_onehot(k) @ psi.T
         return pool.curve(gamma, self.state.config.n_lambdas)
 
 

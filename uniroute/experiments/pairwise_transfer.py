@@ -19,6 +19,7 @@ import numpy as np
 from uniroute.experiments.pairwise import PRIORS, Battles, best_prior
 from uniroute.experiments.transfer import TransferConfig, TransferData
 from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
+from uniroute.routers.kinds import kind_names, router_kind
 from uniroute.selection.candidates import MAX_RUNGS
 from uniroute.selection.curves import Curve
 from uniroute.selection.grids import GridSearch, cluster_ladder, neighbour_ladder, search_record, widening_search
@@ -62,7 +63,8 @@ class PairwiseTransfer:
         n_val, n_train = len(self.split.val), len(self.split.train)
         if name == "zero":
             return None, pool.zero_curve(1.0 - self.overall.quality()[:, 0])
-        if name == "kmeans":
+        variant = router_kind(name).pairwise_variant if name in kind_names() else None
+        if variant == "clusters":
             search = self._tune(cluster_ladder(n_val, n_train), self._kmeans_val_likelihood)
             k = search.chosen
             cents = self.centroids(k)
@@ -70,7 +72,7 @@ class PairwiseTransfer:
                                 prior=self._priors[k])
             gamma = cents.membership(self.X[self.split.test]).astype(np.float64) @ (1.0 - fit.quality()).T
             return search_record(search, prior=self._priors[k]), pool.curve(gamma, n_lambdas)
-        if name == "knn":
+        if variant == "neighbours":
             from uniroute.routers.knn import nearest_order
 
             candidates = [c for c in neighbour_ladder(n_val) if c <= n_train][:MAX_RUNGS]

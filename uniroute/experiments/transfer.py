@@ -26,14 +26,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from uniroute.experiments.methods import KIND_METHODS
 from uniroute.experiments.pairwise import Battles
+from uniroute.routers.kinds import router_kind
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.split import TrialSplit
 
 log = logging.getLogger(__name__)
 
-TRANSFER_METHODS = ("zero", "knn", "kmeans", "learnedmap")
-PAIRWISE_TRANSFER_METHODS = ("zero", "knn", "kmeans")  # the LearnedMap trains on pointwise labels
+# The kinds with a transfer variant (RouterKind.transfers), and those fitted from battles (pairwise_variant: the
+# LearnedMap trains on pointwise labels).
+TRANSFER_METHODS = ("zero", *(m for m in KIND_METHODS if router_kind(m).transfers))
+PAIRWISE_TRANSFER_METHODS = ("zero", *(m for m in KIND_METHODS if router_kind(m).pairwise_variant))
 
 
 @dataclass(frozen=True)

@@ -56,21 +56,14 @@ def pointwise_method(method: str, state: TrialState, pool: TestPool, n_lambdas: 
     n_val training prompts). Every LLM is a training LLM here, so Psi (and K-NN's label table) then come from
     all the train prompts, the rows the paper's transfer experiment routes with.
     """
-    from uniroute.routers.knn import knn_gammas, nearest_order
-    from uniroute.routers.psi import psi_from_losses
+    from uniroute.routers.kinds import router_kind
 
     n_val = len(state.split.val)
     if method == "zero":
         return None, pool.zero_curve(np.nanmean(state.losses[state.split.val], axis=0))
     tuned = state.tuned(method, n_val)
     record = search_record(tuned.search, tuned.shrinkage)
-    k = tuned.value
-    if method == "knn":
-        gamma = knn_gammas(nearest_order(state.X_test, state.X_train, k), state.train_losses, [k])[k]
-        return record, pool.curve(gamma, n_lambdas)
-    names = list(state.data.models)
-    psi = psi_from_losses(state.centroids(k).assign(state.X_train), state.train_losses, k, names).values
-    return record, pool.curve(state.test_member(method, k) @ psi.T, n_lambdas)
+    return record, pool.curve(router_kind(method).gamma_from_training_labels(state, tuned.value), n_lambdas)
 
 
 def transfer_trial(X: np.ndarray, data: TransferData, trial: int, config: TransferConfig) -> dict[str, Any]:

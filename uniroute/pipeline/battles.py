@@ -16,8 +16,8 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.pipeline import registry
+from uniroute.routers.kinds import router_kind
 from uniroute.routers.kmeans import Centroids
-from uniroute.routers.knn import KnnRouter
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,8 @@ def with_battle_models(con: store.Connection, router: Any, embedder_of: Callable
     """The build's served router with a Psi row for every active model that has battles on validation prompts
     but no results there, fitted against the router's rows (kept fixed), and a note for the build ('' if none).
 
-    Only cluster kinds can take them: a K-NN router routes by per-prompt labels, which battles do not give.
+    Only kinds with clusters for Psi rows can take them: a kind without (K-NN) routes by per-prompt labels,
+    which battles do not give.
     """
     from uniroute.pipeline.psi_data import onboard_psi
 
@@ -54,12 +55,13 @@ def with_battle_models(con: store.Connection, router: Any, embedder_of: Callable
     models = [m for m in costs if m not in router.models]
     if not models:
         return router, ""
-    if isinstance(router, KnnRouter):
-        return router, f"battle-only models {models} left out: a K-NN router needs per-prompt labels"
+    centroids = router.psi_centroids()
+    if centroids is None:
+        name = router_kind(router.kind).title or router.kind
+        return router, f"battle-only models {models} left out: a {name} router needs per-prompt labels"
     no_cost = [m for m in models if pd.isna(costs[m])]
     if no_cost:
         return router, f"battle-only models {no_cost} left out: no default cost (`uniroute models set-cost`)"
-    centroids = router.psi_clusters()
     clustering_id = registry.router_clustering_id(router)
     assign_battle_prompts(con, clustering_id, centroids, embedder_of)
     val_clusters = store.query(con, "val_prompt_clusters", clustering_id=clustering_id)

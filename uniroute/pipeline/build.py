@@ -26,7 +26,7 @@ from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
-from uniroute.selection.candidates import Tuned
+from uniroute.routers.kinds import Tuned, router_kind
 from uniroute.selection.curves import curve_metrics
 from uniroute.selection.data import RoutingData
 from uniroute.selection.split import TrialSplit
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 # Above this many training prompts the kinds are tuned on a fixed subsample (an exact K-means per candidate K
 # on all of them would take minutes each) and the served one-hot router's K-means is refitted on all of them
-# on Dask (build_candidates._full_scale).
+# on Dask (RouterKind.full_scale).
 TUNING_SAMPLE = 50_000
 # Deviation from the paper's protocol at scale: above these sizes K (and K-NN's k) is chosen on a fixed random
 # subsample of the validation prompts and the build is scored on a subsample of the test prompts. The paper's
@@ -74,7 +74,8 @@ class BuildResult:
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "models": list(self.models), "excluded_models": list(self.excluded_models),
-                "candidates": list(self.candidates), "notes": list(self.notes)}
+                "candidates": list(self.candidates), "notes": list(self.notes), "value_label": self.value_label,
+                "served": self.served}
 
     def line(self) -> str:
         area = {m: round(v["area"], 4) for m, v in self.metrics.items()}
@@ -84,9 +85,14 @@ class BuildResult:
         return f"built {self.router_id} ({self.served}, {len(self.models)} models) as {state}: {scored}{notes}"
 
     @property
+    def value_label(self) -> str:
+        """What the served kind's value counts: "K" (clusters) or "k" (neighbours)."""
+        return router_kind(self.kind).value_label
+
+    @property
     def served(self) -> str:
         """The served kind and its K (clusters) or k (neighbours), e.g. "kmeans K=6", "knn k=34"."""
-        return f"{self.kind} {'k' if self.kind == 'knn' else 'K'}={self.k}"
+        return f"{self.kind} {self.value_label}={self.k}"
 
     def candidates_table(self) -> pd.DataFrame:
         """The candidates compared, best validation Area first, as a printable frame."""
@@ -154,9 +160,9 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
               kinds: Sequence[str] | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
-    Every candidate kind (`kinds`, default all of candidates.KINDS) is tuned with the training LLMs and the one
-    evaluation.selection chooses on validation prompts becomes the build's router; the other kinds are stored
-    beside it as candidates (candidate_of), and every candidate's Area in `router_candidates`. The build's
+    Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
+    and the one selection.selection chooses on validation prompts becomes the build's router; the other kinds are
+    stored beside it as candidates (candidate_of), and every candidate's Area in `router_candidates`. The build's
     router is served (promoted) when its validation Area is not below the champion's. With fewer than two
     training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
     held-out evaluation is skipped.

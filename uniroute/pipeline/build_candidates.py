@@ -1,11 +1,11 @@
-"""The build's candidate routers: every router kind tuned on the build's data, the kind to serve chosen by
-evaluation.selection, and each kind's router over the whole pool.
+"""The build's candidate routers: every requested router kind tuned on the build's data, the kind to serve
+chosen by selection.selection, and each kind's router over the whole pool.
 
 Only the training LLMs' labels on training and validation prompts reach the tuning and the selection
 (TrialState.fits); test prompts are never read here. Each kind's router is selection.served_router over every
-pool model with validation results; where the build tuned on samples (build._tuning_rows) the cluster kinds'
-Psi is then measured on every validation prompt, and K-means is refitted on every training prompt (on Dask)
-for the one-hot kinds.
+pool model with validation results; where the build tuned on samples (build._tuning_rows) the kind brings it to
+full scale (RouterKind.full_scale: the cluster kinds measure Psi on every validation prompt, and the one-hot
+ones refit K-means on every training prompt, on Dask).
 """
 
 from __future__ import annotations
@@ -13,18 +13,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from uniroute.errors import UnirouteError
-from uniroute.routers.kmeans import fit_centroids_dask
-from uniroute.routers.knn import KnnRouter
-from uniroute.routers.psi import psi_from_losses
+from uniroute.routers.kinds import FullScale, Tuned, kind_names, router_kind
+from uniroute.routers.kmeans import Centroids, fit_centroids_dask
 from uniroute.routers.serialize import AnyRouter
-from uniroute.selection.candidates import KINDS, Tuned
 from uniroute.selection.selection import Selection, select_kind, served_router
 from uniroute.selection.split import TrialSplit
 from uniroute.selection.state import TrialState
@@ -46,21 +44,23 @@ class KindError(UnirouteError, ValueError):
 
 
 def checked_kinds(kinds: Sequence[str] | None) -> tuple[str, ...]:
-    """The candidate kinds of a build (every kind by default), in KINDS order; KindError for unknown ones."""
+    """The candidate kinds of a build (every registered kind by default), in registration order; KindError for
+    unknown ones."""
+    known = kind_names()
     if kinds is None:
-        return KINDS
+        return known
     names = [k.strip() for k in kinds if k.strip()]
-    unknown = sorted(set(names) - set(KINDS))
+    unknown = sorted(set(names) - set(known))
     if unknown or not names:
-        raise KindError(f"unknown router kinds {unknown or names}: choose from {', '.join(KINDS)}")
-    return tuple(k for k in KINDS if k in names)
+        raise KindError(f"unknown router kinds {unknown or names}: choose from {', '.join(known)}")
+    return tuple(k for k in known if k in names)
 
 
 @dataclass(frozen=True, eq=False)
 class Candidates:
     """The tuned kinds, the selection among them and each kind's router over the pool."""
 
-    tuned: dict[str, Tuned]  # kind -> hyper-parameters, in KINDS order
+    tuned: dict[str, Tuned]  # kind -> hyper-parameters, in registration order
     routers: dict[str, AnyRouter]  # kind -> router over the pool
     chosen: str
     selection: Selection | None  # None when there were too few training LLMs to measure any Area
@@ -86,15 +86,14 @@ class Candidates:
 
 
 def untuned_default(kinds: Sequence[str], n_val: int, n_train: int) -> Tuned:
-    """Without two training LLMs nothing can be tuned or compared: the first requested kind at a default value.
-
-    K = n_val / 50 as the paper's appendix does for Math+Code, k = sqrt(n_val); a LearnedMap cannot be trained
-    without training LLMs, so it falls back to K-means.
-    """
-    kind = next((k for k in kinds if k != "learnedmap"), "kmeans")
-    if kind == "knn":
-        return Tuned(kind, int(min(max(1, round(np.sqrt(n_val))), n_val)))
-    return Tuned(kind, int(min(max(3, round(n_val / 50)), n_train)))
+    """Without two training LLMs nothing can be tuned or compared: the first requested kind that can be built
+    without them (RouterKind.untuned: K = n_val / 50 as the paper's appendix does for Math+Code, k = sqrt(n_val);
+    a LearnedMap cannot be trained), else the first registered kind that can."""
+    for name in (*kinds, *kind_names()):
+        tuned = router_kind(name).untuned(n_val, n_train)
+        if tuned is not None:
+            return tuned
+    raise KindError(f"no router kind can be built without training LLMs among {list(kind_names())}")
 
 
 def _lazy_rows(X: np.ndarray, rows: np.ndarray) -> dask.array.Array:
@@ -114,20 +113,17 @@ def _lazy_rows(X: np.ndarray, rows: np.ndarray) -> dask.array.Array:
     return da.concatenate(blocks)
 
 
-def _full_scale(router: AnyRouter, X: np.ndarray, split: TrialSplit, sample: TrialSplit, val_losses: np.ndarray,
-                seed: int) -> AnyRouter:
-    """The router with Psi on every validation prompt and (one-hot) K-means on every training prompt, where the
-    tuning used samples of them (`sample`). val_losses (n_val_all, P): the pool's losses on every validation
-    prompt."""
-    if isinstance(router, KnnRouter):
-        return router  # its references are the validation prompts the selection measured it on
-    refit = router.one_hot and len(sample.train) < len(split.train)
-    if not refit and len(sample.val) == len(split.val):
-        return router
-    if refit:
-        router = replace(router, assigner=fit_centroids_dask(_lazy_rows(X, split.train), router.k, seed))
-    psi = psi_from_losses(router.psi_clusters().assign(X[split.val]), val_losses, router.k, router.models)
-    return replace(router, psi=psi.values, psi_counts=psi.counts)
+def _full_scale(router: AnyRouter, kind: str, X: np.ndarray, split: TrialSplit, sample: TrialSplit,
+                val_losses: np.ndarray, seed: int) -> AnyRouter:
+    """The kind's router measured on every prompt where the tuning used samples of them (`sample`).
+    val_losses (n_val_all, P): the pool's losses on every validation prompt."""
+
+    def refit_clusters(k: int) -> Centroids:
+        return fit_centroids_dask(_lazy_rows(X, split.train), k, seed)
+
+    scale = FullScale(train_sampled=len(sample.train) < len(split.train), val_sampled=len(sample.val) < len(split.val),
+                      val_embeddings=lambda: X[split.val], val_losses=val_losses, refit_clusters=refit_clusters)
+    return router_kind(kind).full_scale(router, scale)
 
 
 def fit_candidates(
@@ -169,7 +165,7 @@ def fit_candidates(
     routers = {}
     for kind, t in tuned.items():
         router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
-        routers[kind] = _full_scale(router, X, split, sample, all_val_losses[:, seen], seed)
+        routers[kind] = _full_scale(router, kind, X, split, sample, all_val_losses[:, seen], seed)
     candidates = Candidates(tuned, routers, chosen, selection, tuple(notes))
     if selection is None:  # select_kind logs its own line
         log.info("%s", candidates.line())

@@ -1,11 +1,12 @@
 """Onboarding: make new (or re-evaluated) models routable by the champion, whatever its kind, no retraining.
 
-Cluster kinds (K-means, count-aware K-means, LearnedMap): a model's Psi row is its mean loss per cluster on the
-validation prompts (a SQL group-by over the stored cluster assignments of the clusters Psi is measured on), or,
-for a model with battles only, its per-cluster Bradley-Terry strengths against the frozen pool (psi_battles).
-Only validation prompts that arrived with the new results and have no cluster yet are embedded; old prompts are
-never re-embedded, nothing is re-clustered or retrained. K-NN: the model's validation labels join the router's
-neighbour table by prompt id (selection.model_row); nothing is embedded.
+Kinds with clusters for Psi rows (router.psi_centroids(): K-means, count-aware K-means, LearnedMap): a model's
+Psi row is its mean loss per cluster on the validation prompts (a SQL group-by over the stored cluster
+assignments of the clusters Psi is measured on), or, for a model with battles only, its per-cluster
+Bradley-Terry strengths against the frozen pool (psi_battles). Only validation prompts that arrived with the new
+results and have no cluster yet are embedded; old prompts are never re-embedded, nothing is re-clustered or
+retrained. Kinds without clusters (K-NN): the model's row comes from its per-prompt validation labels
+(router.model_row; K-NN joins them to its neighbour table by prompt id); nothing is embedded.
 
 Onboarding runs inside the caller's session, so ingesting the results and writing the child router version
 commit together. It is idempotent: a model whose Psi row and cost the champion already holds is reported as
@@ -30,9 +31,8 @@ from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
 from uniroute.pipeline.psi_data import onboard_psi
-from uniroute.routers.knn import KnnRouter
+from uniroute.routers.kinds import router_kind
 from uniroute.routers.serialize import AnyRouter
-from uniroute.selection.selection import model_row
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +66,11 @@ class OnboardResult:
         )
 
 
-def _same_row(router: AnyRouter, model: str, row: np.ndarray, counts: np.ndarray | None, cost: float) -> bool:
-    """Whether the router already holds this model with exactly this row (Psi or K-NN labels), evidence, cost."""
-    if model not in router.models:
-        return False
-    i = router.models.index(model)
-    if isinstance(router, KnnRouter):
-        return bool(np.array_equal(router.labels[i], row, equal_nan=True) and router.costs[i] == cost)
-    same_counts = router.psi_counts is None or np.array_equal(router.psi_counts[i], counts)
-    return bool(np.array_equal(router.psi[i], row) and same_counts and router.costs[i] == cost)
-
-
 def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, models: tuple[str, ...], progress: bool,
                   cache_dir: Path | None) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """({model: (Psi row (K,), counts (K,) or None)}, prompts embedded): a SQL group-by on the frozen clusters."""
     router = champion.router
-    centroids = router.psi_clusters()
+    centroids = router.psi_centroids()
     new_prompts = store.query(con, "unassigned_val_prompts", clustering_id=champion.clustering_id,
                               models=list(models))
     if len(new_prompts):
@@ -111,24 +100,30 @@ def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, model
     return rows, len(new_prompts) + battle_prompts
 
 
-def _knn_rows(con: store.Connection, router: KnnRouter,
-              models: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
-    """{model: (its losses on the K-NN router's reference prompts (n_ref,), None)}: its validation results
-    joined to the neighbour table by prompt id (selection.model_row); nothing is embedded."""
+def _label_rows(con: store.Connection, router: AnyRouter,
+                models: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    """{model: (its row, counts or None)} for a kind without clusters: its per-prompt validation results through
+    router.model_row (K-NN: joined to the neighbour table by prompt id); nothing is embedded."""
+    name = _kind_name(router)
     results = store.query(con, "model_val_losses", models=list(models))
     missing = sorted(set(models) - set(results["model"]))
     if missing:
         raise OnboardError(f"models {missing} have no results on validation prompts: nothing to route them by "
-                           "(a K-NN champion routes by per-prompt labels, which battles do not give)")
+                           f"(a {name} champion routes by per-prompt labels, which battles do not give)")
     rows = {}
     for model, group in results.groupby("model", sort=False):
         losses = group["loss"].to_numpy(float)
-        row, counts = model_row(router, group["prompt_id"].tolist(), np.empty((len(losses), 0)), losses)
+        row, counts = router.model_row(group["prompt_id"].tolist(), np.empty((len(losses), 0)), losses)
         if np.isnan(row).all():
             raise OnboardError(f"model {model!r} has no result on any of the {len(row)} reference prompts of the "
-                               "K-NN champion: give it results on the validation prompts the router was built on")
+                               f"{name} champion: give it results on the validation prompts the router was built on")
         rows[str(model)] = (row, counts)
     return rows
+
+
+def _kind_name(router: AnyRouter) -> str:
+    """How messages name the router's kind: its report title ("K-NN"), else its name."""
+    return router_kind(router.kind).title or router.kind
 
 
 def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False,
@@ -145,8 +140,8 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         raise OnboardError(f"models {unknown} have no results in the store: ingest their validation results first")
     store.execute(con, "reactivate_models", models=list(models))
     store.execute(con, "assign_splits")
-    if isinstance(champion.router, KnnRouter):
-        rows, embedded = _knn_rows(con, champion.router, models), 0
+    if champion.router.psi_centroids() is None:
+        rows, embedded = _label_rows(con, champion.router, models), 0
     else:
         rows, embedded = _cluster_rows(con, champion, models, progress, cache_dir)
     crashpoint("onboard:embedded")
@@ -159,7 +154,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
     for model in models:
         row, counts = rows[model]
         cost = float(costs[model])
-        if _same_row(router, model, row, counts, cost):
+        if router.holds_row(model, row, counts, cost):
             unchanged.append(model)
             continue
         router = router.with_model(model, row, cost, counts)

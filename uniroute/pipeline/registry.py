@@ -21,9 +21,7 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.errors import UnirouteError
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.knn import KnnRouter
-from uniroute.routers.psi import cell_frame
+from uniroute.routers.kmeans import Centroids, clustering_id_of  # noqa: F401 - clustering_id_of re-exported
 from uniroute.routers.serialize import AnyRouter, router_from_bytes, router_to_bytes
 
 
@@ -43,7 +41,7 @@ class RouterVersion:
     promoted: bool
     reason: str
     created_at: datetime
-    router: AnyRouter  # a cluster Router (kmeans, kmeans_shrunk, learnedmap) or a KnnRouter
+    router: AnyRouter  # a router of the registered kind `kind` (routers.kinds)
     embedder_state: bytes | None = None  # the stored embedder (embed.portable); None when rebuilt by name
 
     def embedder(self, progress: bool = False, cache_dir: Path | None = None) -> Any:
@@ -65,23 +63,14 @@ def new_router_id(kind: str) -> str:
     return f"{kind}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
 
 
-def clustering_id_of(centroids: Centroids) -> str:
-    """Content id of a set of centroids: the same centres give the same id."""
-    digest = hashlib.sha256(np.ascontiguousarray(centroids.centers, dtype=np.float32).tobytes()).hexdigest()
-    return "kmeans-" + digest[:16]
-
-
 def router_clustering_id(router: AnyRouter) -> str:
-    """The clustering a router measures Psi rows on; a K-NN router's stands for its reference prompts instead."""
-    if isinstance(router, KnnRouter):
-        digest = hashlib.sha256("\n".join(router.ref_ids).encode()).hexdigest()
-        return "knn-refs-" + digest[:16]
-    return clustering_id_of(router.psi_clusters())
+    """The clustering a router measures Psi rows on; a kind without clusters (K-NN) names what stands for it."""
+    return router.clustering_id()
 
 
 def router_centroids(router: AnyRouter) -> Centroids | None:
-    """The K-means centroids behind a router's Psi (the LearnedMap's clusters too); None for K-NN."""
-    return None if isinstance(router, KnnRouter) else router.psi_clusters()
+    """The K-means centroids behind a router's Psi (the LearnedMap's clusters too); None without clusters."""
+    return router.psi_centroids()
 
 
 def _now() -> datetime:
@@ -200,28 +189,9 @@ def champion_val_area(con: store.Connection) -> float | None:
 
 
 def psi_table(router: AnyRouter) -> pd.DataFrame:
-    """Long table of a router's Psi: model, cluster, loss (measured), n, routing_loss (what routing uses; shrunk
-    for count-aware Psi), error_lo / error_hi (95% Wilson interval of the measured loss) and sparse (fewer than
-    psi.SPARSE_CELL prompts behind the cell); no rows for K-NN, which has no clusters."""
-    if isinstance(router, KnnRouter):
-        return pd.DataFrame({"model": pd.Series(dtype=object), "cluster": pd.Series(dtype=np.int64),
-                             "loss": pd.Series(dtype=np.float64), "n": pd.Series(dtype=np.int64),
-                             "routing_loss": pd.Series(dtype=np.float64), "error_lo": pd.Series(dtype=np.float64),
-                             "error_hi": pd.Series(dtype=np.float64), "sparse": pd.Series(dtype=bool)})
-    counts = router.psi_counts if router.psi_counts is not None else np.zeros_like(router.psi, dtype=np.int64)
-    cells = cell_frame(router.models, router.psi, counts)
-    return pd.DataFrame(
-        {
-            "model": cells["model"],
-            "cluster": cells["cluster"].astype(np.int64),
-            "loss": cells["error"],
-            "n": cells["n"],
-            "routing_loss": router.routing_psi.reshape(-1),  # the shrunk cell for count-aware Psi
-            "error_lo": cells["error_lo"],
-            "error_hi": cells["error_hi"],
-            "sparse": cells["sparse"],
-        }
-    )
+    """Long table of a router's Psi (RoutingRule.psi_table): model, cluster, loss (measured), n, routing_loss,
+    error_lo / error_hi and sparse; no rows for a kind without clusters (K-NN)."""
+    return router.psi_table()
 
 
 def data_fingerprint(con: store.Connection) -> str:

@@ -22,7 +22,6 @@ import pandas as pd
 from uniroute import store
 from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
-from uniroute.routers.knn import KnnRouter
 from uniroute.routers.serialize import AnyRouter
 from uniroute.routers.tables import validation_proxy
 
@@ -157,11 +156,11 @@ def route_texts(
 
 
 def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
-    """Each prompt's cluster (nullable Int32): nearest centroid, the LearnedMap's likeliest cluster, or null for
-    K-NN, which routes by neighbours and has no clusters."""
-    if isinstance(router, KnnRouter):
+    """Each prompt's cluster (nullable Int32): nearest centroid, the LearnedMap's likeliest cluster, or null for a
+    kind without clusters (K-NN routes by neighbours)."""
+    clusters = router.prompt_clusters(X)
+    if clusters is None:
         return pd.Series(pd.NA, index=range(X.shape[0]), dtype="Int32")
-    clusters = router.assigner.assign(X) if router.one_hot else router.assigner.membership(X).argmax(axis=1)
     return pd.Series(clusters.astype(np.int32), dtype="Int32")
 
 

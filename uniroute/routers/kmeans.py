@@ -5,6 +5,7 @@ Shapes: X is (n, d) float32 (L2-normalised embeddings), centres are (K, d) float
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -81,6 +82,12 @@ class Centroids:
         out = np.zeros((idx.shape[0], self.k), dtype=np.float32)
         out[np.arange(idx.shape[0]), idx] = 1.0
         return out
+
+
+def clustering_id_of(centroids: Centroids) -> str:
+    """Content id of a set of centroids: the same centres give the same id."""
+    digest = hashlib.sha256(np.ascontiguousarray(centroids.centers, dtype=np.float32).tobytes()).hexdigest()
+    return "kmeans-" + digest[:16]
 
 
 def _check_k(n: int, k: int) -> None:

@@ -6,6 +6,7 @@ Shapes: X (n, d) float32 L2-normalised; losses_ref (n_ref, M) float64, NaN = no 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -156,11 +157,6 @@ class KnnRouter(RoutingRule):
         """The number of neighbours (for a K-NN router, k plays the part K plays for the cluster routers)."""
         return self.neighbours
 
-    @property
-    def one_hot(self) -> bool:
-        """False: K-NN routes per prompt, never through a per-cluster table."""
-        return False
-
     def gamma(self, X: np.ndarray) -> np.ndarray:
         """(n, M) mean loss of each model over each prompt's k nearest references."""
         return knn_gamma(X, self.refs, self.labels.T, self.neighbours)
@@ -177,6 +173,24 @@ class KnnRouter(RoutingRule):
         where = {str(p): i for i, p in enumerate(prompt_ids)}
         rows = np.array([where.get(r, -1) for r in self.ref_ids])
         return np.where(rows >= 0, losses[np.maximum(rows, 0)], np.nan)
+
+    def model_row(self, prompt_ids: Sequence[str], X: np.ndarray,
+                  losses: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Its losses on the reference prompts (n_ref,) aligned by prompt id (other prompts are not references;
+        X is not needed), and no counts."""
+        return self.label_row(prompt_ids, np.asarray(losses, dtype=np.float64)), None
+
+    def holds_row(self, model: str, row: np.ndarray, counts: np.ndarray | None, cost: float) -> bool:
+        """Whether the router already holds this model with exactly these reference labels and cost."""
+        if model not in self.models:
+            return False
+        i = self.models.index(model)
+        return bool(np.array_equal(self.labels[i], row, equal_nan=True) and self.costs[i] == cost)
+
+    def clustering_id(self) -> str:
+        """No clusters: an id that stands for its reference prompts."""
+        digest = hashlib.sha256("\n".join(self.ref_ids).encode()).hexdigest()
+        return "knn-refs-" + digest[:16]
 
     def with_model(self, name: str, psi_row: np.ndarray, cost: float, counts: np.ndarray | None = None) -> KnnRouter:
         """A new router with model `name` added (or replaced in place): psi_row (n_ref,) are its reference losses."""

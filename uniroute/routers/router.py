@@ -16,9 +16,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.psi import shrunk_values
+from uniroute.routers.kmeans import Centroids, clustering_id_of
+from uniroute.routers.psi import cell_frame, psi_from_losses, shrunk_values
 from uniroute.routers.rule import (  # noqa: F401 - re-exported: the rule's names were defined here before
     EmbedderMismatch,
     RoutingRule,
@@ -110,6 +111,46 @@ class Router(RoutingRule):
     def one_hot(self) -> bool:
         """True when Phi is a hard nearest-centroid assignment (routing goes through a per-cluster table)."""
         return isinstance(self.assigner, Centroids)
+
+    def psi_centroids(self) -> Centroids:
+        """The K-means centroids behind its Psi (the LearnedMap's clusters too)."""
+        return self.psi_clusters()
+
+    def prompt_clusters(self, X: np.ndarray) -> np.ndarray:
+        """(n,) each prompt's nearest centroid, or the LearnedMap's likeliest cluster."""
+        return self.assigner.assign(X) if self.one_hot else self.assigner.membership(X).argmax(axis=1)
+
+    def clustering_id(self) -> str:
+        """The content id of the clusters its Psi rows are measured on."""
+        return clustering_id_of(self.psi_clusters())
+
+    def psi_table(self) -> pd.DataFrame:
+        """Long table of Psi: model, cluster, loss (measured), n, routing_loss (what routing uses; shrunk for
+        count-aware Psi), error_lo / error_hi (95% Wilson interval of the measured loss) and sparse (fewer than
+        psi.SPARSE_CELL prompts behind the cell)."""
+        counts = self.psi_counts if self.psi_counts is not None else np.zeros_like(self.psi, dtype=np.int64)
+        cells = cell_frame(self.models, self.psi, counts)
+        return pd.DataFrame({
+            "model": cells["model"], "cluster": cells["cluster"].astype(np.int64), "loss": cells["error"],
+            "n": cells["n"], "routing_loss": self.routing_psi.reshape(-1),  # the shrunk cell for count-aware Psi
+            "error_lo": cells["error_lo"], "error_hi": cells["error_hi"], "sparse": cells["sparse"],
+        })
+
+    def model_row(self, prompt_ids: Sequence[str], X: np.ndarray,
+                  losses: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Its Psi row (K,) on the router's K-means clusters from validation results (X (n, d), losses (n,)), and
+        the labelled prompts per cell when the router keeps counts."""
+        clusters = self.psi_clusters()
+        psi = psi_from_losses(clusters.assign(X), np.asarray(losses, dtype=np.float64)[:, None], clusters.k, ["new"])
+        return psi.values[0], (psi.counts[0] if self.psi_counts is not None else None)
+
+    def holds_row(self, model: str, row: np.ndarray, counts: np.ndarray | None, cost: float) -> bool:
+        """Whether the router already holds this model with exactly this Psi row, counts and cost."""
+        if model not in self.models:
+            return False
+        i = self.models.index(model)
+        same_counts = self.psi_counts is None or np.array_equal(self.psi_counts[i], counts)
+        return bool(np.array_equal(self.psi[i], row) and same_counts and self.costs[i] == cost)
 
     @property
     def routing_psi(self) -> np.ndarray:

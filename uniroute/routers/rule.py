@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +18,11 @@ from uniroute.routers.lambda_path import (  # noqa: F401 - argmin_cheapest re-ex
     argmin_cheapest,
     lambda_path,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from uniroute.routers.kmeans import Centroids
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +54,44 @@ class RoutingRule:
             raise EmbedderMismatch(
                 f"prompts were embedded with {embedder_id!r} but this router was fitted on {self.embedder_id!r}"
             )
+
+    # ---- what a router answers about itself (defaults: a kind without clusters) --------------------------
+    @property
+    def one_hot(self) -> bool:
+        """True when routing goes through a per-cluster table (a one-hot cluster map)."""
+        return False
+
+    def psi_centroids(self) -> Centroids | None:
+        """The K-means centroids a new model's Psi row is measured on; None: the kind has no clusters (its rows
+        come from per-prompt labels, so battles and cluster assignments cannot give it one)."""
+        return None
+
+    def prompt_clusters(self, X: np.ndarray) -> np.ndarray | None:
+        """(n,) each prompt's cluster, or None for a kind without clusters."""
+        return None
+
+    def psi_table(self) -> pd.DataFrame:
+        """Long table of Psi (model, cluster, loss, n, routing_loss, error_lo, error_hi, sparse); none here."""
+        import pandas as pd
+
+        return pd.DataFrame({"model": pd.Series(dtype=object), "cluster": pd.Series(dtype=np.int64),
+                             "loss": pd.Series(dtype=np.float64), "n": pd.Series(dtype=np.int64),
+                             "routing_loss": pd.Series(dtype=np.float64), "error_lo": pd.Series(dtype=np.float64),
+                             "error_hi": pd.Series(dtype=np.float64), "sparse": pd.Series(dtype=bool)})
+
+    def clustering_id(self) -> str:  # pragma: no cover - every kind defines it
+        """The id of what a new model's row is measured on (stored with every version of the router)."""
+        raise NotImplementedError
+
+    def model_row(self, prompt_ids: Sequence[str], X: np.ndarray,
+                  losses: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:  # pragma: no cover
+        """A model's row for with_model, and its evidence per cell or None, from its validation results: prompt
+        ids (n,), embeddings X (n, d) and losses (n,)."""
+        raise NotImplementedError
+
+    def holds_row(self, model: str, row: np.ndarray, counts: np.ndarray | None, cost: float) -> bool:
+        """Whether the router already holds this model with exactly this row, evidence and cost."""
+        raise NotImplementedError  # pragma: no cover - every kind defines it
 
     def pool_indices(self, pool: Sequence[str] | None = None) -> np.ndarray:
         """(P,) sorted int64 indices into self.models of the allowed pool (None = every model)."""

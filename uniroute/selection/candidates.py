@@ -1,8 +1,8 @@
-"""Candidate router kinds and their hyper-parameters, chosen with the training LLMs only.
+"""The tuning engine: every registered router kind's hyper-parameters, chosen with the training LLMs only.
 
-Kinds: `kmeans` (UniRoute K-means), `kmeans_shrunk` (K-means with count-aware Psi: each cell shrunk toward the
-model's overall loss, strength s chosen too), `learnedmap` (UniRoute LearnedMap on the K-means clusters) and
-`knn` (K-NN over the validation prompts).
+The kinds (routers.kinds: `kmeans`, `kmeans_shrunk`, `learnedmap`, `knn` and any registered later) own their
+ladders, how they are tuned on them and how a model joins them in a simulated onboarding; `CandidateFits` is the
+engine they call back into (routers.kinds.TuningEngine): the shared fits, the samples and the widening search.
 
 How a value is scored (deviation from the paper's appendix, which routes the validation prompts among the
 training LLMs with their Psi measured on all training prompts): a new LLM's Psi, or its K-NN label table, comes
@@ -13,7 +13,7 @@ K-NN search finds neighbours six times denser than a new LLM's. Here each value 
 onboarding*: the training LLMs' Psi (or label table) is measured on a random n_val training prompts, exactly as
 a new LLM's is on the validation prompts, and the routing Area among the training LLMs is measured on prompts
 outside that sample (other training prompts, capped, plus the validation prompts), averaged over REPEATS
-samples. K and k climb a ladder until that Area turns down (grids.py). The LearnedMap takes K-means' K (below).
+samples. K and k climb a ladder until that Area turns down (grids.py). The LearnedMap takes K-means' K.
 No test LLM and no test prompt is used.
 
 Shapes: n_tr training and n_val validation prompts, M training LLMs, d embedding dimension.
@@ -22,26 +22,27 @@ Shapes: n_tr training and n_val validation prompts, M training LLMs, d embedding
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from uniroute.routers.knn import knn_gammas, nearest_order
-from uniroute.routers.psi import psi_from_losses, shrunk_values
-from uniroute.selection.grids import GridSearch, cluster_ladder, neighbour_ladder, widening_search
+from uniroute.routers.kind_kmeans import SHRINK_STRENGTHS  # noqa: F401 - re-exported: defined here before
+from uniroute.routers.kinds import Tuned, kind_names, router_kind
+from uniroute.routers.knn import nearest_order
+from uniroute.routers.psi import psi_from_losses
+from uniroute.selection.grids import GridSearch, widening_search
 from uniroute.selection.pool import LabelledPool
 
 log = logging.getLogger(__name__)
 
-KINDS = ("kmeans", "kmeans_shrunk", "learnedmap", "knn")
-SHRINK_STRENGTHS = (0.0, 2.0, 5.0, 10.0, 20.0, 50.0)  # pseudo-prompts of the overall loss per Psi cell (0: none)
+KINDS = kind_names()  # the built-in kinds (routers.kinds is the registry; a build asks it, not this constant)
 REPEATS = 3  # simulated-onboarding samples per scored value
 MAX_EVAL_TRAIN = 2000  # training prompts (outside the sample) an Area is measured on, besides the validation ones
 MAX_RUNGS = 20  # compute cap on the values searched per kind (K = 1 ... 768, k = 1 ... 8,000)
 N_LAMBDAS = 256
 PURPOSES = ("tune", "select")
-KNN_BLOCK_RUNGS = 4  # K-NN rungs scored together from one neighbour search
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,22 +78,6 @@ class Sample:
     rest: np.ndarray  # other training prompts (labelled by every training LLM, capped) the Area is measured on
     vrows: np.ndarray  # validation prompts (labelled by every training LLM) the Area is measured on too
     pool: LabelledPool  # the training LLMs on rest, then vrows
-
-
-@dataclass(frozen=True)
-class Tuned:
-    """A router kind with its chosen hyper-parameters and the validation Areas they were chosen by."""
-
-    kind: str
-    value: int  # K (clusters) or k (neighbours)
-    shrinkage: float = 0.0
-    search: GridSearch | None = None
-    strengths: dict[float, float] = field(default_factory=dict)  # kmeans_shrunk: Area per strength at the chosen K
-
-    def label(self) -> str:
-        """E.g. "kmeans K=6", "kmeans_shrunk K=12 s=5", "knn k=34"."""
-        name = "k" if self.kind == "knn" else "K"
-        return f"{self.kind} {name}={self.value}" + (f" s={self.shrinkage:g}" if self.shrinkage else "")
 
 
 def _mean_costs(costs: np.ndarray) -> np.ndarray:
@@ -157,12 +142,10 @@ class CandidateFits:
             self._val_phi[k] = self._maps[k].membership(self.data.X_val).astype(np.float64)
         return self._maps[k]
 
-    def val_membership(self, kind: str, k: int) -> np.ndarray:
-        """(n_val, K) Phi of the validation prompts: one-hot clusters, or the LearnedMap's softmax."""
-        if kind == "learnedmap":
-            self.learned_map(k)
-            return self._val_phi[k]
-        return np.eye(k)[self.val_cluster(k)]
+    def val_map_phi(self, k: int) -> np.ndarray:
+        """(n_val, K) the LearnedMap's Phi of the validation prompts."""
+        self.learned_map(k)
+        return self._val_phi[k]
 
     # ---- simulated onboarding --------------------------------------------------------------------------------
     def _val_pool_rows(self, n_val: int) -> np.ndarray:
@@ -196,7 +179,7 @@ class CandidateFits:
             self._samples[key] = out
         return self._samples[key]
 
-    def _sample_psi(self, k: int, n_val: int, purpose: str, r: int) -> Any:
+    def sample_psi(self, k: int, n_val: int, purpose: str, r: int) -> Any:
         """The training LLMs' Psi on repeat r's sampled prompts (cached: every shrinkage strength reuses it)."""
         key = (k, n_val, purpose, r)
         if key not in self._psis:
@@ -231,32 +214,9 @@ class CandidateFits:
     def onboarding_gammas(self, kind: str, k: int, n_val: int, strength: float = 0.0,
                           purpose: str = "tune") -> list[tuple[np.ndarray, LabelledPool]]:
         """Per repeat, (gamma, pool) of a kind whose Psi or K-NN table comes from the n_val sampled prompts."""
-        out = []
-        for r, smp in enumerate(self.samples(n_val, purpose)):
-            if kind == "knn":
-                order = self._sample_order(n_val, purpose, r, k)
-                out.append((knn_gammas(order, self.data.train_losses[smp.sample], [k])[k], smp.pool))
-                continue
-            psi = self._sample_psi(k, n_val, purpose, r)
-            psi_t = shrunk_values(psi.values, psi.counts, strength).T  # (K, M)
-            if kind == "learnedmap":  # the full map was fitted to the training prompts' labels: see heldout_phi
-                phi = np.concatenate([self.heldout_phi(k)[smp.rest], self.val_membership(kind, k)[smp.vrows]])
-                out.append((phi @ psi_t, smp.pool))
-            else:
-                clusters = np.concatenate([self.train_cluster(k)[smp.rest], self.val_cluster(k)[smp.vrows]])
-                out.append((psi_t[clusters], smp.pool))
-        return out
+        return router_kind(kind).onboarding_gammas(self, k, n_val, strength, purpose)
 
-    def knn_onboarding_areas(self, ks: list[int], n_val: int) -> dict[int, float]:
-        """{k: mean Area over the tuning repeats of K-NN onboarded on n_val sampled training prompts}."""
-        areas: dict[int, list[float]] = {k: [] for k in ks}
-        for r, smp in enumerate(self.samples(n_val, "tune")):
-            gammas = knn_gammas(self._sample_order(n_val, "tune", r, max(ks)), self.data.train_losses[smp.sample], ks)
-            for k in ks:
-                areas[k].append(smp.pool.area(gammas[k], N_LAMBDAS))
-        return {k: float(np.mean(v)) for k, v in areas.items()}
-
-    def _sample_order(self, n_val: int, purpose: str, r: int, k: int) -> np.ndarray:
+    def sample_order(self, n_val: int, purpose: str, r: int, k: int) -> np.ndarray:
         """Nearest sampled prompts (at least k) of every prompt the repeat's Area is measured on."""
         key = (n_val, purpose, r)
         if key not in self._sample_orders or self._sample_orders[key].shape[1] < k:
@@ -278,48 +238,17 @@ class CandidateFits:
         return self._areas[key]
 
     # ---- tuning --------------------------------------------------------------------------------------------
+    def search(self, area_of: Callable[[int], float], values: list[int]) -> GridSearch:
+        """The widening search of a kind's ladder (grids.widening_search, at most MAX_RUNGS values)."""
+        return widening_search(area_of, values, max_rungs=MAX_RUNGS)
+
+    def area(self, gamma: np.ndarray, pool: LabelledPool) -> float:
+        """The routing Area of gamma (n, M) on a simulated onboarding's pool."""
+        return pool.area(gamma, N_LAMBDAS)
+
     def tune(self, kind: str, n_val: int | None = None) -> Tuned:
         """The kind's hyper-parameters chosen by simulated onboarding with the first n_val validation prompts."""
         n_val = self.data.X_val.shape[0] if n_val is None else n_val
-        n_tr = self.data.X_train.shape[0]
-        if (kind, n_val) in self._tuned:
-            return self._tuned[(kind, n_val)]
-        if kind == "knn":
-            values = neighbour_ladder(min(n_val, n_tr - 1))
-            cache: dict[int, float] = {}
-
-            def knn_area(k: int) -> float:
-                if k not in cache:  # one neighbour search and one pass over the votes serve a block of rungs
-                    cache.update(self.knn_onboarding_areas([v for v in values if v >= k][:KNN_BLOCK_RUNGS], n_val))
-                return cache[k]
-
-            search = widening_search(knn_area, values, max_rungs=MAX_RUNGS)
-            tuned = Tuned("knn", search.chosen, search=search)
-        elif kind == "learnedmap":
-            # As the paper's appendix does for its static-pool LearnedMap, K is the one chosen for K-means (at
-            # least 2: one cluster is a constant map). One map per trial instead of one per searched K; on
-            # RouterBench the map at K-means' K routed as well as at a K searched for it (0.7875 vs 0.7840).
-            kmeans = self.tune("kmeans", n_val)
-            tuned = Tuned(kind, max(2, kmeans.value), search=kmeans.search)
-        elif kind in ("kmeans", "kmeans_shrunk"):
-            tuned = self._tune_kmeans(kind, n_val)
-        else:
-            raise ValueError(f"unknown router kind {kind!r}; choose from {list(KINDS)}")
-        self._tuned[(kind, n_val)] = tuned
-        return tuned
-
-    def _tune_kmeans(self, kind: str, n_val: int) -> Tuned:
-        values = cluster_ladder(n_val, self.data.X_train.shape[0])
-        if kind == "kmeans_shrunk":
-            by_k: dict[int, dict[float, float]] = {}
-
-            def shrunk_area(k: int) -> float:
-                by_k[k] = {s: self.onboarding_area("kmeans", k, n_val, s) for s in SHRINK_STRENGTHS}
-                return max(by_k[k].values())
-
-            search = widening_search(shrunk_area, values, max_rungs=MAX_RUNGS)
-            strengths = by_k[search.chosen]
-            best_s = max(strengths, key=lambda s: (strengths[s], -s))
-            return Tuned(kind, search.chosen, best_s, search, strengths)
-        search = widening_search(lambda k: self.onboarding_area(kind, k, n_val), values, max_rungs=MAX_RUNGS)
-        return Tuned(kind, search.chosen, search=search)
+        if (kind, n_val) not in self._tuned:
+            self._tuned[(kind, n_val)] = router_kind(kind).tune(self, n_val)
+        return self._tuned[(kind, n_val)]

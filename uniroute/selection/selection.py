@@ -1,21 +1,21 @@
 """Choose which router kind to serve, and say how sure the choice is.
 
-Every tuned candidate (candidates.Tuned: kmeans, kmeans_shrunk, learnedmap, knn with their chosen
-hyper-parameters) is re-measured by simulated onboarding on fresh samples (candidates.py): the training LLMs'
+Every tuned candidate (routers.kinds.Tuned: a registered kind with its chosen hyper-parameters) is re-measured
+by simulated onboarding on fresh samples (candidates.py): the training LLMs'
 Psi, or K-NN label table, comes from a random n_val training prompts, as a new LLM's comes from the validation
 prompts, and the routing Area among the training LLMs is measured on prompts outside that sample (the
 LearnedMap routes training prompts with maps fitted on the other half of them). No candidate is scored on labels
 it averaged, no test prompt or test LLM is used, and the Area a value was tuned by (the best of a search, hence
 optimistic) is not the one the kinds are compared by.
 
-The rule: serve the default kind, K-means with count-aware Psi (it contains plain K-means, strength 0, and the
-cluster-free router, K = 1), unless another kind's Area beats it by more than Z standard errors of the paired
-difference; then the best such kind. Why not simply the best Area: across trials the kinds' differences on our
-data are a few thousandths of Area while the training LLMs a build measures differ from the LLMs it later
-serves; an argmax then picks a different kind by chance in many trials and serves worse, on average, than the
-best kind. The standard errors come from a bootstrap that resamples the measured prompts *and* the training LLMs
-(a pool of different LLMs is the larger part of the noise), identical for every candidate so that differences
-are paired; P(best) is the share of resamples in which a candidate has the best Area.
+The rule: serve the default kind (routers.kinds.default_kind), K-means with count-aware Psi (it contains plain
+K-means, strength 0, and the cluster-free router, K = 1), unless another kind's Area beats it by more than Z
+standard errors of the paired difference; then the best such kind. Why not simply the best Area: across trials
+the kinds' differences on our data are a few thousandths of Area while the training LLMs a build measures differ
+from the LLMs it later serves; an argmax then picks a different kind by chance in many trials and serves worse,
+on average, than the best kind. The standard errors come from a bootstrap that resamples the measured prompts
+*and* the training LLMs (a pool of different LLMs is the larger part of the noise), identical for every candidate
+so that differences are paired; P(best) is the share of resamples in which a candidate has the best Area.
 
 Interface for the pipeline (build, onboard, publish, pyfunc) — plain arrays in, routers out:
 
@@ -24,7 +24,7 @@ Interface for the pipeline (build, onboard, publish, pyfunc) — plain arrays in
             # training prompts x training LLMs (every pool model with training labels), validation prompts x the
             # same LLMs; losses = 1 - score with NaN where no result; costs per result (NaN alike)
         fits = CandidateFits(data)
-        tuned = {kind: fits.tune(kind) for kind in KINDS}
+        tuned = {kind: fits.tune(kind) for kind in kind_names()}   # routers.kinds: the registered kinds
 (b) select, then build the served router of the winner (or of every candidate, to register them all):
         selection = select_kind(fits, list(tuned.values()))    # Selection: chosen, Areas, SEs, P(best), table()
         router = served_router(fits, tuned[selection.chosen], embedder_id, models, pool_val_losses, pool_costs,
@@ -35,7 +35,7 @@ Interface for the pipeline (build, onboard, publish, pyfunc) — plain arrays in
                            # diff_se, p_best, chosen) for the store, the MLflow run and a SQL view
         selection.line()   # one line for logs and the CLI
 (c) onboard a new model into the served router, whatever its kind (no refit):
-        row, counts = model_row(router, prompt_ids, X, losses)   # the model's validation results
+        row, counts = router.model_row(prompt_ids, X, losses)   # the model's validation results
         router = router.with_model(name, row, cost, counts)
             # cluster kinds: row = its Psi row on router.psi_clusters() (K,), counts the prompts per cell;
             # knn: row = its losses on the router's reference prompts (n_ref,) aligned by prompt id, counts None
@@ -52,20 +52,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from uniroute.routers.knn import KnnRouter
-from uniroute.routers.psi import psi_from_losses
-from uniroute.routers.router import Router
-from uniroute.selection.candidates import CandidateFits, Tuned
+from uniroute.routers.kinds import Tuned, default_kind, router_kind
+from uniroute.routers.rule import RoutingRule
+from uniroute.selection.candidates import CandidateFits
 from uniroute.selection.curves import bootstrap_areas
 from uniroute.selection.pool import LabelledPool
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KIND = "kmeans_shrunk"
+DEFAULT_KIND = default_kind()  # the registry's default kind (count-aware K-means)
 Z = 2.0  # standard errors by which another kind must beat the default
 BOOTSTRAP = 40  # resamples of the training LLMs and the measured prompts
 BOOTSTRAP_PROMPTS = 600  # prompts (of the first fresh sample) the resamples draw from
-REFERENCE_SAMPLE = 5000  # validation prompts a soft-map router keeps to turn budgets into lambda
 
 
 @dataclass(frozen=True)
@@ -133,7 +131,8 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
                                    fits.onboarding_gammas(t.kind, t.value, n_val, t.shrinkage, "select")]))
             for t in candidates}
     boot = _resampled_areas(fits, candidates, n_val, bootstrap)
-    default = DEFAULT_KIND if DEFAULT_KIND in kinds else max(kinds, key=lambda k: area[k])
+    preferred = default_kind()
+    default = preferred if preferred in kinds else max(kinds, key=lambda k: area[k])
     d = kinds.index(default)
     diff_se = {k: float((boot[i] - boot[d]).std(ddof=1)) for i, k in enumerate(kinds)}
     clear = [k for k in kinds if k != default and area[k] - area[default] > z * diff_se[k]]
@@ -151,36 +150,17 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
 def served_router(
     fits: CandidateFits, tuned: Tuned, embedder_id: str, models: Sequence[str], pool_val_losses: np.ndarray,
     pool_costs: np.ndarray, val_prompt_ids: Sequence[str], n_val: int | None = None,
-) -> Router | KnnRouter:
+) -> RoutingRule:
     """The router of a tuned kind over a pool, from the pool's losses on the first n_val validation prompts."""
-    d = fits.data
-    n_val = d.X_val.shape[0] if n_val is None else n_val
+    n_val = fits.data.X_val.shape[0] if n_val is None else n_val
     losses = np.asarray(pool_val_losses, dtype=np.float64)[:n_val]
     if losses.shape != (n_val, len(models)):
         raise ValueError(f"pool_val_losses {np.shape(pool_val_losses)} must be (n_val >= {n_val}, {len(models)})")
-    if tuned.kind == "knn":
-        return KnnRouter(embedder_id, tuple(models), pool_costs, losses.T, d.X_val[:n_val],
-                         tuple(val_prompt_ids[:n_val]), min(tuned.value, n_val))
-    psi = psi_from_losses(fits.val_cluster(tuned.value)[:n_val], losses, tuned.value, list(models))
-    if tuned.kind == "learnedmap":
-        rng = np.random.default_rng(d.seed)
-        keep = np.sort(rng.permutation(n_val)[:REFERENCE_SAMPLE])
-        return Router(embedder_id, psi.models, pool_costs, psi.values, fits.learned_map(tuned.value), psi.counts,
-                      reference=d.X_val[keep])
-    return Router(embedder_id, psi.models, pool_costs, psi.values, fits.centroids(tuned.value), psi.counts,
-                  shrinkage=tuned.shrinkage)
+    return router_kind(tuned.kind).served_router(fits, tuned, embedder_id, models, losses, pool_costs, val_prompt_ids)
 
 
-def model_row(router: Router | KnnRouter, prompt_ids: Sequence[str], X: np.ndarray,
+def model_row(router: RoutingRule, prompt_ids: Sequence[str], X: np.ndarray,
               losses: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """A model's row for router.with_model from its validation results: prompt ids, embeddings (n, d), losses (n,).
-
-    Cluster kinds: its Psi row (K,) on the router's K-means clusters and the labelled prompts per cell. K-NN: its
-    losses on the router's reference prompts (n_ref,), aligned by prompt id (other prompts are not references).
-    """
-    losses = np.asarray(losses, dtype=np.float64)
-    if isinstance(router, KnnRouter):
-        return router.label_row(prompt_ids, losses), None
-    clusters = router.psi_clusters()
-    psi = psi_from_losses(clusters.assign(X), losses[:, None], clusters.k, ["new"])
-    return psi.values[0], (psi.counts[0] if router.psi_counts is not None else None)
+    """A model's row for router.with_model from its validation results: prompt ids, embeddings (n, d), losses (n,)
+    (the router's own model_row: cluster kinds measure a Psi row on their clusters, K-NN aligns labels by id)."""
+    return router.model_row(prompt_ids, X, losses)

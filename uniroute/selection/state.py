@@ -1,6 +1,6 @@
 """Everything one trial's methods share: the tuning fits (candidates), the pools, the test curves of each kind.
 
-The admissible methods are the candidate router kinds (candidates.KINDS), each tuned with the training LLMs on
+The admissible methods are the registered router kinds (routers.kinds), each tuned with the training LLMs on
 the first n_val validation prompts and scored among the test LLMs, whose Psi (or K-NN label table) comes from
 those same validation prompts; `auto` is the kind selection.select_kind chooses, scored the same way.
 """
@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from uniroute.routers.knn import knn_gammas, top_k_order
-from uniroute.routers.psi import psi_from_losses, shrunk_values
-from uniroute.selection.candidates import CandidateFits, Tuned, TuningData
+from uniroute.routers.kinds import Tuned, kind_names, router_kind
+from uniroute.selection.candidates import CandidateFits, TuningData
 from uniroute.selection.curves import Curve, upper_envelope
 from uniroute.selection.data import RoutingData
 from uniroute.selection.pool import LabelledPool
@@ -23,8 +22,6 @@ from uniroute.selection.selection import Selection, select_kind
 from uniroute.selection.split import TrialSplit, mean_costs
 
 log = logging.getLogger(__name__)
-
-CANDIDATE_ORDER = ("kmeans", "kmeans_shrunk", "learnedmap", "knn")
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,7 @@ class TrialState:
         self._tuned: dict[tuple[str, int], Tuned] = {}
         self._curves: dict[tuple[str, int, float, int], Curve] = {}
         self._selections: dict[int, Selection] = {}
-        self._test_member: dict[tuple[str, int], np.ndarray] = {}
+        self._test_phi: dict[tuple[str, int], np.ndarray] = {}
         self._test_val_sims: np.ndarray | None = None
 
     # ---- pools ---------------------------------------------------------------------------------------
@@ -76,20 +73,30 @@ class TrialState:
     def selection(self, n_val: int) -> Selection:
         """`auto`: the kind with the best cross-fitted validation Area among the tuned candidates (cached)."""
         if n_val not in self._selections:
-            cands = [self.tuned(kind, n_val) for kind in CANDIDATE_ORDER]
+            cands = [self.tuned(kind, n_val) for kind in kind_names()]
             self._selections[n_val] = select_kind(self.fits, cands, n_val)
         return self._selections[n_val]
 
     # ---- test curves ---------------------------------------------------------------------------------------
-    def test_member(self, kind: str, k: int) -> np.ndarray:
-        """(n_te, K) Phi of the test prompts under the K-means clusters or the LearnedMap with K = k (cached)."""
-        key = ("learnedmap" if kind == "learnedmap" else "kmeans", k)
-        if key not in self._test_member:
-            if key[0] == "learnedmap":
-                self._test_member[key] = self.fits.learned_map(k).membership(self.X_test).astype(np.float64)
-            else:
-                self._test_member[key] = np.eye(k)[self.fits.centroids(k).assign(self.X_test)]
-        return self._test_member[key]
+    def test_onehot(self, k: int) -> np.ndarray:
+        """(n_te, K) one-hot K-means clusters (K = k) of the test prompts (cached)."""
+        if ("onehot", k) not in self._test_phi:
+            self._test_phi[("onehot", k)] = np.eye(k)[self.fits.centroids(k).assign(self.X_test)]
+        return self._test_phi[("onehot", k)]
+
+    def test_map_phi(self, k: int) -> np.ndarray:
+        """(n_te, K) the LearnedMap's Phi (K = k) of the test prompts (cached)."""
+        if ("map", k) not in self._test_phi:
+            self._test_phi[("map", k)] = self.fits.learned_map(k).membership(self.X_test).astype(np.float64)
+        return self._test_phi[("map", k)]
+
+    def test_llm_names(self) -> list[str]:
+        """The test LLMs' names."""
+        return [self.data.models[i] for i in self.split.test_models]
+
+    def test_llm_val_losses(self, n_val: int) -> np.ndarray:
+        """(n_val, M_te) the test LLMs' losses on the first n_val validation prompts (what onboards them)."""
+        return self.losses[np.ix_(self.split.val[:n_val], self.split.test_models)]
 
     def test_val_sims(self) -> np.ndarray:
         """(n_te, n_val) cosine similarity of test prompts to val prompts (reused across val sizes)."""
@@ -99,16 +106,7 @@ class TrialState:
 
     def test_gamma(self, tuned: Tuned, n_val: int) -> np.ndarray:
         """(n_te, M_te) what the served router of `tuned` estimates for the test LLMs (selection.served_router)."""
-        val = self.split.val[:n_val]
-        losses = self.losses[np.ix_(val, self.split.test_models)]
-        if tuned.kind == "knn":
-            k = min(tuned.value, n_val)
-            return knn_gammas(top_k_order(self.test_val_sims()[:, :n_val], k), losses, [k])[k]
-        names = [self.data.models[i] for i in self.split.test_models]
-        # The LearnedMap only changes Phi(x); a new LLM's Psi is its per-cluster val loss on the K-means
-        # clusters in both variants (paper section 4.3: Psi does not depend on theta).
-        psi = psi_from_losses(self.fits.val_cluster(tuned.value)[:n_val], losses, tuned.value, names)
-        return self.test_member(tuned.kind, tuned.value) @ shrunk_values(psi.values, psi.counts, tuned.shrinkage).T
+        return router_kind(tuned.kind).test_gamma(self, tuned, n_val)
 
     def kind_curve(self, tuned: Tuned, n_val: int, pool: LabelledPool) -> Curve:
         """Test curve of a tuned kind whose test LLMs were onboarded on the first n_val validation prompts."""
@@ -127,7 +125,7 @@ class TrialState:
         cost, score = zero_router_curve_points(hull, pool.prompt_costs.mean(axis=0), pool.scores.mean(axis=0))
         return upper_envelope(cost, score)
 
-    # ---- shared with the pairwise method (evaluation/pairwise.py) ----------------------------------------------
+    # ---- shared with the pairwise method (experiments/pairwise.py) and the kinds (routers.kinds.HeldOutState) -----
     def centroids(self, k: int) -> Any:
         """K-means with K = k on the training prompts."""
         return self.fits.centroids(k)

@@ -1,0 +1,227 @@
+"""What a router kind is, and the one registry of them.
+
+A kind (`RouterKind`) owns everything that differs between kinds: its name, the label of its hyper-parameter
+("K" clusters or "k" neighbours) and its report title, how it is tuned on its ladder (calling back into the
+selection engine through `TuningEngine`, so routers never import selection), how a model joins it in a
+simulated onboarding, what it estimates for held-out LLMs (`HeldOutState`), its value without training LLMs,
+how its served router is built and brought to full scale, and how that router is stored (`serialize`).
+Questions about one fitted router (a model's row, a prompt's cluster, its Psi table) are the router's methods
+(`rule.RoutingRule`). Nothing outside `uniroute/routers/` branches on a kind's name or a router's class.
+
+Shapes: n_val validation prompts, P pool models, d embedding dimension.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from uniroute.routers.ladders import GridSearch
+
+if TYPE_CHECKING:
+    from uniroute.routers.kmeans import Centroids
+    from uniroute.routers.psi import Psi
+    from uniroute.routers.rule import RoutingRule
+
+log = logging.getLogger(__name__)
+
+_KINDS: dict[str, RouterKind] = {}
+_DEFAULT: list[str] = []  # the default kind's name, once registered
+# The built-in kinds (module, instance), registered on first use in this order: the order the selection
+# compares them in, which its tie rules depend on. The second is the default kind.
+_BUILTIN = (("uniroute.routers.kind_kmeans", "KMEANS"), ("uniroute.routers.kind_kmeans", "KMEANS_SHRUNK"),
+            ("uniroute.routers.kind_learnedmap", "LEARNED_MAP"), ("uniroute.routers.kind_knn", "KNN"))
+_DEFAULT_BUILTIN = "KMEANS_SHRUNK"
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """A router kind with its chosen hyper-parameters and the validation Areas they were chosen by."""
+
+    kind: str
+    value: int  # K (clusters) or k (neighbours)
+    shrinkage: float = 0.0
+    search: GridSearch | None = None
+    strengths: dict[float, float] = field(default_factory=dict)  # kmeans_shrunk: Area per strength at the chosen K
+
+    def label(self) -> str:
+        """E.g. "kmeans K=6", "kmeans_shrunk K=12 s=5", "knn k=34"."""
+        name = router_kind(self.kind).value_label
+        return f"{self.kind} {name}={self.value}" + (f" s={self.shrinkage:g}" if self.shrinkage else "")
+
+
+class OnboardingSample(Protocol):
+    """One simulated onboarding of the engine (selection.candidates.Sample)."""
+
+    sample: np.ndarray  # training prompts whose labels play the validation results
+    rest: np.ndarray  # other training prompts the Area is measured on
+    vrows: np.ndarray  # validation prompts the Area is measured on too
+    pool: Any  # selection.pool.LabelledPool of the training LLMs on rest, then vrows
+
+
+class TuningEngine(Protocol):
+    """The selection engine a kind's tuning calls back into (selection.candidates.CandidateFits)."""
+
+    data: Any  # selection.candidates.TuningData: X_train (n_tr, d), train_losses (n_tr, M), X_val, val_losses, seed
+
+    def samples(self, n_val: int, purpose: str = "tune") -> Sequence[OnboardingSample]: ...
+    def sample_order(self, n_val: int, purpose: str, r: int, k: int) -> np.ndarray: ...
+    def sample_psi(self, k: int, n_val: int, purpose: str, r: int) -> Psi: ...
+    def centroids(self, k: int) -> Centroids: ...
+    def train_cluster(self, k: int) -> np.ndarray: ...
+    def val_cluster(self, k: int) -> np.ndarray: ...
+    def learned_map(self, k: int) -> Any: ...
+    def val_map_phi(self, k: int) -> np.ndarray: ...
+    def heldout_phi(self, k: int) -> np.ndarray: ...
+    def onboarding_area(self, kind: str, k: int, n_val: int, strength: float = 0.0) -> float: ...
+    def tune(self, kind: str, n_val: int | None = None) -> Tuned: ...
+    def search(self, area_of: Callable[[int], float], values: list[int]) -> GridSearch: ...
+    def area(self, gamma: np.ndarray, pool: Any) -> float: ...
+
+
+class HeldOutState(Protocol):
+    """A trial's or build's state a kind estimates held-out LLMs from (selection.state.TrialState)."""
+
+    fits: TuningEngine
+    X_train: np.ndarray  # (n_tr, d)
+    X_test: np.ndarray  # (n_te, d)
+    train_losses: np.ndarray  # (n_tr, M_tr)
+    data: Any  # selection.data.RoutingData (models)
+
+    def test_llm_val_losses(self, n_val: int) -> np.ndarray: ...
+    def test_llm_names(self) -> list[str]: ...
+    def test_val_sims(self) -> np.ndarray: ...
+    def test_onehot(self, k: int) -> np.ndarray: ...
+    def test_map_phi(self, k: int) -> np.ndarray: ...
+    def centroids(self, k: int) -> Centroids: ...
+
+
+@dataclass(frozen=True, eq=False)
+class FullScale:
+    """What a build tuned on samples gives a served router to measure itself on every prompt."""
+
+    train_sampled: bool  # the tuning used a sample of the training prompts
+    val_sampled: bool  # ... of the validation prompts
+    val_embeddings: Callable[[], np.ndarray]  # (n_val_all, d) every validation prompt's embedding
+    val_losses: np.ndarray  # (n_val_all, P) the pool's losses on every validation prompt
+    refit_clusters: Callable[[int], Centroids]  # K-means with this K on every training prompt (Dask)
+
+
+class RouterKind:
+    """One router kind; subclasses set the class attributes and override the methods their kind needs."""
+
+    name: str = ""
+    value_label: str = "K"  # what its value counts: "K" clusters, "k" neighbours
+    title: str = ""  # how reports name it
+    paper_baseline: bool = False  # the paper's baseline (K-NN): reports list it before UniRoute's kinds
+    transfers: bool = False  # has a transfer variant (experiments.transfer): gamma_from_training_labels
+    pairwise_variant: str | None = None  # "clusters" or "neighbours": how pairwise transfer fits it from battles
+    report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
+
+    # ---- tuning (the selection engine) -----------------------------------------------------------------
+    def ladder(self, n_val: int, n_train: int) -> list[int]:
+        """The values its hyper-parameter is searched on."""
+        raise NotImplementedError(f"router kind {self.name!r} has no ladder")
+
+    def tune(self, engine: TuningEngine, n_val: int) -> Tuned:
+        """Its hyper-parameters chosen by simulated onboarding with the first n_val validation prompts."""
+        values = self.ladder(n_val, engine.data.X_train.shape[0])
+        search = engine.search(lambda v: engine.onboarding_area(self.name, v, n_val), values)
+        return Tuned(self.name, search.chosen, search=search)
+
+    def onboarding_gammas(self, engine: TuningEngine, value: int, n_val: int, strength: float,
+                          purpose: str) -> list[tuple[np.ndarray, Any]]:
+        """Per repeat, (gamma (n_measured, M), pool) of the kind onboarded on the n_val sampled prompts."""
+        raise NotImplementedError
+
+    def untuned(self, n_val: int, n_train: int) -> Tuned | None:
+        """Its value without training LLMs to tune on, or None when it cannot be built without them."""
+        return None
+
+    # ---- held-out LLMs ---------------------------------------------------------------------------------
+    def test_gamma(self, state: HeldOutState, tuned: Tuned, n_val: int) -> np.ndarray:
+        """(n_te, M_te) what its served router estimates for the test LLMs onboarded on n_val val prompts."""
+        raise NotImplementedError
+
+    def gamma_from_training_labels(self, state: HeldOutState, value: int) -> np.ndarray:
+        """(n_te, M) gamma of the test prompts with every LLM's table measured on the training prompts."""
+        raise NotImplementedError(f"router kind {self.name!r} has no transfer variant")
+
+    # ---- the served router -----------------------------------------------------------------------------
+    def served_router(self, engine: TuningEngine, tuned: Tuned, embedder_id: str, models: Sequence[str],
+                      losses: np.ndarray, costs: np.ndarray, val_prompt_ids: Sequence[str]) -> RoutingRule:
+        """Its router over a pool from the pool's losses (n_val, P) on the first n_val validation prompts."""
+        raise NotImplementedError
+
+    def full_scale(self, router: Any, scale: FullScale) -> Any:
+        """The router measured on every prompt where the build tuned on samples (default: as it is)."""
+        return router
+
+    # ---- storage (serialize) ---------------------------------------------------------------------------
+    def router_arrays(self, router: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """(header fields, arrays) its router is stored as."""
+        raise NotImplementedError
+
+    def router_from_arrays(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> RoutingRule:
+        """Its router from a stored header and arrays (KeyError for a missing array)."""
+        raise NotImplementedError
+
+
+def _load_builtin_kinds() -> None:
+    """Register the built-in kinds, in their order, before any other."""
+    import importlib
+
+    if _KINDS:
+        return
+    for module, attr in _BUILTIN:
+        kind = getattr(importlib.import_module(module), attr)
+        _KINDS[kind.name] = kind
+        if attr == _DEFAULT_BUILTIN:
+            _DEFAULT[:] = [kind.name]
+
+
+def register_kind(kind: RouterKind, default: bool = False) -> RouterKind:
+    """Add a kind after those registered (default: the kind the selection serves unless another beats it)."""
+    _load_builtin_kinds()
+    if not kind.name or kind.name in _KINDS:
+        raise ValueError(f"router kind name {kind.name!r} is empty or taken (known: {', '.join(_KINDS)})")
+    _KINDS[kind.name] = kind
+    if default:
+        _DEFAULT[:] = [kind.name]
+    return kind
+
+
+def unregister_kind(name: str) -> None:
+    """Remove a kind (tests that register their own)."""
+    if name not in _KINDS or name in _DEFAULT:
+        raise ValueError(f"router kind {name!r} is not registered or is the default")
+    del _KINDS[name]
+
+
+def router_kinds() -> tuple[RouterKind, ...]:
+    """Every registered kind, in registration order."""
+    _load_builtin_kinds()
+    return tuple(_KINDS.values())
+
+
+def kind_names() -> tuple[str, ...]:
+    """The registered kinds' names, in registration order."""
+    return tuple(k.name for k in router_kinds())
+
+
+def router_kind(name: str) -> RouterKind:
+    """The registered kind of this name; ValueError naming the known kinds otherwise."""
+    _load_builtin_kinds()
+    if name not in _KINDS:
+        raise ValueError(f"unknown router kind {name!r}; choose from {list(_KINDS)}")
+    return _KINDS[name]
+
+
+def default_kind() -> str:
+    """The kind the selection serves unless another kind beats it clearly."""
+    _load_builtin_kinds()
+    return _DEFAULT[0]
