@@ -16,7 +16,8 @@ from uniroute.routers.kmeans import Centroids
 from uniroute.routers.router import Router
 
 runner = CliRunner()
-COMMANDS = ("ingest", "build", "onboard", "retire", "publish", "route", "sql", "evaluate", "report", "synth", "models")
+COMMANDS = ("ingest", "build", "onboard", "retire", "publish", "route", "sql", "evaluate", "report", "synth", "models",
+            "status")
 
 
 @pytest.fixture
@@ -182,3 +183,28 @@ def test_build_prints_the_kinds_it_chose_among_and_takes_kinds(cli_home, tmp_pat
     assert sorted(line.split()[0] for line in lines[3:5]) == ["kmeans", "knn"]
     chosen = json.loads(_invoke("sql", "select kind from router_selection where chosen", "--json").stdout)
     assert chosen == [{"kind": lines[0].split("(")[1].split()[0]}]
+
+
+def test_status_shows_champion_pool_publication_last_runs_and_inbox(routed_home, cli_home):
+    fresh = _invoke("status")
+    assert fresh.exit_code == 0 and "champion" in fresh.output
+    assert _invoke("publish").exit_code == 0 and _invoke("retire", "atlas").exit_code == 0
+    (routed_home / "inbox").mkdir()
+    (routed_home / "inbox" / "late.csv").write_text("prompt_id,prompt,model,score,cost\n")
+    (routed_home / "inbox" / "half.csv.part").write_text("")  # still being written: not waiting yet
+    shown = json.loads(_invoke("status", "--json").stdout)
+    assert shown["champion"]["origin"] == "retire" and shown["champion"]["kind"] == "kmeans"
+    assert shown["active_models"] == ["coder"] and shown["retired_models"] == ["atlas"]
+    assert shown["publication"]["router_id"] == shown["champion"]["router_id"]
+    assert shown["publication"]["pool"] == ["coder"]
+    runs = {run["kind"]: run["status"] for run in shown["last_runs"]}
+    assert runs["retire"] == "succeeded" and runs["publish"] == "succeeded"
+    assert shown["inbox_waiting"] == ["late.csv"] and shown["inbox_failed"] == 0
+    screen = _invoke("status").output
+    assert "pool       1 active: coder" in screen and "retired    atlas" in screen
+    assert "1 file(s) waiting (late.csv)" in screen
+
+
+def test_status_without_a_store_says_what_to_do_first(cli_home):
+    result = _invoke("status")
+    assert result.exit_code == 0 and "no store yet" in result.output and "champion   none yet" in result.output

@@ -53,6 +53,13 @@ BAD_INPUTS = {
     "cost negative": ("x.csv", long_csv("q1,Q,m9,1,-1"), quarantined(r"^cost -1\.0 is negative$")),
     "cost not a number": ("x.csv", long_csv("q1,Q,m9,1,cheap"), quarantined(r'^cost "cheap" is not a number$')),
     "cost overflow": ("x.csv", long_csv("q1,Q,m9,1,1e999"), quarantined(r"^cost inf is not finite$")),
+    # Finite, yet the model's mean cost overflowed and every later build, publish and doctor crashed.
+    "cost huge": ("x.csv", long_csv("q1,Q,m9,1,1e308"), quarantined(r"^cost 1e\+308 is above the ceiling of 1e\+06")),
+    "model name with a newline": ("x.jsonl", '{"prompt_id": "q1", "prompt": "Q", "model": "m\\nine", "score": 1, '
+                                  '"cost": 0.1}\n', quarantined(r"^model name .* contains a control or bidirectional")),
+    "model name with a right-to-left override": (
+        "x.jsonl", '{"prompt_id": "q1", "prompt": "Q", "model": "gpt\\u202e4", "score": 1, "cost": 0.1}\n',
+        quarantined(r"^model name .* contains a control or bidirectional-override character$")),
     "cost NaN in JSON": ("x.jsonl", '{"prompt_id": "q1", "prompt": "Q", "model": "m9", "score": 1, "cost": NaN}\n',
                          quarantined(r"^cost NaN is not a number")),
     "empty prompt": ("x.csv", long_csv("q1,,m9,1,0.1"), quarantined(r"^empty prompt text$")),

@@ -5,7 +5,7 @@ Each command module registers its commands on the one Typer `app` (`data`: inges
 annotate). Errors are one line on stderr with a non-zero exit; results go to stdout, as JSON with --json.
 """
 
-from uniroute.cli import data, evaluation, operations, paper  # noqa: F401  (importing registers the commands)
+from uniroute.cli import data, evaluation, operations, paper, status  # noqa: F401  (importing registers the commands)
 from uniroute.cli.app import app
 
 __all__ = ["app"]

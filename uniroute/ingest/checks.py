@@ -23,6 +23,13 @@ log = logging.getLogger(__name__)
 # exported (CSV injection); real ids never start like this.
 FORMULA_START = r"^[=+\-@\t\r]"
 BLANK = " \t\r\n"
+# The largest cost per query a result may carry, in the data's own unit (USD per query, billions of parameters,
+# ...). One accepted cost of 1e308 is finite, yet the mean cost of its model overflowed to inf and every later
+# build, publish and doctor crashed; no real per-query cost comes near a million of any unit.
+COST_CEILING = 1e6
+# Model names are printed, matched in --pool and written into routing tables: a control character (a newline,
+# an escape) or a bidirectional override (which displays the name reversed) hides what the name is.
+HIDDEN_CHARACTERS = r"[\x00-\x1f\x7f\x{202a}-\x{202e}\x{2066}-\x{2069}]"  # RE2 syntax
 
 
 @dataclass(frozen=True)
@@ -187,6 +194,9 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
         padded = each_value(values, lambda v: pc.not_equal(pc.utf8_trim(v, BLANK), v))
         flag(_lookup(padded, codes), lambda i, c=codes, t=text, w=what: (
             f"{w} {json.dumps(t[c[i]])} has leading or trailing whitespace"))
+    hidden = each_value(mid_values, lambda v: pc.match_substring_regex(v, HIDDEN_CHARACTERS))
+    flag(_lookup(hidden, mid), lambda i: (
+        f"model name {json.dumps(mid_text[mid[i]])} contains a control or bidirectional-override character"))
     for codes, values, text, what in identifiers:
         formula = each_value(values, lambda v: pc.match_substring_regex(v, FORMULA_START))
         flag(_lookup(formula, codes), lambda i, c=codes, t=text, w=what: (
@@ -200,11 +210,13 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
             flag(~score_given, lambda i: "score is missing")
             flag(score_given & np.isnan(score), lambda i: "score NaN is not a number in [0, 1]")
             flag((score < 0) | (score > 1), lambda i: f"score {_number_text(score[i])} is outside [0, 1]")
-        if not ((cost >= 0) & (cost < np.inf) | ~(cost_given | cost_unreadable)).all():
+        if not ((cost >= 0) & (cost <= COST_CEILING) | ~(cost_given | cost_unreadable)).all():
             flag(cost_unreadable, lambda i: f"cost {json.dumps(cost_text[i])} is not a number")
             flag(cost_given & np.isnan(cost), lambda i: "cost NaN is not a number (leave it empty for no cost)")
             flag(np.isinf(cost), lambda i: f"cost {_number_text(cost[i])} is not finite")
             flag(cost < 0, lambda i: f"cost {_number_text(cost[i])} is negative")
+            flag(cost > COST_CEILING, lambda i: (
+                f"cost {_number_text(cost[i])} is above the ceiling of {COST_CEILING:g} per query (check its unit)"))
     split_text = _Names(split_values)
     bad_split = np.array([value not in SPLITS for value in split_text], dtype=bool)
     flag(_lookup(bad_split, sid), lambda i: f"split {json.dumps(split_text[sid[i]])} is not train, val or test")

@@ -104,3 +104,26 @@ def routing_tables(
                 for c, m in enumerate(choice)
             ]
     return RoutingTables(routes=pd.DataFrame(routes, columns=list(ROUTE_COLUMNS)), budgets=pd.DataFrame(budgets))
+
+
+# The default routing setting when a request names neither a budget nor a lambda: lambda 0 sends every prompt to
+# the model with the best expected score, usually the priciest, which costs the most for the last hundredth of
+# quality. The default is the cheapest published budget whose expected validation score is within this many
+# points (absolute, scores in [0, 1]) of the best setting's.
+DEFAULT_QUALITY_TOLERANCE = 0.01
+
+
+def default_budget(router: RoutingRule, pool: tuple[str, ...],
+                   tolerance: float = DEFAULT_QUALITY_TOLERANCE) -> tuple[float, float, float]:
+    """(budget, its expected score, the best expected score): the cheapest budget of BUDGETS within tolerance.
+
+    The expected scores are the routing tables' validation estimates (routing_tables), so the published tables,
+    `uniroute route` and the served model agree on the default.
+    """
+    if not (np.isfinite(tolerance) and tolerance >= 0):
+        raise ValueError(f"the quality tolerance must be a finite number >= 0, got {tolerance}")
+    budgets = routing_tables(router, pool).budgets
+    best = float(budgets["expected_score"].max())
+    rows = budgets[(budgets["grid"] == "budget") & (budgets["expected_score"] >= best - tolerance - 1e-12)]
+    chosen = rows.sort_values("budget").iloc[0]
+    return float(chosen["budget"]), float(chosen["expected_score"]), best

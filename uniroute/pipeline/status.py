@@ -1,0 +1,122 @@
+"""`uniroute status`: the state of the pool on one screen — champion, pool, current publication, the last build and
+onboarding, the inbox — read without ever waiting for a writer (the published snapshot answers while one runs)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from uniroute import store
+from uniroute.pipeline import snapshot
+
+# The runs whose last outcome the screen shows, in this order (others stay in the `operations` view).
+SHOWN_OPERATIONS = ("build", "onboard", "retire", "publish", "ingest", "inbox", "doctor")
+
+
+@dataclass(frozen=True)
+class Status:
+    """What `uniroute status` shows; every field is plain JSON."""
+
+    home: str
+    champion: dict[str, Any] | None
+    active_models: list[str]
+    retired_models: list[str]
+    publication: dict[str, Any] | None
+    last_runs: list[dict[str, Any]]
+    inbox_waiting: list[str]
+    inbox_failed: int
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """The screen: one line per fact."""
+        c = self.champion
+        out = [f"home       {self.home}"]
+        out.append("champion   none yet (run `uniroute build`)" if c is None else
+                   f"champion   {c['router_id']} ({c['kind']}, {c['k']} clusters or neighbours, "
+                   f"val Area {_number(c['val_area'])}, {c['origin']} at {c['created_at']})")
+        out.append(f"pool       {len(self.active_models)} active: {', '.join(self.active_models) or '-'}")
+        if self.retired_models:
+            out.append(f"retired    {', '.join(self.retired_models)}")
+        p = self.publication
+        out.append("published  nothing yet (run `uniroute publish`)" if p is None else
+                   f"published  {p['version']} for router {p['router_id']} ({len(p['pool'])} models, "
+                   f"{p['created_at']})")
+        for run in self.last_runs:
+            detail = f": {run['detail']}" if run.get("detail") else ""
+            out.append(f"last {run['kind']:<6} {run['status']} at {run['started']}{detail}"[:220])
+        waiting = f"{len(self.inbox_waiting)} file(s) waiting" + (
+            f" ({', '.join(self.inbox_waiting[:5])})" if self.inbox_waiting else "")
+        out.append(f"inbox      {waiting}; {self.inbox_failed} in failed/")
+        out += [f"note       {note}" for note in self.notes]
+        return out
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None or pd.isna(value) else f"{float(value):.4f}"
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts (timestamps as text, NaN as None)."""
+    return [{k: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else
+                 str(v) if isinstance(v, pd.Timestamp) else v) for k, v in row.items()}
+            for row in frame.astype(object).to_dict("records")]
+
+
+def _inbox(inbox_dir: Path) -> tuple[list[str], int]:
+    """Complete files waiting in the inbox (not NAME.part, not folders) and the count of files in failed/."""
+    if not inbox_dir.is_dir():
+        return [], 0
+    waiting = sorted(p.name for p in inbox_dir.iterdir() if p.is_file() and not p.name.endswith(".part"))
+    failed = inbox_dir / "failed"
+    count = sum(1 for p in failed.iterdir() if p.is_file() and not p.name.endswith(".reason.txt")) \
+        if failed.is_dir() else 0
+    return waiting, count
+
+
+def _from_store(con: Any) -> tuple[dict | None, list[str], list[str], dict | None, list[dict]]:
+    champion = _records(store.query(con, "status_champion"))
+    models = store.query(con, "status_models")
+    publication = _records(store.query(con, "latest_publication").drop(columns=["checksum", "path"]))
+    runs = store.query(con, "status_last_operations")
+    runs = runs[runs["kind"].isin(SHOWN_OPERATIONS)]
+    for item in publication:
+        item["pool"] = list(item["pool"])
+    return (champion[0] if champion else None,
+            models.model[models.status == "active"].tolist(), models.model[models.status == "retired"].tolist(),
+            publication[0] if publication else None, _records(runs))
+
+
+def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path) -> Status:
+    """The status of the store at db_path; while a writer holds it, the published snapshot's view of it."""
+    waiting, failed = _inbox(inbox_dir)
+    notes: list[str] = []
+    if not db_path.exists():
+        return Status(str(home), None, [], [], None, [], waiting, failed,
+                      ["no store yet: `uniroute ingest` your logs, then `uniroute build`"])
+    try:
+        con = store.open_read_only(db_path)
+    except store.StoreLocked:
+        holder = store.current_holder(db_path)
+        notes.append(f"the store is held by {holder.line() if holder else 'another process'}: "
+                     "champion and pool as the published snapshot has them")
+        try:
+            snap = snapshot.read_current(published_dir)
+        except snapshot.PublishError:
+            return Status(str(home), None, [], [], None, [], waiting, failed, notes)
+        m = snap.manifest
+        publication = {"version": snap.version, "router_id": m["router_id"], "pool": list(m["pool"]),
+                       "created_at": m.get("created")}
+        champion = {"router_id": m["router_id"], "kind": m.get("kind"), "k": None, "val_area": None,
+                    "origin": "published", "created_at": m.get("created")}
+        return Status(str(home), champion, list(m["pool"]), [], publication, [], waiting, failed, notes)
+    try:
+        champion, active, retired, publication, runs = _from_store(con)
+    finally:
+        con.close()
+    return Status(str(home), champion, active, retired, publication, runs, waiting, failed, notes)
