@@ -1,7 +1,10 @@
 -- Models that receive new results on validation prompts or prompts of unknown split: the models whose
--- validation results have landed (an onboarding trigger). Needs ingest_accepted_models, ingest_models.
+-- validation results have landed (an onboarding trigger). A retired model's results are stored but never land:
+-- they must not bring it back into the pool (`uniroute onboard --reactivate` does that, on purpose).
+-- Needs ingest_accepted_models, ingest_models.
 select m.model
 from ingest_accepted_models a
 join ingest_models m on m.mid = a.mid
-where a.landed
+left join models s on s.model = m.model
+where a.landed and coalesce(s.status, 'active') = 'active'
 order by m.model

@@ -62,7 +62,8 @@ class IngestSummary:
     merged_prompts: int = 0  # prompts split over rows of several files, merged (RouterBench)
     shared_texts: int = 0  # new prompt ids whose text another prompt id (in the file or the store) has too
     first_problem: str | None = None  # the first quarantined row and its reason, when any was quarantined
-    landed_models: tuple[str, ...] = ()  # models with new results on 'val' or unknown-split prompts
+    landed_models: tuple[str, ...] = ()  # active models with new results on 'val' or unknown-split prompts
+    retired_models: tuple[str, ...] = ()  # retired models the file gives results for (stored; they stay retired)
     models: tuple[str, ...] = ()  # every model the file gives a valid result for (new or already stored)
     seconds: float = 0.0
     ignored_columns: tuple[str, ...] = field(default=())
@@ -79,12 +80,15 @@ class IngestSummary:
             f"{self.new_prompts:,} new prompts, {self.new_models:,} new models ({self.seconds:.1f} s)"
             + (f"; {self.shared_texts:,} prompt ids share their text with another prompt id"
                if self.shared_texts else "")
+            + (f"; results for retired {', '.join(self.retired_models)} stored, which stay retired "
+               "(`uniroute onboard --reactivate` brings a model back)" if self.retired_models else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
         out = asdict(self)
         out["landed_models"] = list(self.landed_models)
+        out["retired_models"] = list(self.retired_models)
         out["models"] = list(self.models)
         out["ignored_columns"] = list(self.ignored_columns)
         return out
@@ -143,6 +147,7 @@ def ingest_file(
             counts = store.query(con, "ingest_counts").iloc[0]
             first = store.query(con, "ingest_first_problem")
             landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
+            retired = tuple(store.query(con, "ingest_retired_models").model.tolist())
             bar.update()
             bar.set_postfix_str(STAGES[3])
             log.info("%s: writing", path)
@@ -169,6 +174,7 @@ def ingest_file(
                 shared_texts=checked.shared_texts + int(counts.shared_texts),
                 first_problem=None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}",
                 landed_models=landed,
+                retired_models=retired,
                 models=tuple(store.query(con, "ingest_given_models").model.tolist()),
                 ignored_columns=staged.ignored_columns,
             )
@@ -189,7 +195,8 @@ def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file
         path=source, file_hash=file_hash, format=staged.format, status="ingested", rows_read=staged.rows_read,
         rows_accepted=written.rows_accepted, rows_duplicate=written.rows_duplicate,
         rows_quarantined=written.rows_quarantined, new_prompts=written.new_prompts, new_models=written.new_models,
-        landed_models=written.landed_models, models=written.models, ignored_columns=staged.ignored_columns,
+        landed_models=written.landed_models, retired_models=written.retired_models, models=written.models,
+        ignored_columns=staged.ignored_columns,
         unit="battles",
     )
 

@@ -41,6 +41,7 @@ class PairsWritten:
     new_prompts: int
     new_models: int
     landed_models: tuple[str, ...]
+    retired_models: tuple[str, ...]
     models: tuple[str, ...]
 
 
@@ -58,6 +59,7 @@ def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_has
             store.execute(con, statement)
         counts = store.query(con, "ingest_pairs_counts").iloc[0]
         landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
+        retired = tuple(store.query(con, "ingest_retired_models").model.tolist())
         given = tuple(store.query(con, "ingest_pairs_given_models").model.tolist())
         now = datetime.now()
         write = {"source_file": source, "now": now}
@@ -72,6 +74,7 @@ def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_has
         new_prompts=int(counts.new_prompts),
         new_models=int(counts.new_models),
         landed_models=landed,
+        retired_models=retired,
         models=given,
     )
 

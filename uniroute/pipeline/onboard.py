@@ -127,8 +127,12 @@ def _kind_name(router: AnyRouter) -> str:
 
 
 def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False,
-                   cache_dir: Path | None = None) -> OnboardResult:
-    """Add or refresh `models` in a child of the champion router, from their validation results."""
+                   cache_dir: Path | None = None, reactivate: bool = False) -> OnboardResult:
+    """Add or refresh `models` in a child of the champion router, from their validation results.
+
+    A retired model stays retired (late results, an inbox file, a reconciliation never bring it back) unless
+    `reactivate` says so on purpose.
+    """
     started = time.perf_counter()
     models = tuple(dict.fromkeys(str(m) for m in models))
     if not models:
@@ -138,6 +142,10 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
     unknown = sorted(set(models) - set(known.model))
     if unknown:
         raise OnboardError(f"models {unknown} have no results in the store: ingest their validation results first")
+    retired = sorted(known.model[known.status == "retired"])
+    if retired and not reactivate:
+        raise OnboardError(f"models {retired} were retired: onboarding them again needs `--reactivate` "
+                           "(their results are kept; the pool does not take them back by accident)")
     store.execute(con, "reactivate_models", models=list(models))
     store.execute(con, "assign_splits")
     if champion.router.psi_centroids() is None:
