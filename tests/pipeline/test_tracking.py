@@ -300,7 +300,7 @@ def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
     assert lam > 0
     got = champion_model.predict(request, params={"budget": 0.6, "pool": ",".join(pool)})
     assert got["model"].tolist() == router.route_names(X, lam, pool).tolist()
-    with pytest.raises(Exception, match="unknown models in pool"):
+    with pytest.raises(Exception, match=r"models \['nobody'\] are not in the pool of router r-real"):
         champion_model.predict(request, params={"pool": "chef,nobody"})
 
 

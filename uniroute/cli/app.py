@@ -6,12 +6,15 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
+import pandas as pd
 import typer
 
 from uniroute.errors import UnirouteError
-from uniroute.settings import Settings, apply_offline_environment
+from uniroute.formats import render
+from uniroute.operations.context import Context
+from uniroute.settings import Settings, SettingsError, apply_offline_environment, settings_from_environment
 
 app = typer.Typer(
     help=(
@@ -29,9 +32,18 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON
 
 
 def settings_from_env() -> Settings:
-    settings = Settings()
+    """Settings from the UNIROUTE_ variables (a bad value: one line naming it), every download switch off."""
+    try:
+        settings = settings_from_environment()
+    except SettingsError as exc:
+        fail(str(exc))
     apply_offline_environment(settings)
     return settings
+
+
+def context(settings: Settings) -> Context:
+    """The operations' context: waits and the reconciliation's findings as lines on stderr."""
+    return Context.of(settings, on_wait=say, on_warning=lambda line: say(f"warning: {line} (see `uniroute doctor`)"))
 
 
 # Exit codes: 1 for an error, 2 for a refusal (a request that is not allowed, e.g. SQL that would write).
@@ -60,27 +72,6 @@ def one_line_errors(*builtins: type[OSError]) -> Iterator[None]:
         fail(str(exc))
 
 
-@contextmanager
-def session(settings: Settings, operation: str, inputs: str = "", atomic: bool = True) -> Iterator[Any]:
-    """A store session that says, once, on stderr when it waits for another operation to finish."""
-    from uniroute import store
-
-    with store.session(settings.db_path, operation, inputs=inputs, wait_seconds=settings.store_wait_seconds,
-                       on_wait=say, atomic=atomic) as s:
-        yield s
-
-
-def reconcile_after(settings: Settings) -> None:
-    """Bring what is derived from the store (MLflow, `published/current`) up to date after an operation."""
-    from uniroute.pipeline.reconcile import reconcile
-
-    with session(settings, "reconcile") as s:
-        report = reconcile(s, settings.published_dir, *settings.tracking, cache_dir=settings.cache_dir)
-    for finding in report.findings:
-        if finding.status == "broken":
-            say(f"warning: {finding.check}: {finding.detail} (see `uniroute doctor`)")
-
-
 @app.callback()
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False):
     logging.basicConfig(
@@ -93,7 +84,5 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log pro
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def print_frame(frame, as_json: bool) -> None:
-    from uniroute.formats import render
-
+def print_frame(frame: pd.DataFrame, as_json: bool) -> None:
     typer.echo(render(frame, "json" if as_json else "table"))

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
@@ -179,7 +180,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     models, scores, texts = data.eval_data.routing.models, data.eval_data.routing.scores, data.eval_data.prompts
     prompt_ids, excluded_models = data.eval_data.prompt_ids, data.eval_data.excluded_models
     del data
-    fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
+    fit_texts = [texts[i] for i in split.train] if embedder_kind(embedder_name).fitted else None
     X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
     del texts, fit_texts  # the N prompt texts (0.3 GB at 1M)
     seconds["load_and_embed"] = time.perf_counter() - t0
