@@ -97,6 +97,25 @@ def test_flows_never_import_the_cli(path: Path) -> None:
     )
 
 
+ERROR_SUFFIXES = ("Error", "Exception", "Refused", "Busy", "Locked", "Mismatch", "Timeout", "Store", "NoRouter")
+
+
+def test_every_library_error_is_a_uniroute_error() -> None:
+    # The edges catch UnirouteError once: an error class outside that tree would escape as a traceback.
+    bases: dict[str, list[str]] = {}
+    for path in LIBRARY_FILES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.name.endswith(ERROR_SUFFIXES):
+                bases[node.name] = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
+
+    def rooted(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        return name == "UnirouteError" or any(b not in seen and b in bases and rooted(b, seen | {name})
+                                             for b in bases.get(name, []))
+
+    strays = sorted(n for n in bases if n != "UnirouteError" and not rooted(n))
+    assert not strays, f"error classes not derived from uniroute.errors.UnirouteError: {strays}"
+
+
 def test_no_import_cycles_between_library_modules() -> None:
     modules = {_module_name(p): p for p in LIBRARY_FILES}
     graph = {m: {n for n in _imports(p) if n in modules and n != m} for m, p in modules.items()}

@@ -14,7 +14,7 @@ from uniroute.pipeline.retire import RetireResult, retire_model
 def publish(ctx: Context, force: bool = False) -> PublishResult:
     """Write the champion's routing tables for the active pool (a new version unless nothing changed or force);
     `published/current` switches after the commit."""
-    with ctx.session("publish") as s:
+    with ctx.session("publish", inputs="force" if force else "") as s:
         result = publish_champion(s.con, ctx.published_dir, force=force)
         switch_current_after_commit(s, ctx.published_dir, result)
         s.detail = result.line()

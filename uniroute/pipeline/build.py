@@ -233,12 +233,13 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         served = kind == cands.chosen
         candidate = router if served else candidate  # the served one also routes the battle-only models
         ids[kind] = router_id if served else registry.new_router_id(kind)
-        registry.save_router_version(
-            con, candidate, ids[kind], registry.router_clustering_id(candidate), registry.router_centroids(candidate),
-            kind, fingerprint, val_area if served else _area(area_of[kind]), promoted if served else False,
-            reason if served else f"{kind} candidate beside {router_id}", candidate_of=None if served else router_id,
+        registry.save_router_version(con, registry.NewVersion(
+            candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
+            val_area if served else _area(area_of[kind]), promoted if served else False,
+            reason if served else f"{kind} candidate beside {router_id}",
+            centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
             embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
-        )
+        ))
     rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
                         default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
     store.write_frame(con, "router_candidates", rows)
