@@ -15,21 +15,19 @@ import typer
 
 from uniroute import operations
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, print_frame, say, settings_from_env
-from uniroute.embed import EMBEDDERS
 from uniroute.pipeline.serving import RoutingRequest, pool_names
-from uniroute.selection.candidates import KINDS
 from uniroute.settings import comma_separated
 
 
 @app.command("build")
 def build_command(
     embedder: Annotated[str | None, typer.Option(
-        help=f"{', '.join(EMBEDDERS)} (default: UNIROUTE_EMBEDDER)."
+        help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
     )] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for K-means and the LearnedMap.")] = None,
     kinds: Annotated[str | None, typer.Option(
         help="Comma-separated router kinds to fit and choose among (default: UNIROUTE_BUILD_KINDS, else all of "
-             f"{','.join(KINDS)}); one kind serves that kind without a choice."
+             "kmeans,kmeans_shrunk,learnedmap,knn); one kind serves that kind without a choice."
     )] = None,
     as_json: JsonFlag = False,
 ):
