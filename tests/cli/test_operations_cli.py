@@ -43,3 +43,15 @@ def test_build_kinds_come_from_the_environment_as_a_list(home, monkeypatch):
     assert result.stderr.strip() == "error: unknown router kinds ['nope']: choose from kmeans, kmeans_shrunk, " \
                                     "learnedmap, knn"
     assert not (home / "uniroute.duckdb").exists()  # decided before the store is opened
+
+
+def test_every_command_is_loaded_from_the_module_that_registers_it():
+    from typer.main import get_command_name
+
+    from uniroute.cli.app import COMMAND_MODULES, MODULE_ORDER, _load
+
+    _load(*MODULE_ORDER)
+    registered = {(info.name or get_command_name(info.callback.__name__)): info.callback.__module__
+                  for info in app.registered_commands}
+    registered.update({str(g.name): "uniroute.cli.data" for g in app.registered_groups})  # models: data.py
+    assert {name: f"uniroute.cli.{module}" for name, module in COMMAND_MODULES.items()} == registered
