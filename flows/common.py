@@ -10,16 +10,22 @@ from prefect import get_run_logger, task
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
-from uniroute import store
-from uniroute.pipeline.reconcile import reconcile
-from uniroute.settings import Settings, apply_offline_environment
+from uniroute import operations
+from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
 
 
 def flow_settings() -> Settings:
-    """Settings from the environment, with every download and telemetry switch off."""
-    settings = Settings()
+    """Settings from the environment (a bad UNIROUTE_ value: one line naming it), every download switch off."""
+    settings = settings_from_environment()
     apply_offline_environment(settings)
     return settings
+
+
+def flow_context(settings: Settings) -> operations.Context:
+    """The operations' context inside a run: waits and the reconciliation's findings go to the run's log."""
+    logger = get_run_logger()
+    # A flow's reconciliation leaves models waiting for onboarding to the run their results' event triggers.
+    return operations.Context.of(settings, on_wait=logger.info, on_warning=logger.warning, onboard_missing=False)
 
 
 class _InRun(logging.Filter):
@@ -68,17 +74,8 @@ def library_log_in_run() -> Iterator[None]:
 
 @task(name="reconcile")
 def reconcile_store(settings: Settings) -> list[str]:
-    """Finish what a killed run left derived but undone (MLflow, `published/current`, stray files)."""
-    if not settings.db_path.exists():
-        return []
-    logger = get_run_logger()
-    with store.session(settings.db_path, "reconcile", wait_seconds=settings.store_wait_seconds,
-                       on_wait=logger.info) as s:
-        report = reconcile(s, settings.published_dir, *settings.tracking,
-                           inbox_dir=settings.inbox_dir, cache_dir=settings.cache_dir, onboard_missing=False)
-    # Every finding is already in the run's log (the library logs it at INFO); a repair or a broken invariant
-    # is also a warning, on the console too.
-    for finding in report.findings:
-        if finding.status in ("repaired", "broken"):
-            logger.warning(finding.line())
+    """Finish what a killed run left derived but undone (MLflow, `published/current`, stray files, the inbox)."""
+    # Every finding is in the run's log (the library logs it at INFO); a repair or a broken invariant is also a
+    # warning, on the console too (the context's on_warning).
+    report = operations.reconciled(flow_context(settings))
     return [f.line() for f in report.findings if f.status != "ok"]

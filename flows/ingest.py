@@ -5,10 +5,10 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
 
-from flows.common import flow_settings, library_log_in_run, reconcile_store
+from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
 from flows.report import inbox_run_name, rename_run, started
-from uniroute import ingest
+from uniroute import operations
 
 
 @flow(name="uniroute-ingest-inbox", flow_run_name=started("inbox"))
@@ -18,8 +18,8 @@ def ingest_inbox() -> list[dict]:
         settings = flow_settings()
         logger = get_run_logger()
         reconcile_store(settings)
-        outcomes = ingest.process_inbox(settings.db_path, settings.inbox_dir,
-                                        settle_seconds=settings.inbox_settle_seconds, on_wait=logger.info)
+        # The event onboards what landed (flows/onboard.py), so this run only ingests.
+        outcomes = operations.inbox(flow_context(settings), onboard_landed=False).outcomes
         for outcome in outcomes:
             logger.info("%s: %s%s", outcome.name, outcome.status, f" ({outcome.error})" if outcome.error else "")
             if outcome.landed_models:

@@ -15,7 +15,7 @@ LIBRARY = REPO / "uniroute"
 # rank are peers that must not import each other (ingest and embed both sit right above the store).
 STAGE_RANK = {
     "settings": 0,
-    "errors": 0,
+    "errors": -1,  # the one error base: everything may import it, it imports nothing
     "formats": 0,
     "faults": 0,
     "progress": 0,
@@ -28,8 +28,10 @@ STAGE_RANK = {
     # The paper's experiment harness is a side branch beside the pipeline: peers, neither imports the other.
     "experiments": 5,
     "pipeline": 5,
-    "cli": 6,
-    "__main__": 7,
+    # One function per operation, called by the CLI, the flows and the tests.
+    "operations": 6,
+    "cli": 7,
+    "__main__": 8,
 }
 MLFLOW_ROOM = "uniroute.pipeline.tracking"
 # Compute rooms: numpy in, numpy out. The pipeline reads the store and hands them frames (pipeline/psi_data.py).
@@ -107,6 +109,25 @@ def test_flows_never_import_the_cli(path: Path) -> None:
     assert not any(n == "uniroute.cli" or n.startswith("uniroute.cli.") for n in imported), (
         f"{path.relative_to(REPO)} imports the CLI; move what it needs into the library (uniroute/operations/)"
     )
+
+
+ERROR_SUFFIXES = ("Error", "Exception", "Refused", "Busy", "Locked", "Mismatch", "Timeout", "Store", "NoRouter")
+
+
+def test_every_library_error_is_a_uniroute_error() -> None:
+    # The edges catch UnirouteError once: an error class outside that tree would escape as a traceback.
+    bases: dict[str, list[str]] = {}
+    for path in LIBRARY_FILES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.name.endswith(ERROR_SUFFIXES):
+                bases[node.name] = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
+
+    def rooted(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        return name == "UnirouteError" or any(b not in seen and b in bases and rooted(b, seen | {name})
+                                             for b in bases.get(name, []))
+
+    strays = sorted(n for n in bases if n != "UnirouteError" and not rooted(n))
+    assert not strays, f"error classes not derived from uniroute.errors.UnirouteError: {strays}"
 
 
 def _assert_no_import_cycles(files: list[Path]) -> None:

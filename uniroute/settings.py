@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from uniroute.errors import UnirouteError
 
 # Every switch that stops a library from reaching the network or phoning home. Applied by the
 # edges (CLI, flows, tests) before anything heavy is imported; never at import time.
@@ -29,6 +32,11 @@ OFFLINE_ENVIRONMENT = {
 }
 
 
+def comma_separated(text: str) -> tuple[str, ...]:
+    """The names of a comma-separated list ("a, b" -> ("a", "b"); blank -> ())."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
 class Settings(BaseSettings):
     """Where state lives and how the pipeline runs; every field can be set as UNIROUTE_<FIELD>."""
 
@@ -40,9 +48,10 @@ class Settings(BaseSettings):
     embedder: str = "static"
     embed_batch_size: int = 128
     seed: int = 0
-    # The router kinds the nightly build fits and chooses among (comma-separated; blank: every kind, see
-    # evaluation.candidates.KINDS). One kind serves that kind without a choice.
-    build_kinds: str = ""
+    # The router kinds the nightly build fits and chooses among (UNIROUTE_BUILD_KINDS=a,b; blank: every kind, see
+    # selection.candidates.KINDS). One kind serves that kind without a choice. The names are checked against the
+    # kinds by the operations layer (this module cannot import the routers).
+    build_kinds: Annotated[tuple[str, ...], NoDecode] = ()
     dask_address: str | None = None
     dask_workers: int = 2
     mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)
@@ -60,6 +69,12 @@ class Settings(BaseSettings):
     annotator_model: str = ""
     annotator_key: SecretStr | None = None
     annotator_timeout_seconds: float = 60.0
+
+    @field_validator("build_kinds", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        # "a,b" or blank from the environment; a sequence from Python is taken as it is.
+        return comma_separated(value) if isinstance(value, str) else value
 
     @property
     def db_path(self) -> Path:
@@ -101,6 +116,23 @@ class Settings(BaseSettings):
     @property
     def mlflow_ui_url(self) -> str:
         return f"http://127.0.0.1:{self.mlflow_port}"
+
+
+class SettingsError(UnirouteError, ValueError):
+    """An UNIROUTE_ variable whose value cannot be used; the message names the variable and the value."""
+
+
+def settings_from_environment() -> Settings:
+    """Settings from the UNIROUTE_ variables; SettingsError in one line naming the first bad variable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        name = f"UNIROUTE_{'_'.join(str(p) for p in first['loc']).upper()}"
+        more = f" (and {len(errors) - 1} more bad UNIROUTE_ variable(s))" if len(errors) > 1 else ""
+        # `from None`: pydantic's own report is 40 lines for one bad value; this line says all of it.
+        raise SettingsError(f"{name}={first.get('input')!r}: {first['msg'].lower()}{more}") from None
 
 
 def apply_offline_environment(settings: Settings | None = None) -> None:

@@ -1,10 +1,10 @@
-"""Pipeline operations as the command line runs them, for the benchmarks: one store session each (one connection,
-one transaction), then, where MLflow is on, the reconciliation that brings MLflow and `published/current` in line
-with the store (what `uniroute build|onboard|publish` do after the operation). tests/helpers.py does the same
-without MLflow. Also what the scale sections share: a fresh UNIROUTE_HOME and a timed build."""
+"""Pipeline operations as the command line runs them, for the benchmarks: the operations layer
+(uniroute/operations/), with MLflow on or off per call and the store's paths bound from Settings. Also what the
+scale sections share: a fresh UNIROUTE_HOME and a timed build."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.runner import load_average, rounded
-from uniroute import store
+from uniroute import operations, store
+from uniroute.pipeline import registry
 from uniroute.settings import Settings
 
 log = logging.getLogger("benchmarks.scale")
@@ -29,69 +30,50 @@ def fresh_home(path: Path) -> Settings:
     return Settings(home=path)
 
 
+def _context(settings: Settings, mlflow: bool = True, artifact_root: Path | None = None,
+             cache_dir: Path | None = None) -> operations.Context:
+    """The CLI's context for settings; without MLflow when mlflow is False, its artifacts elsewhere if given."""
+    ctx = operations.Context.of(settings)
+    return dataclasses.replace(
+        ctx,
+        tracking_uri=settings.mlflow_uri if mlflow else None,
+        artifact_root=(artifact_root or settings.mlflow_artifacts) if mlflow else None,
+        cache_dir=cache_dir or settings.cache_dir,
+    )
+
+
 def ingest(db_path: Path, path: Path, **options: Any) -> Any:
     """IngestSummary of one file ingested in its own session."""
-    from uniroute.ingest import ingest_file
-
-    with store.session(db_path, "ingest", inputs=str(path)) as s:
-        return ingest_file(s.con, path, **options)
+    return operations.ingest(operations.Context.at(db_path), path, **options)
 
 
 def embedded(db_path: Path, texts: list[str], embedder: Any) -> np.ndarray:
     """(n, dim) vectors of texts through the store's embedding cache (each chunk commits on its own)."""
-    from uniroute.embed import embed_cached
-
-    with store.session(db_path, "embed", atomic=False) as s:
-        return embed_cached(s.con, texts, embedder)
+    return operations.embedded(operations.Context.at(db_path), texts, embedder)
 
 
 def reconciled(settings: Settings, artifact_root: Path | None = None) -> None:
     """MLflow (runs, registered versions, aliases) and `published/current` brought in line with the store."""
-    from uniroute.pipeline.reconcile import reconcile
-
-    with store.session(settings.db_path, "reconcile") as s:
-        reconcile(s, settings.published_dir, settings.mlflow_uri, artifact_root or settings.mlflow_artifacts,
-                  cache_dir=settings.cache_dir)
+    operations.reconciled(_context(settings, artifact_root=artifact_root))
 
 
 def build(settings: Settings, embedder: str, seed: int, mlflow: bool = True, cache_dir: Path | None = None) -> Any:
-    """BuildResult of `uniroute build`: the build session, then (mlflow) the MLflow sync."""
-    from uniroute.pipeline.build import run_build
-
-    with store.session(settings.db_path, "build") as s:
-        result = run_build(s.con, embedder, seed, cache_dir=cache_dir or settings.cache_dir)
-    if mlflow:
-        reconciled(settings)
-    return result
+    """BuildResult of `uniroute build`: the build session, then the reconciliation (with or without MLflow)."""
+    return operations.build(_context(settings, mlflow, cache_dir=cache_dir), embedder, seed)
 
 
 def onboard(settings: Settings, models: list[str], mlflow: bool = True, artifact_root: Path | None = None) -> Any:
-    """OnboardResult of `uniroute onboard`: the onboarding session, then (mlflow) the MLflow sync."""
-    from uniroute.pipeline.onboard import onboard_models
-
-    with store.session(settings.db_path, "onboard") as s:
-        result = onboard_models(s.con, models, cache_dir=settings.cache_dir)
-    if mlflow:
-        reconciled(settings, artifact_root)
-    return result
+    """OnboardResult of `uniroute onboard`: the onboarding session, then the reconciliation."""
+    return operations.onboard(_context(settings, mlflow, artifact_root), models).result
 
 
 def publish(settings: Settings, force: bool = False, mlflow: bool = True, artifact_root: Path | None = None) -> Any:
-    """PublishResult of `uniroute publish`: the snapshot written and switched to, then (mlflow) logged."""
-    from uniroute.pipeline.publish import publish_champion, switch_current_after_commit
-
-    with store.session(settings.db_path, "publish") as s:
-        result = publish_champion(s.con, settings.published_dir, force=force)
-        switch_current_after_commit(s, settings.published_dir, result)
-    if mlflow:
-        reconciled(settings, artifact_root)
-    return result
+    """PublishResult of `uniroute publish`: the snapshot written and switched to, then the reconciliation."""
+    return operations.publish(_context(settings, mlflow, artifact_root), force=force)
 
 
 def champion_models(db_path: Path) -> tuple[str, ...]:
     """The models the store's champion router routes."""
-    from uniroute.pipeline import registry
-
     with store.opened(db_path, read_only=True) as con:
         return registry.load_champion(con).router.models
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from benchmarks.runner import RESULTS_DIR, SHARED, load_average, machine_info, write_result
 from uniroute import experiments as ev
+from uniroute import operations
 from uniroute.settings import Settings, apply_offline_environment
 
 RESULTS = RESULTS_DIR / "evaluate.json"
@@ -52,8 +53,8 @@ def main() -> None:
 
     data = ev.eval_data_from_frame(ev.long_frame(SHARED / args.dataset))
     t0 = time.perf_counter()
-    X, embedder_id = ev.prompt_embeddings(data.prompts, args.embedder, settings.db_path, args.seed,
-                                         cache_dir=settings.cache_dir)
+    X, embedder_id = operations.prompt_embeddings(operations.Context.of(settings), data.prompts, args.embedder,
+                                                  args.seed)
     embed_seconds = time.perf_counter() - t0
     config = ev.EvalConfig(seed=args.seed, val_sizes=() if args.no_val_sizes else VAL_SIZES)
 

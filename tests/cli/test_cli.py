@@ -78,8 +78,9 @@ def routed_home(cli_home, tmp_path):
     router = Router(embedder.embedder_id, ("coder", "atlas"), np.array([1.0, 4.0]),
                     np.array([[0.0, 1.0], [1.0, 0.0]]), centroids, np.ones((2, 2), dtype=np.int64))
     with store.session(cli_home / "uniroute.duckdb", "test") as s:
-        registry.save_router_version(s.con, router, "kmeans-cli", "c1", centroids, "kmeans", "fp", val_area=0.5,
-                                     promoted=True, reason="test")
+        registry.save_router_version(s.con, registry.NewVersion(
+            router, "kmeans-cli", "c1", "kmeans", "fp", val_area=0.5, promoted=True, reason="test",
+            centroids=centroids))
     return cli_home
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.experiments.test_transfer import _topic_split
 from uniroute.embed.attributes import read_attribute_labels
-from uniroute.experiments.attribute_embeddings import attribute_embeddings
+from uniroute.operations import Context, attribute_embeddings
 
 
 def _labels(frame: pd.DataFrame, path) -> pd.DataFrame:
@@ -31,13 +31,13 @@ def test_heads_are_fitted_on_the_allowed_labelled_prompts_only(tmp_path, db_path
     labels = read_attribute_labels(tmp_path / "labels.csv")
     both = pd.concat([train, test]).drop_duplicates("prompt_id")
     ids, texts = both.prompt_id.tolist(), both.prompt.tolist()
-    X, embedder_id, info = attribute_embeddings(texts, ids, labels, "tfidf", db_path, 0,
+    X, embedder_id, info = attribute_embeddings(Context.at(db_path), texts, ids, labels, "tfidf", 0,
                                                 fit_ids=set(train.prompt_id))
     assert X.shape == (len(ids), 3) and np.allclose(np.linalg.norm(X, axis=1), 1.0)
     assert info["labelled_prompts_fitted"] == train.prompt_id.nunique()
     assert embedder_id.startswith("attributes:") and info["attributes"] == ["math", "code"]
     with pytest.raises(ValueError, match="only 0 of the prompts to fit on have attribute labels"):
-        attribute_embeddings(texts, ids, labels, "tfidf", db_path, 0, fit_ids={"nobody"})
+        attribute_embeddings(Context.at(db_path), texts, ids, labels, "tfidf", 0, fit_ids={"nobody"})
 
 
 def test_cli_transfer_with_the_attribute_embedder(tmp_path, home, monkeypatch) -> None:

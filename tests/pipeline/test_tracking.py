@@ -53,11 +53,11 @@ def _save(db_path: Path, router: Router, router_id: str, promoted: bool = True, 
     metric_rows = pd.DataFrame({"method": ["kmeans", "kmeans"], "metric": ["area", "peak"], "value": [0.71, 0.9]})
     curves = pd.DataFrame({"method": "kmeans", "point": [0, 1], "cost": [0.2, 0.9], "score": [0.5, 0.8]})
     with uniroute_store.session(db_path, "test") as s:
-        registry.save_router_version(
-            s.con, router, router_id, registry.clustering_id_of(router.assigner), router.assigner, "kmeans", "fp-1",
-            val_area, promoted, f"test {origin}", parent_id=parent_id, origin=origin,
+        registry.save_router_version(s.con, registry.NewVersion(
+            router, router_id, registry.clustering_id_of(router.assigner), "kmeans", "fp-1",
+            val_area, promoted, f"test {origin}", centroids=router.assigner, parent_id=parent_id, origin=origin,
             metrics=metric_rows if metrics else None, curves=curves if metrics else None,
-        )
+        ))
 
 
 def _sync(db_path: Path, tracking: tuple[str, Path]) -> SyncReport:
@@ -303,7 +303,7 @@ def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
     assert lam > 0
     got = champion_model.predict(request, params={"budget": 0.6, "pool": ",".join(pool)})
     assert got["model"].tolist() == router.route_names(X, lam, pool).tolist()
-    with pytest.raises(Exception, match="unknown models in pool"):
+    with pytest.raises(Exception, match=r"models \['nobody'\] are not in the pool of router r-real"):
         champion_model.predict(request, params={"pool": "chef,nobody"})
 
 
@@ -316,8 +316,9 @@ def test_a_tfidf_router_is_served_with_its_fitted_embedder(db_path, tracking):
     psi = psi_from_losses(centroids.assign(X), topic_losses(), 3, MODELS)
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     with uniroute_store.session(db_path, "test") as s:
-        registry.save_router_version(s.con, router, "r-tfidf", registry.clustering_id_of(centroids), centroids,
-                                     "kmeans", "fp", 0.7, True, "test", embedder=embedder)
+        registry.save_router_version(s.con, registry.NewVersion(
+            router, "r-tfidf", registry.clustering_id_of(centroids), "kmeans", "fp", 0.7, True, "test",
+            centroids=centroids, embedder=embedder))
     _sync(db_path, tracking)
     model = load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=tracking[0])
     got = model.predict(pd.DataFrame({"prompt": NEW_PROMPTS}))

@@ -85,8 +85,9 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
     psi = psi_from_losses(centroids.assign(X), topic_losses(), 3, MODELS)
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     with uniroute_store.session(db_path, "build") as s:
-        registry.save_router_version(s.con, router, f"kmeans-{embedder_name}", registry.clustering_id_of(centroids),
-                                     centroids, "kmeans", "fp", 0.7, True, "test build", embedder=embedder)
+        registry.save_router_version(s.con, registry.NewVersion(
+            router, f"kmeans-{embedder_name}", registry.clustering_id_of(centroids), "kmeans", "fp", 0.7, True,
+            "test build", centroids=centroids, embedder=embedder))
     with uniroute_store.session(db_path, "reconcile") as s:
         assert sync_mlflow(s.con, *tracking).aliases == {CHAMPION: "1"}
 

@@ -89,7 +89,7 @@ def test_pool_filter():
 
 def test_negative_or_nan_lambda_is_refused():
     for lam in (-0.1, np.nan, np.inf):
-        with pytest.raises(ValueError, match="lambda must be finite"):
+        with pytest.raises(ValueError, match="lambda must be a finite number >= 0"):
             _router().route(X3, lam=lam)
 
 

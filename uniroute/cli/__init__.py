@@ -2,10 +2,10 @@
 
 Each command module registers its commands on the one Typer `app` (`data`: ingest, synth, sql, models;
 `evaluation`: evaluate, report; `operations`: build, onboard, retire, publish, route; `paper`: arena-battles,
-annotate). Errors are one line on stderr with a non-zero exit; results go to stdout, as JSON with --json.
+annotate); the app imports a command's module when the command runs (`app.COMMAND_MODULES`). Errors are one
+line on stderr with a non-zero exit; results go to stdout, as JSON with --json.
 """
 
-from uniroute.cli import data, evaluation, operations, paper, status  # noqa: F401  (importing registers the commands)
 from uniroute.cli.app import app
 
 __all__ = ["app"]

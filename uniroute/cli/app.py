@@ -2,18 +2,78 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
+import pandas as pd
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 from uniroute.errors import UnirouteError
-from uniroute.settings import Settings, apply_offline_environment
+from uniroute.formats import render
+from uniroute.operations.context import Context
+from uniroute.settings import Settings, SettingsError, apply_offline_environment, settings_from_environment
+
+if TYPE_CHECKING:  # Typer's own copy of click, whose types its groups use
+    from typer._click import Command, Context
+
+# Which module registers each command: a command loads its own module only, so `uniroute route` does not pay
+# for the evaluation harness or the ingest readers; --help (and any name not listed) loads them all.
+COMMAND_MODULES = {
+    "ingest": "data", "inbox": "data", "synth": "data", "sql": "data", "models": "data",
+    "evaluate": "evaluation", "report": "evaluation",
+    "build": "operations", "onboard": "operations", "retire": "operations", "publish": "operations",
+    "route": "operations", "doctor": "operations",
+    "arena-battles": "paper", "annotate": "paper",
+    "status": "status",
+}
+MODULE_ORDER = ("data", "evaluation", "operations", "paper", "status")
+
+
+class _CommandsOnDemand(TyperGroup):
+    """The app's command group, importing a command's module when the command is asked for."""
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name not in self.commands or cmd_name in app_groups():
+            _load(*([COMMAND_MODULES[cmd_name]] if cmd_name in COMMAND_MODULES else MODULE_ORDER))
+            self._convert()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        _load(*MODULE_ORDER)
+        self._convert()
+        return super().list_commands(ctx)
+
+    def _convert(self) -> None:
+        """Click commands for every command registered so far, in registration order, groups last."""
+        options = {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
+        converted: dict[str, Command] = {}
+        for info in app.registered_commands:
+            command = typer.main.get_command_from_info(info, **options)
+            converted[str(command.name)] = self.commands.get(str(command.name), command)
+        for group in app.registered_groups:
+            command = typer.main.get_group_from_info(group, suggest_commands=app.suggest_commands, **options)
+            converted[str(command.name)] = command  # rebuilt: its commands may live in a module loaded since
+        self.commands = converted
+
+
+def _load(*modules: str) -> None:
+    for module in modules:
+        importlib.import_module(f"uniroute.cli.{module}")
+
+
+def app_groups() -> set[str]:
+    """The names of the app's command groups (their commands register from other modules)."""
+    return {str(g.name) for g in app.registered_groups}
+
 
 app = typer.Typer(
+    cls=_CommandsOnDemand,
     help=(
         "Route each prompt to the right LLM in a pool that keeps changing (UniRoute). "
         "All state lives under $UNIROUTE_HOME (default ./.uniroute)."
@@ -29,9 +89,18 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON
 
 
 def settings_from_env() -> Settings:
-    settings = Settings()
+    """Settings from the UNIROUTE_ variables (a bad value: one line naming it), every download switch off."""
+    try:
+        settings = settings_from_environment()
+    except SettingsError as exc:
+        fail(str(exc))
     apply_offline_environment(settings)
     return settings
+
+
+def context(settings: Settings) -> Context:
+    """The operations' context: waits and the reconciliation's findings as lines on stderr."""
+    return Context.of(settings, on_wait=say, on_warning=lambda line: say(f"warning: {line} (see `uniroute doctor`)"))
 
 
 # Exit codes: 1 for an error, 2 for a refusal (a request that is not allowed, e.g. SQL that would write).
@@ -60,27 +129,6 @@ def one_line_errors(*builtins: type[OSError]) -> Iterator[None]:
         fail(str(exc))
 
 
-@contextmanager
-def session(settings: Settings, operation: str, inputs: str = "", atomic: bool = True) -> Iterator[Any]:
-    """A store session that says, once, on stderr when it waits for another operation to finish."""
-    from uniroute import store
-
-    with store.session(settings.db_path, operation, inputs=inputs, wait_seconds=settings.store_wait_seconds,
-                       on_wait=say, atomic=atomic) as s:
-        yield s
-
-
-def reconcile_after(settings: Settings) -> None:
-    """Bring what is derived from the store (MLflow, `published/current`) up to date after an operation."""
-    from uniroute.pipeline.reconcile import reconcile
-
-    with session(settings, "reconcile") as s:
-        report = reconcile(s, settings.published_dir, *settings.tracking, cache_dir=settings.cache_dir)
-    for finding in report.findings:
-        if finding.status == "broken":
-            say(f"warning: {finding.check}: {finding.detail} (see `uniroute doctor`)")
-
-
 @app.callback()
 def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False):
     logging.basicConfig(
@@ -93,7 +141,5 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log pro
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def print_frame(frame, as_json: bool) -> None:
-    from uniroute.formats import render
-
+def print_frame(frame: pd.DataFrame, as_json: bool) -> None:
     typer.echo(render(frame, "json" if as_json else "table"))

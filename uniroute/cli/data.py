@@ -8,19 +8,25 @@ from typing import Annotated
 
 import typer
 
+from uniroute import operations
 from uniroute.cli.app import (
     EXIT_REFUSED,
     JsonFlag,
     app,
+    context,
     fail,
     models_app,
     one_line_errors,
     print_frame,
-    reconcile_after,
     say,
-    session,
     settings_from_env,
 )
+from uniroute.errors import UnirouteError
+from uniroute.formats import FORMATS, render
+from uniroute.ingest import IngestError
+from uniroute.pipeline.user_sql import run_user_sql
+from uniroute.store import Sandbox, SqlRefused, read_only_query
+from uniroute.synth import write_synthetic_logs
 
 
 @app.command()
@@ -32,18 +38,14 @@ def ingest(
     as_json: JsonFlag = False,
 ):
     """Validate benchmark logs and load them into the store (one transaction per file)."""
-    from uniroute.errors import UnirouteError
-    from uniroute.ingest import IngestError, ingest_file
-
     settings = settings_from_env()
     if split is not None and split not in ("train", "val", "test"):
         fail(f"--split must be train, val or test, not {split!r}")
+    ctx = context(settings)
     summaries = []
     for number, path in enumerate(paths):
         try:
-            with session(settings, "ingest", inputs=str(path)) as s:
-                summary = ingest_file(s.con, path, split=split, progress=not as_json)
-                s.detail = summary.line()
+            summary = operations.ingest(ctx, path, split=split, progress=not as_json)
         except IngestError as exc:
             if as_json:  # what did land is on stdout either way
                 typer.echo(json.dumps([s.as_dict() for s in summaries]))
@@ -69,40 +71,22 @@ def inbox(
     For schedulers other than Prefect (cron): the inbox flow calls the same function. Writers put files in
     $UNIROUTE_HOME/inbox as NAME.part and rename them to NAME when complete.
     """
-    from uniroute.ingest import process_inbox
-
     settings = settings_from_env()
     with one_line_errors():
-        outcomes = process_inbox(settings.db_path, settings.inbox_dir, settle_seconds=settings.inbox_settle_seconds,
-                                 on_wait=say)
-    landed = list(dict.fromkeys(m for o in outcomes for m in o.landed_models))
-    onboarded = None
-    if onboard and landed:
-        from uniroute.pipeline import registry
-        from uniroute.pipeline.onboard import onboard_models
-
-        with one_line_errors(), session(settings, "onboard", inputs=",".join(landed)) as s:
-            if registry.champion_id(s.con) is not None:
-                onboarded = onboard_models(s.con, landed, cache_dir=settings.cache_dir)
-                s.detail = onboarded.line()
-        if onboarded is not None:
-            reconcile_after(settings)
-    failed = [o.name for o in outcomes if o.status == "failed"]
+        run = operations.inbox(context(settings), onboard_landed=onboard)
     if as_json:
-        typer.echo(json.dumps({"files": [o.as_dict() for o in outcomes],
-                               "onboarded": None if onboarded is None else onboarded.as_dict()}))
-        _fail_on_rejected(failed, len(outcomes), settings.inbox_dir)
+        typer.echo(json.dumps({"files": [o.as_dict() for o in run.outcomes],
+                               "onboarded": None if run.onboarding is None else run.onboarding.as_dict()}))
+        _fail_on_rejected(run.failed, len(run.outcomes), settings.inbox_dir)
         return
-    for outcome in outcomes:
+    for outcome in run.outcomes:
         detail = outcome.summary.line() if outcome.summary is not None else outcome.error
         typer.echo(f"{outcome.name}: {outcome.status} -> {outcome.moved_to} ({detail})")
-    if not outcomes:
+    if not run.outcomes:
         typer.echo(f"nothing waiting in {settings.inbox_dir}")
-    if onboarded is not None:
-        typer.echo(onboarded.line())
-    elif landed and onboard:
-        typer.echo(f"{', '.join(landed)} will join the pool at the first build (no router yet)")
-    _fail_on_rejected(failed, len(outcomes), settings.inbox_dir)
+    if run.onboarding is not None:
+        typer.echo(run.onboarding.line())
+    _fail_on_rejected(run.failed, len(run.outcomes), settings.inbox_dir)
 
 
 def _fail_on_rejected(failed: list[str], processed: int, inbox_dir: Path) -> None:
@@ -126,8 +110,6 @@ def synth(
     as_json: JsonFlag = False,
 ):
     """Write synthetic benchmark logs (long format) with latent topics, per-model skills and skill-priced costs."""
-    from uniroute.synth import write_synthetic_logs
-
     try:
         summary = write_synthetic_logs(out, n_prompts=prompts, n_models=models, n_topics=topics, seed=seed,
                                        format=fmt, with_split=split, missing_rate=missing_rate)
@@ -150,10 +132,6 @@ def sql(
     While a build, ingest or onboarding holds the store, the query runs on the published snapshot's tables
     instead, and a line on stderr says which version answered.
     """
-    from uniroute.formats import FORMATS, render
-    from uniroute.pipeline.user_sql import run_user_sql
-    from uniroute.store import Sandbox, SqlRefused
-
     flagged = [name for name, on in (("json", as_json), ("csv", as_csv)) if on]
     if fmt is not None and fmt not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -178,8 +156,6 @@ def sql(
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False):
     """List the models with their status and default cost."""
-    from uniroute.store import read_only_query
-
     with one_line_errors():
         frame = read_only_query(settings_from_env().db_path, "select * from models order by model")
     print_frame(frame, as_json)
@@ -191,9 +167,6 @@ def models_set_cost(
     cost: Annotated[float, typer.Argument(help="Cost per query (any unit, the same for every model).")],
 ):
     """Set a model's default cost, used where its result rows carry no cost."""
-    from uniroute.ingest import set_default_cost
-
     settings = settings_from_env()
-    with one_line_errors(), session(settings, "set-cost", inputs=model) as s:
-        set_default_cost(s.con, model, cost)
-    typer.echo(f"{model}: default cost {cost}")
+    with one_line_errors():
+        typer.echo(operations.set_cost(context(settings), model, cost))

@@ -11,7 +11,17 @@ from typing import Annotated
 
 import typer
 
-from uniroute.cli.app import JsonFlag, app, fail, one_line_errors, settings_from_env
+from uniroute import experiments as ev
+from uniroute import operations, store
+from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, settings_from_env
+from uniroute.embed.attributes import read_attribute_labels
+from uniroute.embed.kinds import embedder_kind
+from uniroute.experiments.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
+from uniroute.ingest import IngestError, is_pairwise_file
+from uniroute.pipeline import registry
+from uniroute.progress import progress_bar
+from uniroute.routers.psi import Psi
+from uniroute.routers.similarity import model_similarity
 
 
 def _check_out(out: Path) -> None:
@@ -83,7 +93,6 @@ def evaluate(
 
     Without costs in the data, the comparison is quality-only: mean test score at lambda = 0 next to the best
     single LLM and the oracle. With --test-data, the transfer protocol (train on one log, test on another)."""
-    from uniroute import experiments as ev
 
     settings = settings_from_env()
     method_list = tuple(m.strip() for m in methods.split(",") if m.strip())
@@ -99,7 +108,9 @@ def evaluate(
         fail("--battles-per-prompt draws the battles of the pairwise method from a pointwise log: add pairwise to "
              "--methods (and no --test-data)")
     name = embedder or settings.embedder
-    attributes = _AttributeOptions(attribute_labels, attribute_base) if name == "attributes" else None
+    with one_line_errors():
+        kind = embedder_kind(name)
+    attributes = _AttributeOptions(attribute_labels, attribute_base) if kind.needs_labels else None
     if attributes is not None and attribute_labels is None:
         fail("--embedder attributes needs --attribute-labels FILE (prompt_id and one 0/1 column per attribute)")
     if test_data is not None:
@@ -108,7 +119,6 @@ def evaluate(
         return
     if train_benchmarks or test_benchmarks:
         fail("--train-benchmarks and --test-benchmarks select the logs of a transfer: give --test-data too")
-    from uniroute.ingest import is_pairwise_file
 
     if not data.is_dir() and is_pairwise_file(data):
         fail(f"{data}: pairwise preferences; routers are scored on pointwise labels: give them with --test-data "
@@ -135,7 +145,6 @@ def evaluate(
     typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
                f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
 
-    from uniroute.progress import progress_bar
 
     # A bar with rate and ETA on a terminal; a line every tenth of the trials in a file or a pipe.
     bar = progress_bar(trials, "trials", "trial", logging.getLogger(__name__),
@@ -167,7 +176,6 @@ def evaluate(
 
 
 def _print_report(report: dict, study: dict | None, paths: list[Path], as_json: bool) -> None:
-    from uniroute import experiments as ev
 
     if as_json:
         typer.echo(json.dumps(report))
@@ -186,17 +194,14 @@ class _AttributeOptions:
 def _embeddings(settings, texts: list[str], prompt_ids, name: str, attributes: _AttributeOptions | None, seed: int,
                 fit_ids=None) -> tuple:
     """(X, embedder id, report fields): the named embedder through the cache, or attribute heads on its base."""
-    from uniroute import experiments as ev
 
     if attributes is None:
-        X, embedder_id = ev.prompt_embeddings(texts, name, settings.db_path, seed, cache_dir=settings.cache_dir)
+        X, embedder_id = operations.prompt_embeddings(context(settings), texts, name, seed)
         return X, embedder_id, {}
-    from uniroute.embed.attributes import read_attribute_labels
-    from uniroute.experiments.attribute_embeddings import attribute_embeddings
 
     labels = read_attribute_labels(attributes.labels)
-    X, embedder_id, info = attribute_embeddings(texts, list(prompt_ids), labels, attributes.base, settings.db_path,
-                                                seed, fit_ids, cache_dir=settings.cache_dir)
+    X, embedder_id, info = operations.attribute_embeddings(context(settings), texts, list(prompt_ids), labels,
+                                                           attributes.base, seed, fit_ids)
     return X, embedder_id, {"attribute_heads": {**info, "labels": str(attributes.labels)}}
 
 
@@ -206,8 +211,6 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
               train_benchmarks: str | None, test_benchmarks: str | None, test_fraction: float,
               as_json: bool) -> None:
     """`uniroute evaluate --test-data`: the transfer protocol (evaluation.transfer)."""
-    from uniroute import experiments as ev
-    from uniroute.ingest import IngestError
 
     def names(text: str | None) -> list[str]:
         return [part.strip() for part in (text or "").split(",") if part.strip()]
@@ -254,7 +257,6 @@ def report(
 ):
     """Print a saved evaluation as Markdown (method table, sign tests, validation-size study), and/or write the
     LLM-similarity map, flagging near-duplicate LLMs."""
-    from uniroute import experiments as ev
 
     if result is None and similarity is None:
         fail("give a saved evaluation to print, or --similarity PNG to draw the LLM-similarity map")
@@ -274,18 +276,14 @@ def report(
 
 def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int) -> None:
     """`uniroute report --similarity`: the map of a log's LLMs, or of the champion router's."""
-    from uniroute.experiments.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
-    from uniroute.routers.similarity import model_similarity
 
     settings = settings_from_env()
     try:
         if data is not None:
-            from uniroute import experiments as ev
 
             log = ev.unit_cost_data(ev.long_frame(data))  # costs play no part in Psi: every LLM is kept
-            X, embedder_id = ev.prompt_embeddings(ev.prompt_texts(log.prompts, prompt_part),
-                                                  embedder or settings.embedder, settings.db_path, seed,
-                                                  cache_dir=settings.cache_dir)
+            X, embedder_id = operations.prompt_embeddings(context(settings), ev.prompt_texts(log.prompts, prompt_part),
+                                                          embedder or settings.embedder, seed)
             psi, source = log_psi(log, X, k, seed), f"{data.name if data.is_dir() else data.stem}, K = {k}"
             about = {"data": str(data), "k": k, "embedder_id": embedder_id, "seed": seed}
         else:
@@ -304,9 +302,6 @@ def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, 
 
 def _champion_psi(settings):
     """The champion router's Psi, read from the store (read-only)."""
-    from uniroute import store
-    from uniroute.pipeline import registry
-    from uniroute.routers.psi import Psi
 
     if not settings.db_path.exists():
         raise ValueError(f"no store at {settings.db_path}: build a router first, or give --data")

@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from uniroute.cli.app import app, fail, one_line_errors
+from uniroute import experiments as ev
+from uniroute import operations
+from uniroute.cli.app import app, context, fail, one_line_errors, settings_from_env
+from uniroute.embed.annotator import AnnotatorConfig
+from uniroute.experiments.pairwise import arena_battles_frame
+from uniroute.experiments.transfer_run import only_benchmarks
+from uniroute.ingest import IngestError, is_pairwise_file, pairs_frame
 
 
 @app.command("arena-battles")
@@ -17,8 +23,6 @@ def arena_battles(
     seed: Annotated[int, typer.Option(help="Seed of the random pairs.")] = 0,
 ):
     """Turn a pointwise log into Chatbot Arena-style battles: per prompt, two random LLMs, the better score wins."""
-    from uniroute import experiments as ev
-    from uniroute.experiments.pairwise import arena_battles_frame
 
     suffix = out.suffix.lower()
     if suffix not in (".parquet", ".jsonl", ".csv"):
@@ -51,9 +55,6 @@ def annotate(
     """Label prompts with the seven difficulty attributes by asking the chat endpoint of UNIROUTE_ANNOTATOR_URL
     (OpenAI-compatible) with UNIROUTE_ANNOTATOR_MODEL; answers are cached in the store, so a rerun asks only
     about prompts it has not labelled yet."""
-    from uniroute.cli.app import session, settings_from_env
-    from uniroute.embed.annotator import AnnotatorConfig, annotate
-    from uniroute.experiments.transfer_run import only_benchmarks
 
     settings = settings_from_env()
     if not settings.annotator_url or not settings.annotator_model:
@@ -68,10 +69,8 @@ def annotate(
         prompts = only_benchmarks(prompts, wanted, data).sort_values("prompt_id").head(limit)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc))
-    with one_line_errors(), session(settings, "annotate", inputs=str(data), atomic=False) as s:
-        labels = annotate(s.con, prompts["prompt"].tolist(), config)
-        s.detail = f"{len(prompts)} prompts labelled by {config.annotator_id}"
-    labels.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
+    with one_line_errors():
+        labels = operations.annotated(context(settings), prompts, config, str(data))
     with one_line_errors(OSError):  # the answers are cached in the store: a rerun to a writable place asks nothing
         out.parent.mkdir(parents=True, exist_ok=True)
         labels.to_csv(out, index=False)
@@ -80,8 +79,6 @@ def annotate(
 
 def _prompts_of(path: Path):
     """The distinct prompts (prompt_id, prompt, benchmark) of a pointwise or pairwise log."""
-    from uniroute import experiments as ev
-    from uniroute.ingest import IngestError, is_pairwise_file, pairs_frame
 
     try:
         frame = pairs_frame(path) if not path.is_dir() and is_pairwise_file(path) else ev.long_frame(path)

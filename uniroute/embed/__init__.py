@@ -2,16 +2,25 @@
 
 Owns the embedders (`minilm`; `minilm-onnx` and `static`, whose model files are built once from the local MiniLM
 into a cache folder by `artifacts`; `tfidf`. Each returns (n, dim) float32 unit rows and an `embedder_id` naming
-everything that changes the vectors), batching on Dask workers (`batches`) and the `embeddings` cache table
-(`cache`, keyed by (sha256(text), embedder_id)). `attributes` is the prompt-attribute embedder (heads distilled
-on a frozen embedder); `annotator` asks an OpenAI-compatible endpoint for the attribute labels and caches the
-answers. It knows nothing of clusters, routers or LLM results.
+everything that changes the vectors; `kinds` describes each by name), batching on Dask workers (`batches`) and
+the `embeddings` cache table (`cache`, keyed by (sha256(text), embedder_id)). `attributes` is the
+prompt-attribute embedder (heads distilled on a frozen embedder); `annotator` asks an OpenAI-compatible endpoint
+for the attribute labels and caches the answers. It knows nothing of clusters, routers or LLM results.
 """
 
 from uniroute.embed.base import MINILM_DIM, Embedder, text_hash
 from uniroute.embed.batches import TASK_TEXTS, embed_batches, text_batches
 from uniroute.embed.cache import CHUNK_TEXTS, embed_cached
-from uniroute.embed.factory import BUILT_EMBEDDERS, EMBEDDERS, make_embedder
+from uniroute.embed.factory import make_embedder
+from uniroute.embed.kinds import (
+    BUILT_EMBEDDERS,
+    EMBEDDER_KINDS,
+    EMBEDDERS,
+    EmbedderError,
+    EmbedderKind,
+    build_embedder_kind,
+    embedder_kind,
+)
 from uniroute.embed.minilm import MINILM_MAX_TOKENS, MiniLMEmbedder, load_minilm, minilm_path, minilm_version
 from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
 from uniroute.embed.portable import embedder_from_state, embedder_state
@@ -21,18 +30,23 @@ from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf, tfidf_from_bytes, tfi
 __all__ = [
     "BUILT_EMBEDDERS",
     "CHUNK_TEXTS",
+    "EMBEDDER_KINDS",
     "EMBEDDERS",
     "MINILM_DIM",
     "MINILM_MAX_TOKENS",
     "TASK_TEXTS",
     "Embedder",
+    "EmbedderError",
+    "EmbedderKind",
     "MiniLMEmbedder",
     "MiniLMOnnxEmbedder",
     "StaticEmbedder",
     "TfidfEmbedder",
+    "build_embedder_kind",
     "embed_batches",
     "embed_cached",
     "embedder_from_state",
+    "embedder_kind",
     "embedder_state",
     "fit_tfidf",
     "load_minilm",

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from uniroute.embed.attributes import AttributeEmbedder, fit_attribute_embedder
+from uniroute.embed.kinds import BUILT_EMBEDDERS, EMBEDDERS
 from uniroute.embed.minilm import MiniLMEmbedder, load_minilm
 from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
 from uniroute.embed.static import StaticEmbedder, load_static
@@ -16,9 +17,6 @@ from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf
 
 log = logging.getLogger(__name__)
 
-EMBEDDERS = ("minilm", "minilm-onnx", "static", "tfidf")
-# The embedders whose model file is built once from the local MiniLM into a cache folder.
-BUILT_EMBEDDERS = ("minilm-onnx", "static")
 
 AnyEmbedder = MiniLMEmbedder | MiniLMOnnxEmbedder | StaticEmbedder | TfidfEmbedder
 # Evaluation only: distilled from an attribute labels file. Not in EMBEDDERS because routers built on it could

@@ -20,7 +20,7 @@ from uniroute.experiments.methods import (
     ORACLES,
     VAL_SIZE_METHODS,
 )
-from uniroute.experiments.prompts import PROMPT_PARTS, prompt_embeddings, prompt_texts
+from uniroute.experiments.prompts import PROMPT_PARTS, prompt_texts
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.quality import has_costs, protocol_oracles, quality_markdown, quality_report, unit_cost_data
 from uniroute.experiments.runner import evaluate, trial_results, write_outputs
@@ -81,7 +81,6 @@ __all__ = [
     "neighbour_ladder",
     "ORACLES",
     "PAIRWISE_TRANSFER_METHODS",
-    "prompt_embeddings",
     "PROMPT_PARTS",
     "prompt_texts",
     "protocol_oracles",

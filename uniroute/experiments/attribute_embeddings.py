@@ -1,40 +1,33 @@
-"""Prompt-attribute embeddings for an evaluation: heads distilled on the cached base embeddings of labelled prompts."""
+"""Prompt-attribute embeddings for an evaluation: heads distilled on the base embeddings of labelled prompts."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from uniroute.experiments.prompts import prompt_embeddings
-
 log = logging.getLogger(__name__)
 
 
-def attribute_embeddings(
-    texts: Sequence[str],
+def attribute_heads_embeddings(
+    X_base: np.ndarray,
+    base_id: str,
     prompt_ids: Sequence[str],
     labels: pd.DataFrame,
-    base_name: str,
-    db_path: Path,
-    seed: int,
     fit_ids: Collection[str] | None = None,
-    cache_dir: Path | None = None,
 ) -> tuple[np.ndarray, str, dict[str, Any]]:
     """(N, A + 1) attribute embeddings of every prompt, the embedder id, and what the heads were fitted on.
 
-    labels: 0/1 attribute columns indexed by prompt_id (embed.read_attribute_labels). Heads are fitted on the
-    labelled prompts among fit_ids (all labelled prompts when None; a transfer passes the training log's), on
-    the base embedder's cached vectors; every prompt is then embedded by the heads, labelled or not. cache_dir
-    is where a built base embedder (static, minilm-onnx) keeps its model file.
+    X_base (N, d): the prompts' base embeddings (embedder id base_id). labels: 0/1 attribute columns indexed by
+    prompt_id (embed.read_attribute_labels). Heads are fitted on the labelled prompts among fit_ids (all labelled
+    prompts when None; a transfer passes the training log's); every prompt is then embedded by the heads, labelled
+    or not.
     """
     from uniroute.embed.attributes import fit_attribute_heads
 
-    X_base, base_id = prompt_embeddings(texts, base_name, db_path, seed, cache_dir=cache_dir)
     allowed = set(fit_ids) if fit_ids is not None else None
     rows = [i for i, pid in enumerate(prompt_ids) if pid in labels.index and (allowed is None or pid in allowed)]
     if len(rows) < 2:

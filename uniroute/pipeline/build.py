@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
@@ -185,7 +186,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     models, scores, texts = data.eval_data.routing.models, data.eval_data.routing.scores, data.eval_data.prompts
     prompt_ids, excluded_models = data.eval_data.prompt_ids, data.eval_data.excluded_models
     del data
-    fit_texts = [texts[i] for i in split.train] if embedder_name == "tfidf" else None
+    fit_texts = [texts[i] for i in split.train] if embedder_kind(embedder_name).fitted else None
     X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
     del texts, fit_texts  # the N prompt texts (0.3 GB at 1M)
     seconds["load_and_embed"] = time.perf_counter() - t0
@@ -238,12 +239,13 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         served = kind == cands.chosen
         candidate = router if served else candidate  # the served one also routes the battle-only models
         ids[kind] = router_id if served else registry.new_router_id(kind)
-        registry.save_router_version(
-            con, candidate, ids[kind], registry.router_clustering_id(candidate), registry.router_centroids(candidate),
-            kind, fingerprint, val_area if served else _area(area_of[kind]), promoted if served else False,
-            reason if served else f"{kind} candidate beside {router_id}", candidate_of=None if served else router_id,
+        registry.save_router_version(con, registry.NewVersion(
+            candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
+            val_area if served else _area(area_of[kind]), promoted if served else False,
+            reason if served else f"{kind} candidate beside {router_id}",
+            centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
             embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
-        )
+        ))
     rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
                         default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
     store.write_frame(con, "router_candidates", rows)

@@ -173,12 +173,10 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         log.info(result.line())
         return result
     router_id = registry.new_router_id(champion.kind)
-    registry.save_router_version(
-        con,
+    registry.save_router_version(con, registry.NewVersion(  # the champion's clustering is stored already
         router,
         router_id,
         champion.clustering_id,
-        None,  # the champion's clustering is stored already
         kind=champion.kind,
         data_fingerprint=registry.data_fingerprint(con),
         val_area=champion.val_area,
@@ -186,7 +184,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         reason=f"onboarded {', '.join(changed)} onto {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
         parent_id=champion.router_id,
         origin="onboard",
-    )
+    ))
     crashpoint("onboard:written")
     result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged), embedded,
                            time.perf_counter() - started)

@@ -95,33 +95,36 @@ def stored_embedder_state(con: store.Connection, embedder_id: str) -> bytes | No
     return None if row is None else bytes(row[1])
 
 
-def save_router_version(
-    con: store.Connection,
-    router: AnyRouter,
-    router_id: str,
-    clustering_id: str,
-    centroids: Centroids | None,
-    kind: str,
-    data_fingerprint: str,
-    val_area: float | None,
-    promoted: bool,
-    reason: str,
-    parent_id: str | None = None,
-    origin: str = "build",
-    candidate_of: str | None = None,
-    metrics: pd.DataFrame | None = None,
-    curves: pd.DataFrame | None = None,
-    embedder: Any = None,
-) -> None:
-    """Write a router version with its centroids, Psi, costs, metrics and curves (in the caller's transaction).
+@dataclass(frozen=True, eq=False)
+class NewVersion:
+    """A router version to store: the router, where it comes from, and what is recorded beside it."""
 
-    centroids None: nothing to write (a K-NN router, or a child version whose clustering is stored already).
-    """
+    router: AnyRouter
+    router_id: str
+    clustering_id: str
+    kind: str
+    data_fingerprint: str
+    val_area: float | None
+    promoted: bool
+    reason: str
+    centroids: Centroids | None = None  # None: nothing to write (K-NN, or a child whose clustering is stored)
+    parent_id: str | None = None
+    origin: str = "build"  # build, onboard or retire
+    candidate_of: str | None = None  # the build router a candidate kind was fitted beside
+    metrics: pd.DataFrame | None = None
+    curves: pd.DataFrame | None = None
+    embedder: Any = None  # a fitted embedder to store (embed.portable), if any
+
+
+def save_router_version(con: store.Connection, version: NewVersion) -> None:
+    """Write a router version with its centroids, Psi, costs, metrics and curves (in the caller's transaction)."""
+    v = version
+    router, router_id, clustering_id, centroids = v.router, v.router_id, v.clustering_id, v.centroids
     version_row = pd.DataFrame([{
-        "router_id": router_id, "parent_id": parent_id, "origin": origin, "candidate_of": candidate_of,
-        "clustering_id": clustering_id, "kind": kind, "embedder_id": router.embedder_id, "k": int(router.k),
-        "models": list(router.models), "val_area": val_area, "promoted": promoted, "reason": reason,
-        "data_fingerprint": data_fingerprint, "router": router_to_bytes(router), "created_at": _now(),
+        "router_id": router_id, "parent_id": v.parent_id, "origin": v.origin, "candidate_of": v.candidate_of,
+        "clustering_id": clustering_id, "kind": v.kind, "embedder_id": router.embedder_id, "k": int(router.k),
+        "models": list(router.models), "val_area": v.val_area, "promoted": v.promoted, "reason": v.reason,
+        "data_fingerprint": v.data_fingerprint, "router": router_to_bytes(router), "created_at": _now(),
     }])
     if centroids is not None and not bool(store.query(con, "centroids_exist", clustering_id=clustering_id).iloc[0, 0]):
         centers = centroids.centers.astype(np.float32)
@@ -130,18 +133,18 @@ def save_router_version(
             "cluster": np.arange(len(centers), dtype=np.int32),
             "center": [row.tolist() for row in centers],
         }))
-    if embedder is not None:
-        save_embedder(con, embedder)
+    if v.embedder is not None:
+        save_embedder(con, v.embedder)
     store.write_frame(con, "routers", version_row)
     psi = psi_table(router)
     if len(psi):
         store.write_frame(con, "psi", psi.assign(router_id=router_id))
     store.write_frame(con, "router_costs", pd.DataFrame(
         {"router_id": router_id, "model": list(router.models), "cost": router.costs.astype(float)}))
-    if metrics is not None and len(metrics):
-        store.write_frame(con, "router_metrics", metrics.assign(router_id=router_id))
-    if curves is not None and len(curves):
-        store.write_frame(con, "router_curves", curves.assign(router_id=router_id))
+    if v.metrics is not None and len(v.metrics):
+        store.write_frame(con, "router_metrics", v.metrics.assign(router_id=router_id))
+    if v.curves is not None and len(v.curves):
+        store.write_frame(con, "router_curves", v.curves.assign(router_id=router_id))
 
 
 def _version_from_row(con: store.Connection, row: pd.Series) -> RouterVersion:

@@ -64,11 +64,11 @@ def retire_model(con: store.Connection, model: str) -> RetireResult:
                           "before retiring it")
     router = champion.router.without_model(model)
     router_id = registry.new_router_id(champion.kind)
-    registry.save_router_version(
-        con, router, router_id, champion.clustering_id, None,  # the champion's clustering is stored already
-        kind=champion.kind, data_fingerprint=registry.data_fingerprint(con), val_area=champion.val_area,
-        promoted=True, reason=f"retired {model} from {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
+    registry.save_router_version(con, registry.NewVersion(  # the champion's clustering is stored already
+        router, router_id, champion.clustering_id, kind=champion.kind, data_fingerprint=registry.data_fingerprint(con),
+        val_area=champion.val_area, promoted=True,
+        reason=f"retired {model} from {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
         parent_id=champion.router_id, origin="retire",
-    )
+    ))
     log.info("retired %s: router %s without it", model, router_id)
     return RetireResult(model, router_id, champion.router_id, was_active)

@@ -8,9 +8,9 @@ and which operation holds the store. Routing itself is a pure function of the ro
 
 from __future__ import annotations
 
-import math
+import csv
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ import pandas as pd
 from uniroute import store
 from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
+from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter
 from uniroute.routers.tables import validation_proxy
 
@@ -86,36 +87,74 @@ def routing_source(db_path: Path, published_dir: Path) -> RoutingSource:
         con.close()
 
 
-def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | None, budget: float | None,
-                    pool: Sequence[str] | None) -> tuple[list[str], tuple[str, ...]]:
-    """The prompts and the pool of a request, checked; RoutingError in one line for anything off."""
+@dataclass(frozen=True)
+class RoutingRequest:
+    """How to route, checked once at the boundary with the same rules and messages on every surface (`uniroute
+    route`, `route --file`, the MLflow pyfunc, the Python API): a lambda or a budget, not both; the pool named."""
+
+    lam: float | None = None  # None: 0 (quality only), unless a budget sets it
+    budget: float | None = None  # (0, 1]: target mean cost as a fraction of the priciest pool model's
+    pool: tuple[str, ...] | None = None  # None: the router's active pool
+
+    def __post_init__(self) -> None:
+        if self.lam is not None and self.budget is not None:
+            raise RoutingError("give a lambda or a budget, not both")
+        try:
+            lam = None if self.lam is None else check_lambda(self.lam)
+            budget = None if self.budget is None else check_budget(self.budget)
+        except (TypeError, ValueError) as exc:
+            raise RoutingError(str(exc)) from None
+        pool = None
+        if self.pool is not None:
+            if isinstance(self.pool, str) or not all(isinstance(p, str) for p in self.pool):
+                raise RoutingError(f"the pool must be model names, not {self.pool!r}")
+            pool = tuple(dict.fromkeys(p.strip() for p in self.pool if p.strip()))
+            if not pool:
+                raise RoutingError("the pool is empty: name at least one model")
+        # Frozen: the checked values replace what was given (floats, names stripped and deduplicated).
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "budget", budget)
+        object.__setattr__(self, "pool", pool)
+
+    def pool_of(self, router_id: str, active: Sequence[str], retired: Collection[str] = ()) -> tuple[str, ...]:
+        """The models to choose among: the named pool checked against the router's active pool, else all of it."""
+        if not active:
+            raise RoutingError(f"router {router_id} has no active model: onboard one first")
+        if self.pool is None:
+            return tuple(active)
+        gone = [m for m in self.pool if m in retired]
+        if gone:
+            raise RoutingError(f"models {gone} are retired and out of the pool (onboard them again to bring them "
+                               "back)")
+        unknown = [m for m in self.pool if m not in active]
+        if unknown:
+            raise RoutingError(f"models {unknown} are not in the pool of router {router_id} "
+                               f"(pool: {', '.join(active)})")
+        return self.pool
+
+
+def pool_names(text: str) -> list[str]:
+    """The model names of a pool given as text: comma-separated, CSV quoting for a name with a comma or quote."""
+    return next(csv.reader([text], skipinitialspace=True), [])
+
+
+def checked_prompts(texts: Sequence[Any]) -> list[str]:
+    """The prompts of a request; RoutingError when there is none, or one is not text or blank."""
     texts = list(texts)
     if not texts:
         raise RoutingError("no prompt given")
     for i, text in enumerate(texts, start=1):
         if not isinstance(text, str) or not text.strip():
             raise RoutingError(f"prompt {i} is empty: give the text to route")
-    if lam is not None and budget is not None:
-        raise RoutingError("give a lambda or a budget, not both")
-    if lam is not None and not (math.isfinite(lam) and lam >= 0):
-        raise RoutingError(f"lambda must be a finite number >= 0, not {lam}")
-    if budget is not None and not (math.isfinite(budget) and 0 < budget <= 1):
-        raise RoutingError(f"budget must be in (0, 1] (a fraction of the priciest pool model's cost), not {budget}")
-    if not source.pool:
-        raise RoutingError(f"router {source.router_id} has no active model: onboard one first")
-    if pool is None:
-        return texts, source.pool
-    names = tuple(dict.fromkeys(p.strip() for p in pool if p.strip()))
-    if not names:
-        raise RoutingError("the pool is empty: name at least one model")
-    retired = [m for m in names if m in source.retired]
-    if retired:
-        raise RoutingError(f"models {retired} are retired and out of the pool (onboard them again to bring them back)")
-    unknown = [m for m in names if m not in source.pool]
-    if unknown:
-        raise RoutingError(f"models {unknown} are not in the pool of router {source.router_id} "
-                           f"(pool: {', '.join(source.pool)})")
-    return texts, names
+    return texts
+
+
+def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | None, budget: float | None,
+                    pool: Sequence[str] | None) -> tuple[list[str], tuple[str, ...]]:
+    """The prompts and the pool of a request, checked; RoutingError in one line for anything off."""
+    texts = checked_prompts(texts)
+    request = RoutingRequest(lam, budget, None if pool is None else tuple(pool))
+    return texts, request.pool_of(source.router_id, source.pool, source.retired)
 
 
 def route_texts(

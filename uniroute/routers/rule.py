@@ -137,8 +137,7 @@ class RoutingRule:
 
         X_val None: the router's own stand-in for its validation prompts (budget_reference).
         """
-        if not np.isfinite(budget) or budget < 0:
-            raise ValueError(f"budget must be a finite fraction >= 0, got {budget}")
+        budget = check_budget(budget)
         if X_val is None:
             X_val = self.budget_reference()
         candidates = self.pool_indices(pool)
@@ -163,12 +162,22 @@ class RoutingRule:
         raise RuntimeError(f"lambda_for_budget did not converge at lambda={lam} for budget {budget}")
 
 
+# The rules of a routing request's lambda and budget, with the messages every surface shows (the CLI, the
+# pyfunc, the Python API: pipeline.serving.RoutingRequest checks them once at the boundary).
 def check_lambda(lam: float) -> float:
-    """lam as a float; an error unless finite and >= 0."""
+    """lam as a float; ValueError unless finite and >= 0."""
     lam = float(lam)
     if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lambda must be finite and >= 0, got {lam}")
+        raise ValueError(f"lambda must be a finite number >= 0, not {lam}")
     return lam
+
+
+def check_budget(budget: float) -> float:
+    """budget as a float; ValueError unless in (0, 1]: a fraction of the priciest pool model's cost."""
+    budget = float(budget)
+    if not (np.isfinite(budget) and 0 < budget <= 1):
+        raise ValueError(f"budget must be in (0, 1] (a fraction of the priciest pool model's cost), not {budget}")
+    return budget
 
 
 def lambda_for_mean_cost(

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from uniroute.errors import UnirouteError
+from uniroute.pipeline.serving import RoutingRequest, checked_prompts, pool_names
 from uniroute.settings import apply_offline_environment
 
 if TYPE_CHECKING:
@@ -24,20 +26,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-def prompts_of(model_input: Any) -> list[str]:
-    """The prompts in a pyfunc input: a DataFrame with a `prompt` column, a {"prompt": [...]} dict or a list."""
+UNUSED_BUDGET = -1.0  # the signature's default for `budget`: no budget asked for
+
+def _rows(model_input: Any) -> list[Any]:
+    """The prompt rows of a pyfunc input as given: a DataFrame's `prompt` column, a {"prompt": [...]} dict, a list."""
     if isinstance(model_input, pd.DataFrame):
         if "prompt" not in model_input.columns:
             raise ValueError(f"model input needs a 'prompt' column, got columns {list(model_input.columns)}")
-        prompts = model_input["prompt"].tolist()
-    elif isinstance(model_input, Mapping):
+        return model_input["prompt"].tolist()
+    if isinstance(model_input, Mapping):
         if "prompt" not in model_input:
             raise ValueError(f"model input needs a 'prompt' key, got keys {list(model_input)}")
-        prompts = list(model_input["prompt"])
-    elif isinstance(model_input, Sequence) and not isinstance(model_input, (str, bytes)):
-        prompts = list(model_input)
-    else:
-        raise TypeError(f"model input must be a DataFrame, a dict or a list of prompts, not {type(model_input)}")
+        return list(model_input["prompt"])
+    if isinstance(model_input, Sequence) and not isinstance(model_input, (str, bytes)):
+        return list(model_input)
+    raise TypeError(f"model input must be a DataFrame, a dict or a list of prompts, not {type(model_input)}")
+
+
+def prompts_of(model_input: Any) -> list[str]:
+    """The prompts in a pyfunc input: a DataFrame with a `prompt` column, a {"prompt": [...]} dict or a list."""
+    prompts = _rows(model_input)
     bad = [i for i, p in enumerate(prompts) if not isinstance(p, str)]
     if bad:
         raise TypeError(f"prompts must be strings; rows {bad[:10]} are not")
@@ -45,10 +53,23 @@ def prompts_of(model_input: Any) -> list[str]:
 
 
 def pool_of(pool: str | None) -> list[str] | None:
-    """The pool param ("m1,m2", blank = every model) as a list of names or None."""
+    """The pool param ("m1,m2", CSV quoting as `uniroute route --pool`; blank = every model) as names or None."""
     if pool is None or not pool.strip():
         return None
-    return [name.strip() for name in pool.split(",") if name.strip()]
+    return [name for name in pool_names(pool) if name.strip()]
+
+
+def request_of(params: Mapping[str, Any]) -> RoutingRequest:
+    """The routing request of the pyfunc's params, checked as `uniroute route` checks it (RoutingError).
+
+    The signature's defaults stand for "not given": lambda 0.0 (so a budget alone is not "both") and budget -1.
+    """
+    budget = params.get("budget")
+    budget = None if budget is None or budget == UNUSED_BUDGET else budget
+    lam = params.get("lambda")
+    lam = None if lam is None or (budget is not None and lam == 0.0) else lam
+    pool = params.get("pool")
+    return RoutingRequest(lam, budget, None if pool is None or not str(pool).strip() else tuple(pool_names(pool)))
 
 
 def routed_frame(
@@ -100,15 +121,16 @@ def _load_context(model: Any, context: Any) -> None:
 
 
 def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Route each prompt: embed, then Router.route_names with the request's lambda/budget/pool."""
-    params = params or {}
-    prompts = prompts_of(model_input)
+    """Route each prompt: the request checked as `uniroute route` checks it, then embed and route_names."""
+    request = request_of(params or {})
+    prompts = checked_prompts(_rows(model_input))
+    pool = request.pool_of(model.router_id, model.router.models)
     return routed_frame(
         model.router,
-        np.asarray(model.embedder.encode(prompts), dtype=np.float32) if prompts else None,
-        lam=float(params.get("lambda", 0.0)),
-        budget=float(params.get("budget", -1.0)),
-        pool=pool_of(params.get("pool", "")),
+        np.asarray(model.embedder.encode(prompts), dtype=np.float32),
+        lam=request.lam or 0.0,
+        budget=UNUSED_BUDGET if request.budget is None else request.budget,
+        pool=None if request.pool is None else list(pool),
         X_val=model.X_val,
     )
 
@@ -118,6 +140,8 @@ def router_model_class() -> type:
     """The PythonModel subclass, built on first use so that mlflow is imported only after the offline switches."""
     apply_offline_environment()
     import mlflow.pyfunc
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
     class RouterModel(mlflow.pyfunc.PythonModel):
         """The router as an MLflow pyfunc: prompts in, the chosen model per prompt out."""
@@ -130,6 +154,10 @@ def router_model_class() -> type:
         def predict(
             self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
         ) -> pd.DataFrame:
-            return _predict(self, context, model_input, params)
+            try:
+                return _predict(self, context, model_input, params)
+            except (UnirouteError, TypeError, ValueError) as exc:
+                # A bad request: MLflow's server answers its message with a 400, not a stack trace.
+                raise MlflowException(str(exc), error_code=INVALID_PARAMETER_VALUE) from None
 
     return RouterModel

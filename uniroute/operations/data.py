@@ -1,0 +1,49 @@
+"""Operations on data in: ingest a log, set a model's cost, fill the embedding cache, label prompts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from uniroute.embed import embed_cached
+from uniroute.embed.annotator import AnnotatorConfig, annotate
+from uniroute.ingest import IngestSummary, ingest_file, set_default_cost
+from uniroute.operations.context import Context
+
+
+def ingest(ctx: Context, path: Path, split: str | None = None, progress: bool = False) -> IngestSummary:
+    """Validate one log file and load it in one transaction (IngestError naming file, row and value)."""
+    with ctx.session("ingest", inputs=str(path)) as s:
+        summary = ingest_file(s.con, path, split=split, progress=progress)
+        s.detail = summary.line()
+    return summary
+
+
+def set_cost(ctx: Context, model: str, cost: float) -> str:
+    """Set a model's default cost (used where its results carry none); the one-line summary."""
+    with ctx.session("set-cost", inputs=model) as s:
+        set_default_cost(s.con, model, cost)
+        s.detail = f"{model}: default cost {cost}"
+    return s.detail
+
+
+def embedded(ctx: Context, texts: Sequence[str], embedder: Any, **options: Any) -> np.ndarray:
+    """(n, d) float32 rows of texts through the store's cache (embed_cached's options: client, chunk_texts...).
+
+    A cache fill: each chunk commits on its own, so a run killed half-way keeps what it embedded.
+    """
+    with ctx.session("embed", inputs=str(getattr(embedder, "embedder_id", "")), atomic=False) as s:
+        return embed_cached(s.con, list(texts), embedder, **options)
+
+
+def annotated(ctx: Context, prompts: pd.DataFrame, config: AnnotatorConfig, source: str) -> pd.DataFrame:
+    """0/1 attribute labels of prompts (columns prompt_id, prompt), answers cached in the store."""
+    with ctx.session("annotate", inputs=source, atomic=False) as s:
+        labels = annotate(s.con, prompts["prompt"].tolist(), config)
+        s.detail = f"{len(prompts)} prompts labelled by {config.annotator_id}"
+    labels.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
+    return labels

@@ -1,0 +1,47 @@
+"""Operations on the served pool: publish the champion's routing tables, retire a model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from uniroute.operations.context import Context
+from uniroute.operations.reconcile import reconciled
+from uniroute.pipeline.publish import PublishResult, latest_publication, publish_champion, switch_current_after_commit
+from uniroute.pipeline.retire import RetireResult, retire_model
+
+
+def publish(ctx: Context, force: bool = False) -> PublishResult:
+    """Write the champion's routing tables for the active pool (a new version unless nothing changed or force);
+    `published/current` switches after the commit."""
+    with ctx.session("publish", inputs="force" if force else "") as s:
+        result = publish_champion(s.con, ctx.published_dir, force=force)
+        switch_current_after_commit(s, ctx.published_dir, result)
+        s.detail = result.line()
+    reconciled(ctx)
+    return result
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """A retired model: the router version without it, and the publication without it (None: nothing was
+    published before, so nothing is republished)."""
+
+    result: RetireResult
+    published: PublishResult | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.result.as_dict(), "published": None if self.published is None else self.published.as_dict()}
+
+
+def retire(ctx: Context, model: str) -> Retirement:
+    """Take a model out of the pool at once: a new router version without it, republished if anything was."""
+    published = None
+    with ctx.session("retire", inputs=model) as s:
+        result = retire_model(s.con, model)
+        if result.router_id is not None and latest_publication(s.con) is not None:
+            published = publish_champion(s.con, ctx.published_dir)
+            switch_current_after_commit(s, ctx.published_dir, published)
+        s.detail = result.line()
+    reconciled(ctx)
+    return Retirement(result, published)

@@ -1,0 +1,35 @@
+"""Reconciliation as an operation: after every state-changing operation, at the start of every flow, and as
+`uniroute doctor` (which may only check). One function, so every surface checks the same invariants."""
+
+from __future__ import annotations
+
+from uniroute.operations.context import Context
+from uniroute.pipeline.reconcile import Report, reconcile
+
+# Findings a user should look at: an invariant that did not hold (a sign of an interrupted run) or still does not.
+NOTEWORTHY = ("repaired", "broken")
+
+
+def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) -> Report:
+    """Check every invariant between the store and what is derived from it (MLflow, `published/current`, the
+    inbox) and, with repair, restore the derived state; noteworthy findings go to ctx.warn."""
+    if operation == "reconcile" and not ctx.db_path.exists():  # nothing stored: nothing derived from it either
+        return Report()
+    inputs = "" if operation == "reconcile" else ("repair" if repair else "check")
+    with ctx.session(operation, inputs=inputs) as s:
+        # doctor (an explicit repair) always onboards what is missing; the routine reconciliation as its context says
+        report = reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
+                           repair=repair, cache_dir=ctx.cache_dir,
+                           onboard_missing=ctx.onboard_missing or operation != "reconcile")
+        if operation != "reconcile":
+            s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
+    if operation == "reconcile":
+        for finding in report.findings:
+            if finding.status in NOTEWORTHY:
+                ctx.warn(finding.line())
+    return report
+
+
+def doctor(ctx: Context, check: bool = False) -> Report:
+    """`uniroute doctor`: the full report (the caller prints every line), repairing unless check."""
+    return reconciled(ctx, "doctor", repair=not check)

@@ -1,0 +1,74 @@
+"""Routing as an operation (the read side): the champion, or the published snapshot while the store is busy,
+answers a checked request; the decisions are logged in one session when asked."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from uniroute.operations.context import Context
+from uniroute.pipeline.serving import RoutingError, RoutingRequest, log_decisions, route_texts, routing_source
+
+
+@dataclass(frozen=True, eq=False)
+class Routed:
+    """The decisions (one row per prompt), where they came from, and the logged batch (None: not logged)."""
+
+    decisions: pd.DataFrame
+    router_id: str
+    source: str  # the store's champion, or the published version answering while the store is busy
+    batch_id: str | None
+
+    @property
+    def from_snapshot(self) -> bool:
+        return self.source.startswith("published")
+
+
+def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool = False) -> Routed:
+    """Route texts as requested (RoutingError in one line for a bad request); log the decisions when asked."""
+    source = routing_source(ctx.db_path, ctx.published_dir)
+    decisions = route_texts(source, texts, lam=request.lam, budget=request.budget, pool=request.pool,
+                            cache_dir=ctx.cache_dir)
+    batch_id = None
+    if log:
+        with ctx.session("route-log", inputs=source.router_id) as s:
+            batch_id = log_decisions(s.con, decisions)
+            s.detail = f"batch {batch_id}"
+    return Routed(decisions, source.router_id, source.source, batch_id)
+
+
+def prompts_from_file(path: Path) -> tuple[list[str], list[str | None]]:
+    """The prompts (and their ids, if given) of a JSONL file of {"prompt": ...} objects or a CSV with a
+    `prompt` column; RoutingError naming the line for anything else."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RoutingError(f"{path}: cannot read the prompts: {exc}") from exc
+    prompts: list[str] = []
+    ids: list[str | None] = []
+    if text.lstrip().startswith("{"):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RoutingError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
+            if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
+                raise RoutingError(f'{path}: line {number} has no "prompt" text')
+            prompts.append(record["prompt"])
+            ids.append(None if record.get("id") is None else str(record["id"]))
+        return prompts, ids
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or "prompt" not in reader.fieldnames:
+        raise RoutingError(f"{path}: a CSV of prompts needs a `prompt` column (or give JSON lines)")
+    for row in reader:
+        prompts.append(row["prompt"])
+        ids.append(row.get("id"))
+    return prompts, ids
