@@ -57,8 +57,9 @@ def champion_home(home, tmp_path, monkeypatch):
         store.execute(s.con, "assign_splits")
         store.write_frame(s.con, "cluster_assignments", pd.DataFrame(
             {"clustering_id": clustering_id, "prompt_id": VAL, "cluster": CLUSTER}))
-        registry.save_router_version(s.con, router, "kmeans-parent", clustering_id, centroids, "kmeans", "fp",
-                                     val_area=0.5, promoted=True, reason="test champion")
+        registry.save_router_version(s.con, registry.NewVersion(
+            router, "kmeans-parent", clustering_id, "kmeans", "fp", val_area=0.5, promoted=True,
+            reason="test champion", centroids=centroids))
     return home, clustering_id
 
 
