@@ -46,9 +46,10 @@ def file_reading_selects(draw) -> str:
     call = f"{draw(st.sampled_from(FILE_FUNCTIONS))}('{draw(PATHS)}')"
     shape = draw(st.sampled_from([
         "select * from {call}", "select count(*) from {call}", "with f as (select * from {call}) select * from f",
-        "select * from t where exists (select 1 from {call})", "select * from t union all select * from {call}",
+        "select * from t where exists (select 1 from {call})",
+        "select count(*) from t union all select count(*) from {call}",
         "select (select count(*) from {call}) as n", "select * from t, lateral (select * from {call}) f",
-        "select * from (select * from {call}) limit 1", "explain select * from {call}",
+        "select * from (select * from {call}) limit 1", "explain analyze select * from {call}",
     ]))
     return draw(SPELLINGS)(shape.format(call=call))
 
