@@ -30,9 +30,10 @@ $(STAMP): pyproject.toml requirements.lock
 run: $(STAMP)
 	$(BIN)/python -m deployments.demo
 
+# Both cores: two xdist workers; tests sharing a costly session fixture run on one (tests/conftest.py, GROUPS).
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.runner

@@ -21,6 +21,36 @@ SHARED_DATASETS = Path(os.environ.get("UNIROUTE_TEST_SHARED_DATASETS")
                        or Path(__file__).resolve().parent.parent.parent / "shared" / "datasets")
 
 
+# Tests that use a costly session fixture run on one xdist worker (--dist loadgroup), so it is built once.
+GROUPS = {"prefect_harness": "prefect", "built_embedders_cache": "embedders"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each test in its xdist group: `serial`-marked tests together, then by the costly fixture it uses."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.get_closest_marker("serial"):
+            item.add_marker(pytest.mark.xdist_group("serial"))
+            continue
+        group = next((g for fixture, g in GROUPS.items() if fixture in item.fixturenames), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """The random order's seed, even under -q (which hides the header): a failure that depends on order repeats."""
+    if not config.pluginmanager.hasplugin("random_order"):
+        return
+    from random_order.config import Config
+
+    order = Config(config)
+    if order.is_enabled and order.bucket_type != "none":
+        terminalreporter.write_line(f"random order seed {order.seed} (repeat it with --random-order-seed={order.seed}; "
+                                    "--random-order-bucket=none keeps the written order)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """With CI=true, refuse to start (one line) when a shared dataset, pinned dependency or program is missing."""
     given = [Path(arg.split("::")[0]) for arg in config.args]

@@ -22,6 +22,8 @@ from tests import needs
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
+# They start servers on free ports: one at a time, on one worker (tests/conftest.py groups `serial` tests).
+pytestmark = pytest.mark.serial
 DEFAULT_PORTS = {4200, 5000}
 
 

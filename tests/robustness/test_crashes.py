@@ -20,7 +20,7 @@ import pytest
 
 from tests.robustness.conftest import NEWCOMER
 from uniroute import store
-from uniroute.faults import CRASH_ENV, CRASH_EXIT_CODE
+from uniroute.faults import CRASH_ENV, CRASH_SIGNAL
 from uniroute.pipeline import registry, snapshot
 from uniroute.pipeline.reconcile import reconcile
 from uniroute.selection.candidates import KINDS
@@ -121,7 +121,7 @@ def test_an_operation_killed_at_a_step_recovers_whole(pool, logs, tmp_path, case
     champion_before = _champion_id(pool)
 
     crashed = _cli(pool, *args, crash_at=point, mlflow=mlflow)
-    assert crashed.returncode == CRASH_EXIT_CODE, (crashed.stdout, crashed.stderr)
+    assert crashed.returncode == -CRASH_SIGNAL, (crashed.returncode, crashed.stdout, crashed.stderr)  # killed by it
     again = _cli(pool, *args, mlflow=mlflow)
     assert again.returncode == 0, again.stderr
     if expect == "inbox":  # a file left in .processing/ by the killed run is finished by the next one
@@ -153,20 +153,39 @@ def _champion_id(settings: Settings) -> str:
     return _champion(settings).router_id
 
 
+def _killed_at(settings: Settings, args: list[str], env: dict[str, str], moment: float) -> bool:
+    """Run a command, and kill -9 it `moment` seconds after its operation takes the store; whether it was killed
+    (it may finish first). A kill must end the process by SIGKILL itself, nothing else."""
+    proc = subprocess.Popen([sys.executable, "-m", "uniroute", *args], env=env, cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and store.current_holder(settings.db_path) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(moment)
+    if proc.poll() is not None:
+        assert proc.returncode == 0, (args, proc.returncode)
+        return False
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL, (args, proc.returncode)  # died by the signal, not otherwise
+    return True
+
+
 def test_sigkill_at_random_moments_then_a_rerun_leaves_the_pool_whole(pool, logs, tmp_path):
-    """Real kill -9 of onboarding, publishing and building at seeded random moments, each followed by a rerun."""
+    """Real kill -9 of onboarding, publishing and building at seeded random moments inside the operation, each
+    followed by a rerun; a moment the operation outlives is retried sooner, so every operation is killed."""
     files = _inputs(pool, logs, tmp_path)
     rng = np.random.default_rng(7)
     env = _env(pool, mlflow=False)
     plan = [["onboard", "--results", str(files["newcomer"])], ["build", "--embedder", "tfidf"],
             ["publish", "--force"]]
     for args in plan:
-        proc = subprocess.Popen([sys.executable, "-m", "uniroute", *args], env=env, cwd=REPO,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(float(rng.uniform(0.5, 4.0)))
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        moment = float(rng.uniform(0.0, 2.0))
+        for _ in range(6):
+            if _killed_at(pool, args, env, moment):
+                break
+            moment /= 4
+        else:
+            pytest.fail(f"{args[0]} always finished before its kill: the test killed nothing")
         rerun = _cli(pool, *args)
         assert rerun.returncode == 0, (args, rerun.stderr)
     _assert_whole(pool)

@@ -137,7 +137,7 @@ def test_hostile_sql_is_refused_on_the_snapshot_path(held, tmp_path, case):
     result = _sql(sql)
     lines = result.stderr.strip().splitlines()
     assert lines and lines[-1].startswith("error: "), result.stderr
-    if "Catalog Error" in pattern or re.search(r"\bresults\b|\bmodels\b", sql):
+    if "Catalog Error" in pattern:
         # A table the snapshot does not have: the query waits for the store (1 s here) and gives up.
         assert result.exit_code in (1, REFUSED), result.output
     else:
@@ -167,3 +167,11 @@ def test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line(he
     result = _sql("select count(distinct i::varchar || 'x') from range(30000000) t(i)")
     assert result.exit_code == 1, result.output
     assert re.search(r"query failed: Out of Memory", result.stderr), result.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="hole: DuckDB lets a connection read its own database file with external "
+                   "access off, so read_blob on the store's path returns its raw pages (deleted rows included); "
+                   "for store/sandbox.py (issue 22) to close, e.g. by refusing file table functions by name")
+def test_the_store_file_itself_cannot_be_read_as_a_blob(pool):
+    result = _sql(f"select size from read_blob('{pool.db_path}')")
+    assert result.exit_code == REFUSED, result.output

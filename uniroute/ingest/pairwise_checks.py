@@ -98,7 +98,8 @@ def checked_pairs(rows: pa.Table) -> CheckedPairs:
     # Within the file, a prompt's first valid row fixes its text and split; later rows must agree.
     valid = np.flatnonzero(open_rows)
     first = _first_index(pid, valid, len(pid_values))
-    anchor = first[np.where(pid >= 0, pid, 0)]
+    # A file whose every prompt_id is missing has no first rows at all.
+    anchor = first[np.where(pid >= 0, pid, 0)] if len(first) else np.zeros(n, dtype=np.int64)
     anchored = open_rows & (pid >= 0)
     flag(anchored & (tid != tid[np.minimum(anchor, n - 1)]), lambda i: (
         f"prompt_id {json.dumps(pid_text[pid[i]])} was given a different text on row {row_number[anchor[i]]}"))
