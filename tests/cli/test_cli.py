@@ -125,6 +125,9 @@ def test_route_picks_per_topic_and_logs_decisions(routed_home):
     assert result.exit_code == 0, result.output
     decisions = json.loads(result.stdout)
     assert [d["model"] for d in decisions] == ["coder", "atlas"]
+    # No --budget or --lambda: the default budget answered, and the user is told which setting that was.
+    assert {d["setting"] for d in decisions} == {"default budget"} and decisions[0]["budget"] == 0.7
+    assert "routed at the default budget 0.7" in result.stderr
     # A large lambda makes cost dominate: everything goes to the cheaper model.
     cheap = json.loads(_invoke("route", "Which city is France's capital?", "--lambda", "10", "--json").stdout)
     assert cheap[0]["model"] == "coder"

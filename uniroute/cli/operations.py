@@ -15,7 +15,7 @@ import typer
 
 from uniroute import operations
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, print_frame, say, settings_from_env
-from uniroute.pipeline.serving import RoutingRequest, pool_names
+from uniroute.pipeline.serving import DEFAULT_SETTING, RoutingRequest, default_setting_line, pool_names
 from uniroute.settings import comma_separated
 
 
@@ -109,7 +109,9 @@ def route(
                                               "CSV (`prompt` column) file; writes JSON lines.")] = None,
     lam: Annotated[float | None, typer.Option("--lambda", help="Cost weight: argmin loss + lambda * cost.")] = None,
     budget: Annotated[
-        float | None, typer.Option(help="Target mean cost as a fraction (0, 1] of the priciest model's.")
+        float | None, typer.Option(help="Target mean cost as a fraction (0, 1] of the priciest model's. With neither "
+                                   "--budget nor --lambda: the default budget, the cheapest whose expected score is "
+                                   "within 0.01 of the best (said on stderr; the output's `setting` column too).")
     ] = None,
     pool: Annotated[
         str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool); "
@@ -132,6 +134,8 @@ def route(
         routed = operations.route(context(settings), texts or [], request, log=log_decisions)
     if routed.from_snapshot:
         say(f"answered from the {routed.source}")
+    if len(routed.decisions) and routed.decisions["setting"].iloc[0] == DEFAULT_SETTING:
+        say(default_setting_line(float(routed.decisions["budget"].iloc[0])))
     shown = routed.decisions.drop(columns=["text_hash"])
     if file is not None:
         if any(i is not None for i in ids):
