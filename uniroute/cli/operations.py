@@ -54,6 +54,8 @@ def build_command(
 def onboard(
     results: Annotated[list[Path], typer.Option("--results", help="Validation results of the new model(s), any "
                                                 "ingest format; prompts without a split count as validation.")],
+    reactivate: Annotated[bool, typer.Option("--reactivate", help="Bring back a model that was retired (without "
+                                             "it, a retired model's results are refused).")] = False,
     as_json: JsonFlag = False,
 ):
     """Add or refresh models from their validation results, on the champion's frozen clusters.
@@ -64,7 +66,7 @@ def onboard(
     """
     settings = settings_from_env()
     with one_line_errors():
-        done = operations.onboard(context(settings), results=results, progress=not as_json)
+        done = operations.onboard(context(settings), results=results, progress=not as_json, reactivate=reactivate)
     for problem in done.problems:  # rows that did not land (e.g. every row of a second model): never silently
         say(f"{problem} (see the quarantine table)")
     typer.echo(json.dumps(done.as_dict()) if as_json else done.line())
@@ -77,7 +79,7 @@ def retire(
 ):
     """Take a model out of the pool at once: a new router version without it, republished if anything was.
 
-    Its results stay; onboarding it again brings it back.
+    Its results stay, and later results never bring it back; `uniroute onboard --reactivate` does.
     """
     settings = settings_from_env()
     with one_line_errors():

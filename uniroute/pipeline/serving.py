@@ -124,8 +124,8 @@ class RoutingRequest:
             return tuple(active)
         gone = [m for m in self.pool if m in retired]
         if gone:
-            raise RoutingError(f"models {gone} are retired and out of the pool (onboard them again to bring them "
-                               "back)")
+            raise RoutingError(f"models {gone} are retired and out of the pool (`uniroute onboard --reactivate` brings "
+                               "them back)")
         unknown = [m for m in self.pool if m not in active]
         if unknown:
             raise RoutingError(f"models {unknown} are not in the pool of router {router_id} "
