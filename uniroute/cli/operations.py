@@ -32,12 +32,16 @@ def build_command(
     as_json: JsonFlag = False,
 ):
     """The nightly job on what is in the store: tune every router kind, serve the one chosen on validation
-    prompts (its table of candidates is printed), evaluate on test prompts, version, log to MLflow."""
+    prompts (its table of candidates is printed), evaluate on test prompts, version, log to MLflow.
+
+    With UNIROUTE_DASK_ADDRESS set, new prompts are embedded on that Dask scheduler's workers first (the build's
+    line says so), as the nightly flow does."""
     settings = settings_from_env()
     with one_line_errors():  # a bad name fails before the build opens the store
         result = operations.build(
             context(settings), embedder or settings.embedder, settings.seed if seed is None else seed,
             comma_separated(kinds) if kinds is not None else settings.build_kinds,
+            dask_address=settings.dask_address,
         )
     if result.excluded_models:  # a note for the user, not a log warning (stderr: --json stays parseable)
         say(f"left out (no cost on any result; `uniroute models set-cost MODEL COST`): "
