@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -212,3 +213,20 @@ def test_status_shows_champion_pool_publication_last_runs_and_inbox(routed_home,
 def test_status_without_a_store_says_what_to_do_first(cli_home):
     result = _invoke("status")
     assert result.exit_code == 0 and "no store yet" in result.output and "champion   none yet" in result.output
+
+
+def test_ingest_takes_a_folder_and_refuses_a_missing_path_before_creating_the_store(cli_home, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name, model in (("a.csv", "m1"), ("b.csv", "m2")):
+        pd.DataFrame({"prompt_id": ["p1", "p2"], "prompt": ["one", "two"], "model": model, "score": [1, 0],
+                      "cost": 0.5}).to_csv(folder / name, index=False)
+    (folder / "c.csv.part").write_text("still being written")
+    missing = _invoke("ingest", str(tmp_path / "nowhere.csv"))
+    assert missing.exit_code == 1 and "no such file" in missing.output
+    assert not (cli_home / "uniroute.duckdb").exists() and not (cli_home / "uniroute.duckdb.lock").exists()
+    result = _invoke("ingest", str(folder), "--json")
+    assert result.exit_code == 0, result.output
+    assert [Path(s["path"]).name for s in json.loads(result.stdout)] == ["a.csv", "b.csv"]
+    # The lock file says nothing once the command is over (it used to name the finished operation).
+    assert (cli_home / "uniroute.duckdb.lock").read_text() == ""

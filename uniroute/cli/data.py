@@ -33,7 +33,8 @@ from uniroute.synth import write_synthetic_logs
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Benchmark log files (long CSV/JSONL/Parquet, "
                                                 "RouterBench wide CSV, RouterDC JSON, pairwise preferences in the "
-                                                "Chatbot Arena convention); detected by content.")],
+                                                "Chatbot Arena convention), detected by content, or folders of "
+                                                "them (every file in it, in name order).")],
     split: Annotated[str | None, typer.Option(help="Mark every prompt of these files as train, val or test.")] = None,
     as_json: JsonFlag = False,
 ):
@@ -41,6 +42,7 @@ def ingest(
     settings = settings_from_env()
     if split is not None and split not in ("train", "val", "test"):
         fail(f"--split must be train, val or test, not {split!r}")
+    paths = files_to_ingest(paths)  # before the store is created: a missing path changes nothing
     ctx = context(settings)
     summaries = []
     for number, path in enumerate(paths):
@@ -58,6 +60,24 @@ def ingest(
             typer.echo(summary.line())
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries]))
+
+
+def files_to_ingest(paths: list[Path]) -> list[Path]:
+    """The files named, a folder standing for its files (name order; hidden files and unfinished NAME.part left
+    out); a one-line error for a path that does not exist or a folder with no file."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
+                            and not p.name.endswith(".part"))
+            if not inside:
+                fail(f"{path} is a folder with no file to ingest")
+            out += inside
+        elif not path.exists():
+            fail(f"no such file: {path}")
+        else:
+            out.append(path)
+    return out
 
 
 @app.command()
