@@ -230,3 +230,31 @@ def test_ingest_takes_a_folder_and_refuses_a_missing_path_before_creating_the_st
     assert [Path(s["path"]).name for s in json.loads(result.stdout)] == ["a.csv", "b.csv"]
     # The lock file says nothing once the command is over (it used to name the finished operation).
     assert (cli_home / "uniroute.duckdb.lock").read_text() == ""
+
+
+def test_costs_from_a_file_all_or_none_and_models_list_shows_the_results_costs(cli_home, tmp_path):
+    path = tmp_path / "logs.csv"
+    pd.DataFrame({"prompt_id": ["p1", "p2", "p1", "p2"], "prompt": ["one", "two", "one", "two"],
+                  "model": ["m1", "m1", "m2", "m2"], "score": [1, 0, 0, 1],
+                  "cost": [0.5, 0.7, None, None]}).to_csv(path, index=False)
+    assert _invoke("ingest", str(path)).exit_code == 0
+    listed = json.loads(_invoke("models", "list", "--json").stdout)
+    assert [(m["model"], m["default_cost"], m["mean_result_cost"]) for m in listed] == [("m1", None, 0.6),
+                                                                                        ("m2", None, None)]
+    # Without a cost for m2 the build says which models lack one, not that the store has 0 prompts.
+    no_cost = _invoke("build")
+    assert no_cost.exit_code == 1 and "have results but no cost (m2)" in no_cost.output
+    costs = tmp_path / "default_llm.json"  # pretty-printed, as LLMRouter's candidate files are
+    costs.write_text(json.dumps({"m1": {"cost": 0.4, "provider": "x"}, "m2": 2.5}, indent=2))
+    result = _invoke("models", "set-cost", "--file", str(costs), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["costs"] == {"m1": 0.4, "m2": 2.5}
+    listed = {m["model"]: m["default_cost"] for m in json.loads(_invoke("models", "list", "--json").stdout)}
+    assert listed == {"m1": 0.4, "m2": 2.5}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"m1": 9.0, "m2": -1}, indent=2))
+    refused = _invoke("models", "set-cost", "--file", str(bad))
+    assert refused.exit_code == 1 and 'entry 2 ("m2")' in refused.output and "[0, 1e+06]" in refused.output
+    listed = {m["model"]: m["default_cost"] for m in json.loads(_invoke("models", "list", "--json").stdout)}
+    assert listed == {"m1": 0.4, "m2": 2.5}  # all or none: m1 kept its cost
+    assert _invoke("models", "set-cost", "m1").exit_code == 1  # a model without a cost, and no file

@@ -24,8 +24,9 @@ from uniroute.cli.app import (
 from uniroute.errors import UnirouteError
 from uniroute.formats import FORMATS, render
 from uniroute.ingest import IngestError
+from uniroute.ingest.cost_file import costs_from_file
 from uniroute.pipeline.user_sql import run_user_sql
-from uniroute.store import Sandbox, SqlRefused, read_only_query
+from uniroute.store import Sandbox, SqlRefused, query_text, read_only_query
 from uniroute.synth import write_synthetic_logs
 
 
@@ -175,18 +176,26 @@ def sql(
 
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False):
-    """List the models with their status and default cost."""
+    """List the models with their status, default cost, their results' mean cost and count."""
     with one_line_errors():
-        frame = read_only_query(settings_from_env().db_path, "select * from models order by model")
+        frame = read_only_query(settings_from_env().db_path, query_text("models_list"))
     print_frame(frame, as_json)
 
 
 @models_app.command("set-cost")
 def models_set_cost(
-    model: Annotated[str, typer.Argument(help="Model name as it appears in the logs.")],
-    cost: Annotated[float, typer.Argument(help="Cost per query (any unit, the same for every model).")],
+    model: Annotated[str | None, typer.Argument(help="Model name as it appears in the logs.")] = None,
+    cost: Annotated[float | None, typer.Argument(help="Cost per query (any unit, the same for every model).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="Set many at once: a JSON object {model: cost} (or "
+                                              "{model: {\"cost\": ...}}), or JSON lines / CSV with model and cost; "
+                                              "all or none.")] = None,
+    as_json: JsonFlag = False,
 ):
-    """Set a model's default cost, used where its result rows carry no cost."""
+    """Set models' default costs, used where their result rows carry no cost: one MODEL COST, or --file."""
     settings = settings_from_env()
+    if (file is None) == (model is None or cost is None) or (file is not None and model is not None):
+        fail("give MODEL COST, or --file with a cost per model")
     with one_line_errors():
-        typer.echo(operations.set_cost(context(settings), model, cost))
+        costs = costs_from_file(file) if file is not None else {model: cost}
+        line = operations.set_costs(context(settings), costs, str(file) if file is not None else "")
+    typer.echo(json.dumps({"costs": costs, "summary": line}) if as_json else line)

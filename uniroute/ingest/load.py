@@ -15,7 +15,7 @@ from typing import Any
 
 from uniroute import store
 from uniroute.faults import crashpoint
-from uniroute.ingest.checks import checked_rows
+from uniroute.ingest.checks import COST_CEILING, checked_rows
 from uniroute.ingest.formats import staged_file
 from uniroute.ingest.merge import cross_file_merges, merged_into_staged, rows_pointed_at_stored
 from uniroute.ingest.pairwise import StagedPairs
@@ -230,8 +230,9 @@ def readable_file(path: Path) -> tuple[int, str]:
 
 def set_default_cost(con: store.Connection, model: str, cost: float) -> None:
     """Set a model's default cost (used where its results carry none); the model must be in the store."""
-    if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0:
-        raise IngestError(f"the cost of {model!r} must be a finite number >= 0, not {cost!r}")
+    if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0 \
+            or cost > COST_CEILING:
+        raise IngestError(f"the cost of {model!r} must be a finite number in [0, {COST_CEILING:g}], not {cost!r}")
     known = store.query(con, "ingest_model_names").model.tolist()
     if model not in known:
         close = difflib.get_close_matches(model, known, n=3)
