@@ -60,7 +60,8 @@ def onboard(ctx: Context, models: Sequence[str] = (), results: Sequence[Path] = 
                 why = f" ({'; '.join(problems)})" if problems else ""
                 raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard{why}")
             names += [m for m in found if m not in names]
-        result = onboard_models(s.con, names, cache_dir=ctx.cache_dir, reactivate=reactivate) \
+        result = onboard_models(s.con, names, cache_dir=ctx.cache_dir, reactivate=reactivate,
+                                min_answers=ctx.min_val_answers) \
             if registry.champion_id(s.con) else None
         done = Onboarding(tuple(names), result, tuple(problems))
         s.detail = done.line()
