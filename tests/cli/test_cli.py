@@ -258,3 +258,25 @@ def test_costs_from_a_file_all_or_none_and_models_list_shows_the_results_costs(c
     listed = {m["model"]: m["default_cost"] for m in json.loads(_invoke("models", "list", "--json").stdout)}
     assert listed == {"m1": 0.4, "m2": 2.5}  # all or none: m1 kept its cost
     assert _invoke("models", "set-cost", "m1").exit_code == 1  # a model without a cost, and no file
+
+
+def test_every_command_takes_json():
+    """The README promises --json on every command; a command without it is a broken promise."""
+    for command in (*COMMANDS, "inbox", "doctor", "arena-battles", "annotate"):
+        words = ["models", "list"] if command == "models" else [command]
+        assert "--json" in _invoke(*words, "--help").output, command
+    assert "--json" in _invoke("models", "set-cost", "--help").output
+
+
+def test_report_and_arena_battles_print_json(tmp_path):
+    from pathlib import Path as _Path
+
+    saved = _Path(__file__).resolve().parents[2] / "docs" / "results" / "routerdc_model7.json"
+    report = json.loads(_invoke("report", str(saved), "--json").stdout)
+    assert report["markdown"].startswith("#") or "|" in report["markdown"]
+    from tests.synthetic_logs import synthetic_long
+
+    log = tmp_path / "log.parquet"
+    synthetic_long(60).to_parquet(log)
+    out = json.loads(_invoke("arena-battles", "--data", str(log), "--out", str(tmp_path / "b.csv"), "--json").stdout)
+    assert out["battles"] == 60 and out["out"].endswith("b.csv")
