@@ -280,3 +280,21 @@ def test_report_and_arena_battles_print_json(tmp_path):
     synthetic_long(60).to_parquet(log)
     out = json.loads(_invoke("arena-battles", "--data", str(log), "--out", str(tmp_path / "b.csv"), "--json").stdout)
     assert out["battles"] == 60 and out["out"].endswith("b.csv")
+
+
+def test_route_file_keeps_the_inputs_other_fields_beside_each_decision(routed_home, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("\n".join(json.dumps(r) for r in (
+        {"id": 7, "prompt": "Write a Python function that sorts numbers", "user": "ana", "model": "theirs"},
+        {"prompt": "Which city is France's capital?", "session": "s1"},
+    )) + "\n")
+    result = _invoke("route", "--file", str(prompts), "--lambda", "0")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[0]["id"] == 7 and lines[0]["user"] == "ana" and lines[0]["input_model"] == "theirs"
+    assert lines[0]["model"] == "coder" and lines[1]["session"] == "s1" and lines[1]["model"] == "atlas"
+    assert lines[0]["setting"] == "lambda" and "prompt" not in lines[0]
+    csv_file = tmp_path / "prompts.csv"
+    pd.DataFrame({"ticket": ["T1"], "prompt": ["Which city is France's capital?"]}).to_csv(csv_file, index=False)
+    row = json.loads(_invoke("route", "--file", str(csv_file), "--lambda", "0").stdout)
+    assert row["ticket"] == "T1" and row["model"] == "atlas"

@@ -134,9 +134,9 @@ def route(
     settings = settings_from_env()
     with one_line_errors():
         request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)))
-        ids: list[str | None] = []
+        extras: list[dict] = []
         if file is not None:
-            texts, ids = operations.prompts_from_file(file)
+            texts, extras = operations.prompts_from_file(file)
         routed = operations.route(context(settings), texts or [], request, log=log_decisions)
     if routed.from_snapshot:
         say(f"answered from the {routed.source}")
@@ -144,10 +144,12 @@ def route(
         say(default_setting_line(float(routed.decisions["budget"].iloc[0])))
     shown = routed.decisions.drop(columns=["text_hash"])
     if file is not None:
-        if any(i is not None for i in ids):
-            shown.insert(1, "id", ids)
-        for record in json.loads(shown.to_json(orient="records")):
-            sys.stdout.write(json.dumps(record) + "\n")
+        # Each line keeps the input's other fields (an id, a user, ...) before the decision; a field named like
+        # a decision field comes back as input_<name>, so the decision is never overwritten.
+        decided = json.loads(shown.to_json(orient="records"))
+        for extra, record in zip(extras, decided, strict=True):
+            kept = {(f"input_{k}" if k in record else k): v for k, v in extra.items()}
+            sys.stdout.write(json.dumps({**kept, **record}, default=str) + "\n")
         return
     print_frame(shown, as_json)
 
