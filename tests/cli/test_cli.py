@@ -223,7 +223,7 @@ def test_ingest_takes_a_folder_and_refuses_a_missing_path_before_creating_the_st
                       "cost": 0.5}).to_csv(folder / name, index=False)
     (folder / "c.csv.part").write_text("still being written")
     missing = _invoke("ingest", str(tmp_path / "nowhere.csv"))
-    assert missing.exit_code == 1 and "no such file" in missing.output
+    assert missing.exit_code == 1 and "nowhere.csv: no such file" in missing.output
     assert not (cli_home / "uniroute.duckdb").exists() and not (cli_home / "uniroute.duckdb.lock").exists()
     result = _invoke("ingest", str(folder), "--json")
     assert result.exit_code == 0, result.output

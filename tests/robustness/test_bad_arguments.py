@@ -52,7 +52,7 @@ CASES = {
     "prompts CSV without prompt": (["route", "--file", "{no_prompt}"], r"needs a `prompt` column"),
     "prompts as text and file": (["route", "x", "--file", "{bad_jsonl}"], r"not both"),
     "ingest a missing file": (["ingest", "{missing}"], r"missing\.csv: no such file"),
-    "ingest a folder": (["ingest", "{folder}"], r"folder\.csv: a directory, not a file"),
+    "ingest an empty folder": (["ingest", "{folder}"], r"folder\.csv is a folder with no file to ingest"),
     "ingest a symlink loop": (["ingest", "{loop}"], r"loop\.csv: cannot open: Too many levels of symbolic links"),
     "ingest a device": (["ingest", "/dev/null"], r"/dev/null: not a regular file"),
     "ingest with a bad split": (["ingest", "{missing}", "--split", "validation"], r"--split must be train, val"),

@@ -75,7 +75,7 @@ def files_to_ingest(paths: list[Path]) -> list[Path]:
                 fail(f"{path} is a folder with no file to ingest")
             out += inside
         elif not path.exists():
-            fail(f"no such file: {path}")
+            fail(f"{path}: no such file")
         else:
             out.append(path)
     return out
