@@ -25,6 +25,7 @@ from uniroute.errors import UnirouteError
 from uniroute.formats import FORMATS, render
 from uniroute.ingest import IngestError
 from uniroute.ingest.cost_file import costs_from_file
+from uniroute.ingest.load import regular_file
 from uniroute.pipeline.user_sql import run_user_sql
 from uniroute.store import Sandbox, SqlRefused, query_text, read_only_query
 from uniroute.synth import write_synthetic_logs
@@ -74,9 +75,9 @@ def files_to_ingest(paths: list[Path]) -> list[Path]:
             if not inside:
                 fail(f"{path} is a folder with no file to ingest")
             out += inside
-        elif not path.exists():
-            fail(f"{path}: no such file")
         else:
+            with one_line_errors():
+                regular_file(path)  # a missing path, a loop, a device: its own one line, before the store opens
             out.append(path)
     return out
 

@@ -6,6 +6,7 @@ import contextlib
 import difflib
 import logging
 import math
+import os
 import stat
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -212,6 +213,15 @@ def _record_file(con: store.Connection, summary: IngestSummary, now: datetime | 
 
 def readable_file(path: Path) -> tuple[int, str]:
     """(size, sha256) of a regular file; IngestError in one line for anything that is not one."""
+    info = regular_file(path)
+    try:
+        return info.st_size, file_sha256(path)
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot read the file: {exc.strerror or exc}") from exc
+
+
+def regular_file(path: Path) -> os.stat_result:
+    """The stat of a regular file (nothing read yet); IngestError in one line for anything that is not one."""
     try:
         info = path.stat()
     except FileNotFoundError as exc:
@@ -222,10 +232,7 @@ def readable_file(path: Path) -> tuple[int, str]:
         raise IngestError(f"{path}: a directory, not a file")
     if not stat.S_ISREG(info.st_mode):
         raise IngestError(f"{path}: not a regular file (a device, socket or pipe)")
-    try:
-        return info.st_size, file_sha256(path)
-    except OSError as exc:
-        raise IngestError(f"{path}: cannot read the file: {exc.strerror or exc}") from exc
+    return info
 
 
 def set_default_cost(con: store.Connection, model: str, cost: float) -> None:
