@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     dask_address: str | None = None
     dask_workers: int = 2
     mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)
+    # Evidence before traffic: validation answers a model needs before the router sends it any prompt.
+    min_val_answers: int = 5
     store_wait_seconds: float = 120.0  # how long a writer waits for another operation to release the store
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0

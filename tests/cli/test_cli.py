@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -125,6 +126,9 @@ def test_route_picks_per_topic_and_logs_decisions(routed_home):
     assert result.exit_code == 0, result.output
     decisions = json.loads(result.stdout)
     assert [d["model"] for d in decisions] == ["coder", "atlas"]
+    # No --budget or --lambda: the default budget answered, and the user is told which setting that was.
+    assert {d["setting"] for d in decisions} == {"default budget"} and decisions[0]["budget"] == 0.7
+    assert "routed at the default budget 0.7" in result.stderr
     # A large lambda makes cost dominate: everything goes to the cheaper model.
     cheap = json.loads(_invoke("route", "Which city is France's capital?", "--lambda", "10", "--json").stdout)
     assert cheap[0]["model"] == "coder"
@@ -209,3 +213,88 @@ def test_status_shows_champion_pool_publication_last_runs_and_inbox(routed_home,
 def test_status_without_a_store_says_what_to_do_first(cli_home):
     result = _invoke("status")
     assert result.exit_code == 0 and "no store yet" in result.output and "champion   none yet" in result.output
+
+
+def test_ingest_takes_a_folder_and_refuses_a_missing_path_before_creating_the_store(cli_home, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name, model in (("a.csv", "m1"), ("b.csv", "m2")):
+        pd.DataFrame({"prompt_id": ["p1", "p2"], "prompt": ["one", "two"], "model": model, "score": [1, 0],
+                      "cost": 0.5}).to_csv(folder / name, index=False)
+    (folder / "c.csv.part").write_text("still being written")
+    missing = _invoke("ingest", str(tmp_path / "nowhere.csv"))
+    assert missing.exit_code == 1 and "nowhere.csv: no such file" in missing.output
+    assert not (cli_home / "uniroute.duckdb").exists() and not (cli_home / "uniroute.duckdb.lock").exists()
+    result = _invoke("ingest", str(folder), "--json")
+    assert result.exit_code == 0, result.output
+    assert [Path(s["path"]).name for s in json.loads(result.stdout)] == ["a.csv", "b.csv"]
+    # The lock file says nothing once the command is over (it used to name the finished operation).
+    assert (cli_home / "uniroute.duckdb.lock").read_text() == ""
+
+
+def test_costs_from_a_file_all_or_none_and_models_list_shows_the_results_costs(cli_home, tmp_path):
+    path = tmp_path / "logs.csv"
+    pd.DataFrame({"prompt_id": ["p1", "p2", "p1", "p2"], "prompt": ["one", "two", "one", "two"],
+                  "model": ["m1", "m1", "m2", "m2"], "score": [1, 0, 0, 1],
+                  "cost": [0.5, 0.7, None, None]}).to_csv(path, index=False)
+    assert _invoke("ingest", str(path)).exit_code == 0
+    listed = json.loads(_invoke("models", "list", "--json").stdout)
+    assert [(m["model"], m["default_cost"], m["mean_result_cost"]) for m in listed] == [("m1", None, 0.6),
+                                                                                        ("m2", None, None)]
+    # Without a cost for m2 the build says which models lack one, not that the store has 0 prompts.
+    no_cost = _invoke("build")
+    assert no_cost.exit_code == 1 and "have results but no cost (m2)" in no_cost.output
+    costs = tmp_path / "default_llm.json"  # pretty-printed, as LLMRouter's candidate files are
+    costs.write_text(json.dumps({"m1": {"cost": 0.4, "provider": "x"}, "m2": 2.5}, indent=2))
+    result = _invoke("models", "set-cost", "--file", str(costs), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["costs"] == {"m1": 0.4, "m2": 2.5}
+    listed = {m["model"]: m["default_cost"] for m in json.loads(_invoke("models", "list", "--json").stdout)}
+    assert listed == {"m1": 0.4, "m2": 2.5}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"m1": 9.0, "m2": -1}, indent=2))
+    refused = _invoke("models", "set-cost", "--file", str(bad))
+    assert refused.exit_code == 1 and 'entry 2 ("m2")' in refused.output and "[0, 1e+06]" in refused.output
+    listed = {m["model"]: m["default_cost"] for m in json.loads(_invoke("models", "list", "--json").stdout)}
+    assert listed == {"m1": 0.4, "m2": 2.5}  # all or none: m1 kept its cost
+    assert _invoke("models", "set-cost", "m1").exit_code == 1  # a model without a cost, and no file
+
+
+def test_every_command_takes_json():
+    """The README promises --json on every command; a command without it is a broken promise."""
+    for command in (*COMMANDS, "inbox", "doctor", "arena-battles", "annotate"):
+        words = ["models", "list"] if command == "models" else [command]
+        assert "--json" in _invoke(*words, "--help").output, command
+    assert "--json" in _invoke("models", "set-cost", "--help").output
+
+
+def test_report_and_arena_battles_print_json(tmp_path):
+    from pathlib import Path as _Path
+
+    saved = _Path(__file__).resolve().parents[2] / "docs" / "results" / "routerdc_model7.json"
+    report = json.loads(_invoke("report", str(saved), "--json").stdout)
+    assert report["markdown"].startswith("#") or "|" in report["markdown"]
+    from tests.synthetic_logs import synthetic_long
+
+    log = tmp_path / "log.parquet"
+    synthetic_long(60).to_parquet(log)
+    out = json.loads(_invoke("arena-battles", "--data", str(log), "--out", str(tmp_path / "b.csv"), "--json").stdout)
+    assert out["battles"] == 60 and out["out"].endswith("b.csv")
+
+
+def test_route_file_keeps_the_inputs_other_fields_beside_each_decision(routed_home, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("\n".join(json.dumps(r) for r in (
+        {"id": 7, "prompt": "Write a Python function that sorts numbers", "user": "ana", "model": "theirs"},
+        {"prompt": "Which city is France's capital?", "session": "s1"},
+    )) + "\n")
+    result = _invoke("route", "--file", str(prompts), "--lambda", "0")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines[0]["id"] == 7 and lines[0]["user"] == "ana" and lines[0]["input_model"] == "theirs"
+    assert lines[0]["model"] == "coder" and lines[1]["session"] == "s1" and lines[1]["model"] == "atlas"
+    assert lines[0]["setting"] == "lambda" and "prompt" not in lines[0]
+    csv_file = tmp_path / "prompts.csv"
+    pd.DataFrame({"ticket": ["T1"], "prompt": ["Which city is France's capital?"]}).to_csv(csv_file, index=False)
+    row = json.loads(_invoke("route", "--file", str(csv_file), "--lambda", "0").stdout)
+    assert row["ticket"] == "T1" and row["model"] == "atlas"

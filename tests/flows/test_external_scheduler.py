@@ -100,3 +100,30 @@ def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_sch
     assert single.k == result["k"] and a.models == b.models
     np.testing.assert_allclose(a.assigner.centers, b.assigner.centers, rtol=1e-6)
     np.testing.assert_allclose(a.psi, b.psi, rtol=1e-9)
+
+
+def test_uniroute_build_with_the_address_embeds_on_that_scheduler(external_scheduler, tmp_path, shared_datasets,
+                                                                 built_embedders_cache, monkeypatch):
+    """`uniroute build` reads UNIROUTE_DASK_ADDRESS as the flow does: the embedding tasks reach the scheduler."""
+    from distributed import Client
+    from typer.testing import CliRunner
+
+    from tests.helpers import ingest
+    from uniroute.cli import app
+
+    home = tmp_path / "cli-home"
+    home.mkdir()
+    (home / "cache").symlink_to(built_embedders_cache, target_is_directory=True)
+    logs = pd.read_parquet(shared_datasets / "routerbench_subset" / "long.parquet")
+    logs = logs[logs["prompt_id"].isin(set(np.sort(logs["prompt_id"].unique())[:N_PROMPTS]))]
+    logs.to_parquet(tmp_path / "logs.parquet", index=False)
+    ingest(home / "uniroute.duckdb", tmp_path / "logs.parquet", progress=False)
+    for name, value in {"UNIROUTE_HOME": str(home), "UNIROUTE_EMBEDDER": "static", "UNIROUTE_MLFLOW": "false",
+                        "UNIROUTE_DASK_ADDRESS": external_scheduler, "UNIROUTE_BUILD_KINDS": "kmeans"}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["build"])
+    assert result.exit_code == 0, result.output
+    assert f"embedded on the Dask scheduler at {external_scheduler}" in result.output
+    with Client(external_scheduler, timeout=30) as client:
+        prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert any("encode_batch" in prefix for prefix in prefixes), prefixes

@@ -39,3 +39,23 @@ def test_onboarding_a_retired_model_needs_reactivate(champion_db):  # noqa: F811
         result = onboard_models(s.con, ["b"], reactivate=True)
     assert result.models == ("b",) and _status(champion_db, "b") == "active"
     assert "b" in champion(champion_db).router.models
+
+
+def test_the_cli_refuses_a_retired_model_results_in_one_line_unless_reactivated(champion_db, tmp_path,  # noqa: F811
+                                                                                  monkeypatch):
+    from typer.testing import CliRunner
+
+    from uniroute.cli import app
+
+    monkeypatch.setenv("UNIROUTE_HOME", str(champion_db.parent))
+    monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
+    retire(champion_db, "b")
+    path = tmp_path / "b-again.csv"
+    pd.DataFrame({"prompt_id": ["p0", "p3"], "prompt": ["question number 0", "question number 3"], "model": "b",
+                  "score": [0.0, 1.0], "cost": 3.0}).to_csv(path, index=False)
+    refused = CliRunner().invoke(app, ["onboard", "--results", str(path)])
+    assert refused.exit_code == 1 and "were retired" in refused.output and "--reactivate" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1 and _status(champion_db, "b") == "retired"
+    back = CliRunner().invoke(app, ["onboard", "--results", str(path), "--reactivate"])
+    assert back.exit_code == 0, back.output
+    assert _status(champion_db, "b") == "active" and "b" in champion(champion_db).router.models

@@ -29,7 +29,7 @@ from uniroute.pipeline.tracking.relocate import ForeignTrackingStore
 from uniroute.routers.kmeans import Centroids, fit_centroids
 from uniroute.routers.psi import psi_from_losses
 from uniroute.routers.router import EmbedderMismatch, Router
-from uniroute.routers.tables import validation_proxy
+from uniroute.routers.tables import default_budget, validation_proxy
 
 from .topics import COSTS, MODELS, NEW_PROMPTS, PROMPTS, topic_losses
 
@@ -288,9 +288,16 @@ def test_pyfunc_routes_like_the_router(champion_model, fitted, embedder):
 
     default = champion_model.predict(request)
     assert default["prompt_index"].tolist() == list(range(len(NEW_PROMPTS)))
-    assert default["model"].tolist() == router.route_names(X).tolist()
+    # No lambda, no budget: the default budget at its published lambda, as `uniroute route` (the same fields too).
+    budget, lam_default, _, _ = default_budget(router, router.models)
+    assert default["model"].tolist() == router.route_names(X, lam_default).tolist()
+    assert set(default["setting"]) == {"default budget"} and set(default["budget"]) == {budget}
+    assert default["router_id"].tolist() == ["r-real"] * len(NEW_PROMPTS)
+    assert default["cluster"].tolist() == router.assigner.assign(X).tolist()
+    quality = champion_model.predict(request, params={"lambda": 0.0})
+    assert quality["model"].tolist() == router.route_names(X).tolist()
     # Not a constant router: the specialists win their own clusters at lambda 0.
-    assert len(set(default["model"])) > 1
+    assert len(set(quality["model"])) > 1
     for lam in (0.01, 0.1, 1.0):
         got = champion_model.predict(request, params={"lambda": lam})
         assert got["model"].tolist() == router.route_names(X, lam).tolist()

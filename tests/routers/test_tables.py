@@ -47,3 +47,22 @@ def test_routing_tables_cover_the_grids_and_cost_falls_with_budget():
     assert budgets.expected_score.is_monotonic_increasing
     top = tables.routes[(tables.routes.grid == "budget") & (tables.routes.budget == 1.0)]
     assert top.model.tolist() == ["big", "big"]
+
+
+def test_the_default_budget_is_the_cheapest_within_the_quality_tolerance():
+    from uniroute.routers.tables import default_budget
+
+    # cheap is within 0.005 of big on both clusters: the default routes everything to cheap, at a fraction of
+    # the cost of always taking the best model.
+    close = np.array([[0.305, 0.305], [0.5, 0.5], [0.30, 0.30]])
+    budget, _, expected, best = default_budget(_router(close), MODELS)
+    assert budget == 0.1 and best - expected <= 0.01
+    tables = routing_tables(_router(close), MODELS, np.array([1, 1]))
+    assert set(tables.routes[(tables.routes.grid == "budget") & (tables.routes.budget == budget)].model) == {"cheap"}
+    # With a 0.05 gap on cluster 1 (0.025 on average) the default keeps big there: the cheapest budget that does.
+    gap = np.array([[0.30, 0.35], [0.5, 0.5], [0.30, 0.30]])
+    budget, _, expected, best = default_budget(_router(gap), MODELS)
+    assert budget == 0.6 and best - expected <= 0.01
+    assert default_budget(_router(gap), MODELS, tolerance=0.05)[0] == 0.1  # a looser tolerance saves more
+    with pytest.raises(ValueError, match="tolerance"):
+        default_budget(_router(gap), MODELS, tolerance=-1)

@@ -24,8 +24,10 @@ from uniroute.cli.app import (
 from uniroute.errors import UnirouteError
 from uniroute.formats import FORMATS, render
 from uniroute.ingest import IngestError
+from uniroute.ingest.cost_file import costs_from_file
+from uniroute.ingest.load import regular_file
 from uniroute.pipeline.user_sql import run_user_sql
-from uniroute.store import Sandbox, SqlRefused, read_only_query
+from uniroute.store import Sandbox, SqlRefused, query_text, read_only_query
 from uniroute.synth import write_synthetic_logs
 
 
@@ -33,7 +35,8 @@ from uniroute.synth import write_synthetic_logs
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Benchmark log files (long CSV/JSONL/Parquet, "
                                                 "RouterBench wide CSV, RouterDC JSON, pairwise preferences in the "
-                                                "Chatbot Arena convention); detected by content.")],
+                                                "Chatbot Arena convention), detected by content, or folders of "
+                                                "them (every file in it, in name order).")],
     split: Annotated[str | None, typer.Option(help="Mark every prompt of these files as train, val or test.")] = None,
     as_json: JsonFlag = False,
 ):
@@ -41,6 +44,7 @@ def ingest(
     settings = settings_from_env()
     if split is not None and split not in ("train", "val", "test"):
         fail(f"--split must be train, val or test, not {split!r}")
+    paths = files_to_ingest(paths)  # before the store is created: a missing path changes nothing
     ctx = context(settings)
     summaries = []
     for number, path in enumerate(paths):
@@ -58,6 +62,24 @@ def ingest(
             typer.echo(summary.line())
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries]))
+
+
+def files_to_ingest(paths: list[Path]) -> list[Path]:
+    """The files named, a folder standing for its files (name order; hidden files and unfinished NAME.part left
+    out); a one-line error for a path that does not exist or a folder with no file."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")
+                            and not p.name.endswith(".part"))
+            if not inside:
+                fail(f"{path} is a folder with no file to ingest")
+            out += inside
+        else:
+            with one_line_errors():
+                regular_file(path)  # a missing path, a loop, a device: its own one line, before the store opens
+            out.append(path)
+    return out
 
 
 @app.command()
@@ -155,18 +177,26 @@ def sql(
 
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False):
-    """List the models with their status and default cost."""
+    """List the models with their status, default cost, their results' mean cost and count."""
     with one_line_errors():
-        frame = read_only_query(settings_from_env().db_path, "select * from models order by model")
+        frame = read_only_query(settings_from_env().db_path, query_text("models_list"))
     print_frame(frame, as_json)
 
 
 @models_app.command("set-cost")
 def models_set_cost(
-    model: Annotated[str, typer.Argument(help="Model name as it appears in the logs.")],
-    cost: Annotated[float, typer.Argument(help="Cost per query (any unit, the same for every model).")],
+    model: Annotated[str | None, typer.Argument(help="Model name as it appears in the logs.")] = None,
+    cost: Annotated[float | None, typer.Argument(help="Cost per query (any unit, the same for every model).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="Set many at once: a JSON object {model: cost} (or "
+                                              "{model: {\"cost\": ...}}), or JSON lines / CSV with model and cost; "
+                                              "all or none.")] = None,
+    as_json: JsonFlag = False,
 ):
-    """Set a model's default cost, used where its result rows carry no cost."""
+    """Set models' default costs, used where their result rows carry no cost: one MODEL COST, or --file."""
     settings = settings_from_env()
+    if (file is None) == (model is None or cost is None) or (file is not None and model is not None):
+        fail("give MODEL COST, or --file with a cost per model")
     with one_line_errors():
-        typer.echo(operations.set_cost(context(settings), model, cost))
+        costs = costs_from_file(file) if file is not None else {model: cost}
+        line = operations.set_costs(context(settings), costs, str(file) if file is not None else "")
+    typer.echo(json.dumps({"costs": costs, "summary": line}) if as_json else line)

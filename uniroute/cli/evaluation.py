@@ -254,9 +254,10 @@ def report(
     embedder: Annotated[str | None, typer.Option(help="Embedder for --data (default: UNIROUTE_EMBEDDER).")] = None,
     prompt_part: Annotated[str, typer.Option(help="full or last-block (for --data).")] = "full",
     seed: Annotated[int, typer.Option(help="K-means seed (for --data).")] = 0,
+    as_json: JsonFlag = False,
 ):
     """Print a saved evaluation as Markdown (method table, sign tests, validation-size study), and/or write the
-    LLM-similarity map, flagging near-duplicate LLMs."""
+    LLM-similarity map, flagging near-duplicate LLMs. --json: {"markdown": ..., "similarity": {...}}."""
 
     if result is None and similarity is None:
         fail("give a saved evaluation to print, or --similarity PNG to draw the LLM-similarity map")
@@ -265,17 +266,23 @@ def report(
             saved = json.loads(result.read_text())
             study_path = result.with_name(result.stem + "_valsize.json")
             study = json.loads(study_path.read_text()) if study_path.exists() else None
-            typer.echo(ev.quality_markdown(saved) if saved.get("quality_only") else ev.markdown_report(saved, study))
+            markdown = ev.quality_markdown(saved) if saved.get("quality_only") else ev.markdown_report(saved, study)
         except (OSError, ValueError, KeyError) as exc:
             fail(f"{result}: not an evaluation result ({type(exc).__name__}: {exc})")
+        if not as_json:
+            typer.echo(markdown)
+    drawn = None
     if similarity is not None:
         if similarity.suffix.lower() != ".png" or similarity.is_dir():
             fail(f"--similarity {similarity}: name the .png file to draw, e.g. {similarity.with_suffix('.png')}")
-        _similarity_map(similarity, data, k, embedder, prompt_part, seed)
+        drawn = _similarity_map(similarity, data, k, embedder, prompt_part, seed, quiet=as_json)
+    if as_json:
+        typer.echo(json.dumps({"markdown": markdown if result is not None else None, "similarity": drawn}))
 
 
-def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int) -> None:
-    """`uniroute report --similarity`: the map of a log's LLMs, or of the champion router's."""
+def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int,
+                    quiet: bool = False) -> dict:
+    """`uniroute report --similarity`: the map of a log's LLMs, or of the champion router's; what it wrote."""
 
     settings = settings_from_env()
     try:
@@ -295,9 +302,11 @@ def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, 
         fail(str(exc))
     with one_line_errors(OSError):
         paths = write_similarity_outputs(sim, png, f"LLM similarity ({len(sim.models)} LLMs; {source})", **about)
-    for line in near_duplicate_lines(sim) or ["no near-duplicate LLMs"]:
-        typer.echo(line)
-    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+    if not quiet:
+        for line in near_duplicate_lines(sim) or ["no near-duplicate LLMs"]:
+            typer.echo(line)
+        typer.echo("wrote " + ", ".join(str(p) for p in paths))
+    return {"files": [str(p) for p in paths], "near_duplicates": sim.near_duplicates()}
 
 
 def _champion_psi(settings):

@@ -15,7 +15,7 @@ import typer
 
 from uniroute import operations
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, print_frame, say, settings_from_env
-from uniroute.pipeline.serving import RoutingRequest, pool_names
+from uniroute.pipeline.serving import DEFAULT_SETTING, RoutingRequest, default_setting_line, pool_names
 from uniroute.settings import comma_separated
 
 
@@ -32,12 +32,16 @@ def build_command(
     as_json: JsonFlag = False,
 ):
     """The nightly job on what is in the store: tune every router kind, serve the one chosen on validation
-    prompts (its table of candidates is printed), evaluate on test prompts, version, log to MLflow."""
+    prompts (its table of candidates is printed), evaluate on test prompts, version, log to MLflow.
+
+    With UNIROUTE_DASK_ADDRESS set, new prompts are embedded on that Dask scheduler's workers first (the build's
+    line says so), as the nightly flow does."""
     settings = settings_from_env()
     with one_line_errors():  # a bad name fails before the build opens the store
         result = operations.build(
             context(settings), embedder or settings.embedder, settings.seed if seed is None else seed,
             comma_separated(kinds) if kinds is not None else settings.build_kinds,
+            dask_address=settings.dask_address,
         )
     if result.excluded_models:  # a note for the user, not a log warning (stderr: --json stays parseable)
         say(f"left out (no cost on any result; `uniroute models set-cost MODEL COST`): "
@@ -54,6 +58,8 @@ def build_command(
 def onboard(
     results: Annotated[list[Path], typer.Option("--results", help="Validation results of the new model(s), any "
                                                 "ingest format; prompts without a split count as validation.")],
+    reactivate: Annotated[bool, typer.Option("--reactivate", help="Bring back a model that was retired (without "
+                                             "it, a retired model's results are refused).")] = False,
     as_json: JsonFlag = False,
 ):
     """Add or refresh models from their validation results, on the champion's frozen clusters.
@@ -64,7 +70,7 @@ def onboard(
     """
     settings = settings_from_env()
     with one_line_errors():
-        done = operations.onboard(context(settings), results=results, progress=not as_json)
+        done = operations.onboard(context(settings), results=results, progress=not as_json, reactivate=reactivate)
     for problem in done.problems:  # rows that did not land (e.g. every row of a second model): never silently
         say(f"{problem} (see the quarantine table)")
     typer.echo(json.dumps(done.as_dict()) if as_json else done.line())
@@ -77,7 +83,7 @@ def retire(
 ):
     """Take a model out of the pool at once: a new router version without it, republished if anything was.
 
-    Its results stay; onboarding it again brings it back.
+    Its results stay, and later results never bring it back; `uniroute onboard --reactivate` does.
     """
     settings = settings_from_env()
     with one_line_errors():
@@ -109,7 +115,9 @@ def route(
                                               "CSV (`prompt` column) file; writes JSON lines.")] = None,
     lam: Annotated[float | None, typer.Option("--lambda", help="Cost weight: argmin loss + lambda * cost.")] = None,
     budget: Annotated[
-        float | None, typer.Option(help="Target mean cost as a fraction (0, 1] of the priciest model's.")
+        float | None, typer.Option(help="Target mean cost as a fraction (0, 1] of the priciest model's. With neither "
+                                   "--budget nor --lambda: the default budget, the cheapest whose expected score is "
+                                   "within 0.01 of the best (said on stderr; the output's `setting` column too).")
     ] = None,
     pool: Annotated[
         str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool); "
@@ -126,18 +134,22 @@ def route(
     settings = settings_from_env()
     with one_line_errors():
         request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)))
-        ids: list[str | None] = []
+        extras: list[dict] = []
         if file is not None:
-            texts, ids = operations.prompts_from_file(file)
+            texts, extras = operations.prompts_from_file(file)
         routed = operations.route(context(settings), texts or [], request, log=log_decisions)
     if routed.from_snapshot:
         say(f"answered from the {routed.source}")
+    if len(routed.decisions) and routed.decisions["setting"].iloc[0] == DEFAULT_SETTING:
+        say(default_setting_line(float(routed.decisions["budget"].iloc[0])))
     shown = routed.decisions.drop(columns=["text_hash"])
     if file is not None:
-        if any(i is not None for i in ids):
-            shown.insert(1, "id", ids)
-        for record in json.loads(shown.to_json(orient="records")):
-            sys.stdout.write(json.dumps(record) + "\n")
+        # Each line keeps the input's other fields (an id, a user, ...) before the decision; a field named like
+        # a decision field comes back as input_<name>, so the decision is never overwritten.
+        decided = json.loads(shown.to_json(orient="records"))
+        for extra, record in zip(extras, decided, strict=True):
+            kept = {(f"input_{k}" if k in record else k): v for k, v in extra.items()}
+            sys.stdout.write(json.dumps({**kept, **record}, default=str) + "\n")
         return
     print_frame(shown, as_json)
 

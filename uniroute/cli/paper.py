@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -9,7 +10,7 @@ import typer
 
 from uniroute import experiments as ev
 from uniroute import operations
-from uniroute.cli.app import app, context, fail, one_line_errors, settings_from_env
+from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, settings_from_env
 from uniroute.embed.annotator import AnnotatorConfig
 from uniroute.experiments.pairwise import arena_battles_frame
 from uniroute.experiments.transfer_run import only_benchmarks
@@ -21,6 +22,7 @@ def arena_battles(
     data: Annotated[Path, typer.Option(help="Pointwise long-format log (file or dataset folder).")],
     out: Annotated[Path, typer.Option(help="Pairwise file to write (.csv, .jsonl or .parquet).")],
     seed: Annotated[int, typer.Option(help="Seed of the random pairs.")] = 0,
+    as_json: JsonFlag = False,
 ):
     """Turn a pointwise log into Chatbot Arena-style battles: per prompt, two random LLMs, the better score wins."""
 
@@ -39,8 +41,9 @@ def arena_battles(
             battles.to_json(out, orient="records", lines=True)
         else:
             battles.to_csv(out, index=False)
-    typer.echo(f"wrote {len(battles):,} battles between {battles[['model_a', 'model_b']].stack().nunique()} LLMs "
-               f"to {out}")
+    llms = int(battles[["model_a", "model_b"]].stack().nunique())
+    typer.echo(json.dumps({"battles": len(battles), "llms": llms, "out": str(out)}) if as_json
+               else f"wrote {len(battles):,} battles between {llms} LLMs to {out}")
 
 
 @app.command()
@@ -51,6 +54,7 @@ def annotate(
     benchmarks: Annotated[str | None, typer.Option(help="Only the prompts of these benchmarks (comma-separated).")] = (
         None),
     limit: Annotated[int | None, typer.Option(help="Label at most this many prompts (the first by prompt_id).")] = None,
+    as_json: JsonFlag = False,
 ):
     """Label prompts with the seven difficulty attributes by asking the chat endpoint of UNIROUTE_ANNOTATOR_URL
     (OpenAI-compatible) with UNIROUTE_ANNOTATOR_MODEL; answers are cached in the store, so a rerun asks only
@@ -74,7 +78,8 @@ def annotate(
     with one_line_errors(OSError):  # the answers are cached in the store: a rerun to a writable place asks nothing
         out.parent.mkdir(parents=True, exist_ok=True)
         labels.to_csv(out, index=False)
-    typer.echo(f"labelled {len(labels):,} prompts with {config.annotator_id}; wrote {out}")
+    typer.echo(json.dumps({"labelled": len(labels), "annotator": config.annotator_id, "out": str(out)}) if as_json
+               else f"labelled {len(labels):,} prompts with {config.annotator_id}; wrote {out}")
 
 
 def _prompts_of(path: Path):

@@ -6,6 +6,7 @@ import contextlib
 import difflib
 import logging
 import math
+import os
 import stat
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -15,7 +16,7 @@ from typing import Any
 
 from uniroute import store
 from uniroute.faults import crashpoint
-from uniroute.ingest.checks import checked_rows
+from uniroute.ingest.checks import COST_CEILING, checked_rows
 from uniroute.ingest.formats import staged_file
 from uniroute.ingest.merge import cross_file_merges, merged_into_staged, rows_pointed_at_stored
 from uniroute.ingest.pairwise import StagedPairs
@@ -212,6 +213,15 @@ def _record_file(con: store.Connection, summary: IngestSummary, now: datetime | 
 
 def readable_file(path: Path) -> tuple[int, str]:
     """(size, sha256) of a regular file; IngestError in one line for anything that is not one."""
+    info = regular_file(path)
+    try:
+        return info.st_size, file_sha256(path)
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot read the file: {exc.strerror or exc}") from exc
+
+
+def regular_file(path: Path) -> os.stat_result:
+    """The stat of a regular file (nothing read yet); IngestError in one line for anything that is not one."""
     try:
         info = path.stat()
     except FileNotFoundError as exc:
@@ -222,16 +232,14 @@ def readable_file(path: Path) -> tuple[int, str]:
         raise IngestError(f"{path}: a directory, not a file")
     if not stat.S_ISREG(info.st_mode):
         raise IngestError(f"{path}: not a regular file (a device, socket or pipe)")
-    try:
-        return info.st_size, file_sha256(path)
-    except OSError as exc:
-        raise IngestError(f"{path}: cannot read the file: {exc.strerror or exc}") from exc
+    return info
 
 
 def set_default_cost(con: store.Connection, model: str, cost: float) -> None:
     """Set a model's default cost (used where its results carry none); the model must be in the store."""
-    if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0:
-        raise IngestError(f"the cost of {model!r} must be a finite number >= 0, not {cost!r}")
+    if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0 \
+            or cost > COST_CEILING:
+        raise IngestError(f"the cost of {model!r} must be a finite number in [0, {COST_CEILING:g}], not {cost!r}")
     known = store.query(con, "ingest_model_names").model.tolist()
     if model not in known:
         close = difflib.get_close_matches(model, known, n=3)

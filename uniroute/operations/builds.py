@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from uniroute.embed import embed_cached, make_embedder
@@ -13,12 +14,27 @@ from uniroute.pipeline.build import BuildResult, run_build
 from uniroute.pipeline.build_data import prompt_texts
 
 
-def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = ()) -> BuildResult:
+def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
+          dask_address: str | None = None) -> BuildResult:
     """Tune every router kind in `kinds` (none named: all), serve the one chosen on validation prompts, version it;
-    MLflow and `published/current` follow. EmbedderError or KindError for a bad name, before the store opens."""
+    MLflow and `published/current` follow. EmbedderError or KindError for a bad name, before the store opens.
+
+    dask_address (UNIROUTE_DASK_ADDRESS): the new prompts are embedded on that scheduler's workers first, as the
+    nightly flow does, and the build's notes say so; None: in this process (the flow embeds on its own cluster).
+    """
     inputs = build_inputs(embedder, seed, kinds)
+    on_dask = None
+    if dask_address and embeds_ahead(inputs):
+        from distributed import Client
+
+        with Client(dask_address, timeout=60) as client:
+            looked_up = embed_new_prompts(ctx, inputs.embedder.name, client=client)
+        on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
     with ctx.session("build", inputs=inputs.line()) as s:
-        result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds)
+        result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
+                           min_answers=ctx.min_val_answers)
+        if on_dask:
+            result = replace(result, notes=(*result.notes, on_dask))
         s.detail = result.line()
     reconciled(ctx)
     return result

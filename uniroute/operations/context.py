@@ -10,6 +10,7 @@ from pathlib import Path
 
 from uniroute import store
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.settings import Settings
 from uniroute.store.lock import DEFAULT_WAIT_SECONDS
 
@@ -44,6 +45,7 @@ class Context:
     # does not: the event their results emitted triggers the onboarding run, whose job that is (a flow's own
     # reconciliation used to do it first, so the event's run found nothing left to do).
     onboard_missing: bool = True
+    min_val_answers: int = MIN_VAL_ANSWERS  # evidence before traffic (pipeline.evidence)
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,
@@ -52,7 +54,7 @@ class Context:
         tracking_uri, artifact_root = settings.tracking
         return cls(settings.db_path, settings.published_dir, settings.cache_dir, settings.inbox_dir, tracking_uri,
                    artifact_root, settings.store_wait_seconds, settings.inbox_settle_seconds, on_wait, on_warning,
-                   onboard_missing)
+                   onboard_missing, settings.min_val_answers)
 
     @classmethod
     def at(cls, db_path: Path, published_dir: Path | None = None, cache_dir: Path | None = None) -> Context:

@@ -25,9 +25,16 @@ def ingest(ctx: Context, path: Path, split: str | None = None, progress: bool = 
 
 def set_cost(ctx: Context, model: str, cost: float) -> str:
     """Set a model's default cost (used where its results carry none); the one-line summary."""
-    with ctx.session("set-cost", inputs=model) as s:
-        set_default_cost(s.con, model, cost)
-        s.detail = f"{model}: default cost {cost}"
+    return set_costs(ctx, {model: cost})
+
+
+def set_costs(ctx: Context, costs: dict[str, float], source: str = "") -> str:
+    """Set several models' default costs in one transaction (all or none); the one-line summary."""
+    with ctx.session("set-cost", inputs=source or ",".join(costs)) as s:
+        for model, cost in costs.items():
+            set_default_cost(s.con, model, cost)
+        s.detail = (f"{next(iter(costs))}: default cost {next(iter(costs.values()))}" if len(costs) == 1
+                    else f"default costs of {len(costs)} models set from {source or 'the request'}")
     return s.detail
 
 

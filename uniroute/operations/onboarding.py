@@ -41,9 +41,10 @@ class Onboarding:
 
 
 def onboard(ctx: Context, models: Sequence[str] = (), results: Sequence[Path] = (),
-            progress: bool = False) -> Onboarding:
+            progress: bool = False, reactivate: bool = False) -> Onboarding:
     """Make `models`, and the models of the `results` files (ingested as validation results in the same
-    transaction), routable by the champion without refitting; OnboardError naming what cannot be."""
+    transaction), routable by the champion without refitting; OnboardError naming what cannot be. A retired
+    model comes back only with `reactivate`."""
     names = list(dict.fromkeys(str(m) for m in models))
     problems: list[str] = []
     with ctx.session("onboard", inputs=",".join(map(str, results)) if results else ",".join(names)) as s:
@@ -59,7 +60,9 @@ def onboard(ctx: Context, models: Sequence[str] = (), results: Sequence[Path] = 
                 why = f" ({'; '.join(problems)})" if problems else ""
                 raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard{why}")
             names += [m for m in found if m not in names]
-        result = onboard_models(s.con, names, cache_dir=ctx.cache_dir) if registry.champion_id(s.con) else None
+        result = onboard_models(s.con, names, cache_dir=ctx.cache_dir, reactivate=reactivate,
+                                min_answers=ctx.min_val_answers) \
+            if registry.champion_id(s.con) else None
         done = Onboarding(tuple(names), result, tuple(problems))
         s.detail = done.line()
     reconciled(ctx)

@@ -20,13 +20,17 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) 
         # doctor (an explicit repair) always onboards what is missing; the routine reconciliation as its context says
         report = reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
                            repair=repair, cache_dir=ctx.cache_dir,
-                           onboard_missing=ctx.onboard_missing or operation != "reconcile")
+                           onboard_missing=ctx.onboard_missing or operation != "reconcile",
+                           min_answers=ctx.min_val_answers)
         if operation != "reconcile":
             s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
     if operation == "reconcile":
         for finding in report.findings:
             if finding.status in NOTEWORTHY:
-                ctx.warn(finding.line())
+                # "mlflow: <what is wrong>" for what stays broken (the CLI's words since issue 10), the status
+                # named for what was repaired
+                ctx.warn(f"{finding.check}: {finding.detail}" if finding.status == "broken"
+                         else f"{finding.check} {finding.status}: {finding.detail}")
     return report
 
 

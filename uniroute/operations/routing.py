@@ -43,32 +43,34 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
     return Routed(decisions, source.router_id, source.source, batch_id)
 
 
-def prompts_from_file(path: Path) -> tuple[list[str], list[str | None]]:
-    """The prompts (and their ids, if given) of a JSONL file of {"prompt": ...} objects or a CSV with a
-    `prompt` column; RoutingError naming the line for anything else."""
+def prompts_from_file(path: Path) -> tuple[list[str], list[dict]]:
+    """The prompts of a JSONL file of {"prompt": ...} objects or a CSV with a `prompt` column, and each line's
+    other fields (an id, a user, a session: what the caller wants back beside each decision); RoutingError naming
+    the line for anything else."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RoutingError(f"{path}: cannot read the prompts: {exc}") from exc
     prompts: list[str] = []
-    ids: list[str | None] = []
+    extras: list[dict] = []
     if text.lstrip().startswith("{"):
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RoutingError(f"{path}: line {number} is not JSON ({exc.msg})") from exc
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise RoutingError(f"{path}: line {number} is not JSON ({getattr(exc, 'msg', 'nested too deep')})") \
+                    from None
             if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
                 raise RoutingError(f'{path}: line {number} has no "prompt" text')
-            prompts.append(record["prompt"])
-            ids.append(None if record.get("id") is None else str(record["id"]))
-        return prompts, ids
+            prompts.append(record.pop("prompt"))
+            extras.append(record)
+        return prompts, extras
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or "prompt" not in reader.fieldnames:
         raise RoutingError(f"{path}: a CSV of prompts needs a `prompt` column (or give JSON lines)")
     for row in reader:
-        prompts.append(row["prompt"])
-        ids.append(row.get("id"))
-    return prompts, ids
+        prompts.append(row.pop("prompt"))
+        extras.append(row)
+    return prompts, extras

@@ -27,6 +27,7 @@ from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
+from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
 from uniroute.routers.kinds import Tuned, router_kind
 from uniroute.selection.curves import curve_metrics
 from uniroute.selection.data import RoutingData
@@ -158,7 +159,7 @@ def write_assignments(
 
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
-              kinds: Sequence[str] | None = None) -> BuildResult:
+              kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
@@ -170,11 +171,11 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     """
     kinds = checked_kinds(kinds)
     with store.memory_limited(con, BUILD_DUCKDB_MEMORY):
-        return _run_build(con, embedder_name, seed, cache_dir, kinds)
+        return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers)
 
 
 def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None,
-               kinds: Sequence[str]) -> BuildResult:
+               kinds: Sequence[str], min_answers: int = MIN_VAL_ANSWERS) -> BuildResult:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     data = load_store_data(con)
@@ -199,7 +200,10 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     n_val = len(sample.val)
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
     answered = ~np.isnan(scores[split.val]).all(axis=0)
-    pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m))]
+    # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
+    # of the router until it has more, as onboarding leaves it out.
+    thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
+    pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
     pool = [models[j] for j in pool_columns]
     cands = fit_candidates(state, sample, X, split, scores, prompt_ids, pool, pool_columns,
                            costs.loc[pool].to_numpy(float), embedder.embedder_id, kinds, seed)
@@ -208,6 +212,8 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
 
     t0 = time.perf_counter()
     notes = list(cands.notes)
+    notes += [f"{m} waits for more evidence ({n} validation answers, {min_answers} needed before it takes traffic)"
+              for m, n in thin.items()]
     if len(split.test_models) >= 2 and len(split.test) >= 2:
         metrics, curves = held_out_metrics(state, n_val, cands.tuned)
     else:

@@ -47,6 +47,12 @@ def load_store_data(con: store.Connection) -> StoreData:
     prompts = store.query(con, "build_prompts")
     if excluded:
         log.info("models without any cost are left out of the build: %s", list(excluded))  # the caller says so
+    if len(models) < 2 and excluded:
+        # The prompts are there; the costs are not. Saying "0 prompts" sent users looking for missing logs.
+        named = ", ".join(excluded[:8]) + (f" and {len(excluded) - 8} more" if len(excluded) > 8 else "")
+        raise BuildError(f"{len(models)} active model(s) have a cost and a build needs 2: {len(excluded)} have "
+                         f"results but no cost ({named}); give each a cost per query with `uniroute models set-cost "
+                         "MODEL COST` or `uniroute models set-cost --file costs.json`")
     if len(models) < 2 or len(prompts) == 0:
         raise BuildError(f"the store holds {len(models)} active models with costs and {len(prompts)} prompts; "
                          "a build needs at least 2 models with results (ingest logs, `uniroute models set-cost`)")

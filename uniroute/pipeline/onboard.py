@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from uniroute.errors import UnirouteError
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
+from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
 from uniroute.pipeline.psi_data import onboard_psi
 from uniroute.routers.kinds import router_kind
 from uniroute.routers.serialize import AnyRouter
@@ -51,18 +52,28 @@ class OnboardResult:
     unchanged: tuple[str, ...]  # models the champion already routed with the same Psi row and cost
     embedded_prompts: int
     seconds: float
+    waiting: dict[str, int] = field(default_factory=dict)  # model -> its validation answers, too few for traffic
+    min_answers: int = MIN_VAL_ANSWERS
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "models": list(self.models), "unchanged": list(self.unchanged)}
 
+    def _waiting_line(self) -> str:
+        return "; ".join(f"{m} waits for more evidence ({n} validation answers, {self.min_answers} needed before it "
+                         "takes traffic)" for m, n in self.waiting.items())
+
     def line(self) -> str:
+        waiting = self._waiting_line()
         if not self.models:
-            return (f"{', '.join(self.unchanged)} already routable in router {self.router_id}: "
-                    "nothing to change")
+            if not self.unchanged:
+                return waiting
+            done = f"{', '.join(self.unchanged)} already routable in router {self.router_id}: nothing to change"
+            return done + (f"; {waiting}" if waiting else "")
         kept = f"; {', '.join(self.unchanged)} unchanged" if self.unchanged else ""
         return (
             f"onboarded {', '.join(self.models)} -> router {self.router_id} (parent {self.parent_id}), "
             f"{self.embedded_prompts} new prompts embedded{kept}, {self.seconds:.2f}s"
+            + (f"; {waiting}" if waiting else "")
         )
 
 
@@ -127,11 +138,13 @@ def _kind_name(router: AnyRouter) -> str:
 
 
 def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False,
-                   cache_dir: Path | None = None, reactivate: bool = False) -> OnboardResult:
+                   cache_dir: Path | None = None, reactivate: bool = False,
+                   min_answers: int = MIN_VAL_ANSWERS) -> OnboardResult:
     """Add or refresh `models` in a child of the champion router, from their validation results.
 
     A retired model stays retired (late results, an inbox file, a reconciliation never bring it back) unless
-    `reactivate` says so on purpose.
+    `reactivate` says so on purpose. A model with fewer than min_answers validation answers is not routed yet:
+    its results stay stored and the result says it waits for more evidence.
     """
     started = time.perf_counter()
     models = tuple(dict.fromkeys(str(m) for m in models))
@@ -148,6 +161,13 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
                            "(their results are kept; the pool does not take them back by accident)")
     store.execute(con, "reactivate_models", models=list(models))
     store.execute(con, "assign_splits")
+    waiting = thin_models(con, models, min_answers)
+    models = tuple(m for m in models if m not in waiting)
+    if not models:
+        result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), (), 0,
+                               time.perf_counter() - started, waiting, min_answers)
+        log.info(result.line())
+        return result
     if champion.router.psi_centroids() is None:
         rows, embedded = _label_rows(con, champion.router, models), 0
     else:
@@ -169,7 +189,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         changed.append(model)
     if not changed:
         result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), tuple(unchanged),
-                               embedded, time.perf_counter() - started)
+                               embedded, time.perf_counter() - started, waiting, min_answers)
         log.info(result.line())
         return result
     router_id = registry.new_router_id(champion.kind)
@@ -187,15 +207,17 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
     ))
     crashpoint("onboard:written")
     result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged), embedded,
-                           time.perf_counter() - started)
+                           time.perf_counter() - started, waiting, min_answers)
     log.info(result.line())
     return result
 
 
-def missing_from_champion(con: store.Connection) -> list[str]:
-    """Active models with a cost and validation results that the champion router does not route."""
+def missing_from_champion(con: store.Connection, min_answers: int = MIN_VAL_ANSWERS) -> list[str]:
+    """Active models with a cost and enough validation results that the champion router does not route."""
     champion = store.query(con, "champion_id")
     if champion.empty:
         return []
     routed = set(registry.load_champion(con).router.models)
-    return [m for m in store.query(con, "onboardable_models").model if m not in routed]
+    missing = [m for m in store.query(con, "onboardable_models").model if m not in routed]
+    thin = thin_models(con, missing, min_answers)
+    return [m for m in missing if m not in thin]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from uniroute import store
 from uniroute.pipeline import publish, registry, snapshot
+from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.pipeline.onboard import OnboardError, missing_from_champion, onboard_models
 
 log = logging.getLogger(__name__)
@@ -62,8 +63,8 @@ class Report:
 
 
 def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: Path | None,
-                onboard_missing: bool) -> None:
-    missing = missing_from_champion(con)
+                onboard_missing: bool, min_answers: int) -> None:
+    missing = missing_from_champion(con, min_answers)
     if not missing:
         champion = registry.champion_id(con)
         report.add("pool", "ok", f"every active model is routed by champion {champion}" if champion
@@ -80,7 +81,7 @@ def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: 
         report.add("pool", "broken", f"active models {missing} are not in the champion router")
         return
     try:
-        result = onboard_models(con, missing, cache_dir=cache_dir)
+        result = onboard_models(con, missing, cache_dir=cache_dir, min_answers=min_answers)
     except (OnboardError, LookupError) as exc:
         report.add("pool", "broken", f"active models {missing} are not in the champion router and cannot be "
                    f"onboarded: {exc}")
@@ -183,6 +184,7 @@ def reconcile(
     repair: bool = True,
     cache_dir: Path | None = None,
     onboard_missing: bool = True,
+    min_answers: int = MIN_VAL_ANSWERS,
 ) -> Report:
     """Check every invariant in the caller's session and, with repair, restore what is derived from the store.
 
@@ -192,7 +194,7 @@ def reconcile(
     report = Report()
     report.add("operations", "repaired" if s.interrupted else "ok",
                f"marked interrupted: {', '.join(s.interrupted)}" if s.interrupted else "no run was left unfinished")
-    _check_pool(s.con, report, repair, cache_dir, onboard_missing)
+    _check_pool(s.con, report, repair, cache_dir, onboard_missing, min_answers)
     _check_published(s.con, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
     if tracking_uri is not None and artifact_root is not None:

@@ -24,7 +24,7 @@ from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
 from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter
-from uniroute.routers.tables import validation_proxy
+from uniroute.routers.tables import DEFAULT_QUALITY_TOLERANCE, default_budget, validation_proxy
 
 
 class RoutingError(UnirouteError, ValueError):
@@ -124,8 +124,8 @@ class RoutingRequest:
             return tuple(active)
         gone = [m for m in self.pool if m in retired]
         if gone:
-            raise RoutingError(f"models {gone} are retired and out of the pool (onboard them again to bring them "
-                               "back)")
+            raise RoutingError(f"models {gone} are retired and out of the pool (`uniroute onboard --reactivate` brings "
+                               "them back)")
         unknown = [m for m in self.pool if m not in active]
         if unknown:
             raise RoutingError(f"models {unknown} are not in the pool of router {router_id} "
@@ -157,6 +157,27 @@ def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | No
     return texts, request.pool_of(source.router_id, source.pool, source.retired)
 
 
+DEFAULT_SETTING = "default budget"
+
+
+def resolved_setting(router: AnyRouter, pool: Sequence[str], lam: float | None,
+                     budget: float | None) -> tuple[float | None, float | None, str]:
+    """(lambda, budget, which setting): a request naming neither routes at the default budget, the cheapest
+    published budget whose expected score is within DEFAULT_QUALITY_TOLERANCE of the best, at that budget's
+    published lambda (routers.tables); lambda 0 would send nearly every prompt to the priciest model for the
+    last hundredth of quality. Only a named budget still needs its lambda."""
+    if lam is None and budget is None:
+        budget, lam, _, _ = default_budget(router, tuple(pool))
+        return lam, budget, DEFAULT_SETTING
+    return lam, budget, "lambda" if lam is not None else "budget"
+
+
+def default_setting_line(budget: float) -> str:
+    """What a user is told when the default setting answered."""
+    return (f"routed at the default budget {budget:g}: the cheapest budget whose expected score is within "
+            f"{DEFAULT_QUALITY_TOLERANCE:g} of the best (choose with --budget or --lambda)")
+
+
 def route_texts(
     source: RoutingSource,
     texts: Sequence[str],
@@ -174,7 +195,8 @@ def route_texts(
     embedder = embedder or source.embedder(cache_dir)
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(texts)
-    if budget is not None:
+    lam, budget, setting = resolved_setting(router, pool, lam, budget)
+    if setting == "budget":
         try:
             lam = router.lambda_for_budget(validation_proxy(router), budget, pool)
         except ValueError as exc:
@@ -189,6 +211,7 @@ def route_texts(
             "model": np.asarray(router.models, dtype=object)[chosen],
             "lam": lam,
             "budget": budget,
+            "setting": setting,
             "router_id": source.router_id,
         }
     )
@@ -206,6 +229,8 @@ def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     """Append a batch of decisions to routing_log (in the caller's session); the batch id."""
     batch_id = uuid.uuid4().hex
-    store.write_frame(con, "routing_log", decisions.assign(batch_id=batch_id,
-                                                           routed_at=datetime.now(UTC).replace(tzinfo=None)))
+    # routing_log keeps lambda and budget; which setting chose them (`setting`) is said to the user, not stored.
+    rows = decisions.drop(columns=["setting"], errors="ignore")
+    store.write_frame(con, "routing_log", rows.assign(batch_id=batch_id,
+                                                      routed_at=datetime.now(UTC).replace(tzinfo=None)))
     return batch_id

@@ -114,11 +114,12 @@ DEFAULT_QUALITY_TOLERANCE = 0.01
 
 
 def default_budget(router: RoutingRule, pool: tuple[str, ...],
-                   tolerance: float = DEFAULT_QUALITY_TOLERANCE) -> tuple[float, float, float]:
-    """(budget, its expected score, the best expected score): the cheapest budget of BUDGETS within tolerance.
+                   tolerance: float = DEFAULT_QUALITY_TOLERANCE) -> tuple[float, float, float, float]:
+    """(budget, its lambda, its expected score, the best expected score): the cheapest budget of BUDGETS whose
+    expected score is within tolerance of the best.
 
-    The expected scores are the routing tables' validation estimates (routing_tables), so the published tables,
-    `uniroute route` and the served model agree on the default.
+    The numbers are the routing tables' own (routing_tables: a budget below the cheapest routing publishes the
+    cheapest lambda), so the published tables, `uniroute route` and the served model agree on the default.
     """
     if not (np.isfinite(tolerance) and tolerance >= 0):
         raise ValueError(f"the quality tolerance must be a finite number >= 0, got {tolerance}")
@@ -126,4 +127,4 @@ def default_budget(router: RoutingRule, pool: tuple[str, ...],
     best = float(budgets["expected_score"].max())
     rows = budgets[(budgets["grid"] == "budget") & (budgets["expected_score"] >= best - tolerance - 1e-12)]
     chosen = rows.sort_values("budget").iloc[0]
-    return float(chosen["budget"]), float(chosen["expected_score"]), best
+    return float(chosen["budget"]), float(chosen["lam"]), float(chosen["expected_score"]), best

@@ -87,6 +87,8 @@ class WriterLock:
         if self.fd < 0:
             return
         try:
+            # Emptied while still held: a lock file naming a finished operation read as if it still ran.
+            os.ftruncate(self.fd, 0)
             fcntl.flock(self.fd, fcntl.LOCK_UN)
         finally:
             os.close(self.fd)

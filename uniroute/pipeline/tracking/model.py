@@ -61,10 +61,12 @@ def _router_signature() -> Any:
     # Params reach predict only when the signature declares them (STACK.md).
     return ModelSignature(
         inputs=Schema([ColSpec("string", "prompt")]),
-        outputs=Schema([ColSpec("long", "prompt_index"), ColSpec("string", "model")]),
+        outputs=Schema([ColSpec("long", "prompt_index"), ColSpec("string", "model"), ColSpec("long", "cluster"),
+                        ColSpec("double", "lam"), ColSpec("double", "budget"), ColSpec("string", "setting"),
+                        ColSpec("string", "router_id")]),
         params=ParamSchema(
             [
-                ParamSpec("lambda", "double", 0.0),
+                ParamSpec("lambda", "double", -1.0),  # -1: not given (the default budget, unless a budget)
                 ParamSpec("budget", "double", -1.0),
                 ParamSpec("pool", "string", ""),
             ]

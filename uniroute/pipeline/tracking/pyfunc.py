@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute.errors import UnirouteError
-from uniroute.pipeline.serving import RoutingRequest, checked_prompts, pool_names
+from uniroute.pipeline.serving import RoutingRequest, checked_prompts, cluster_of, pool_names, resolved_setting
 from uniroute.settings import apply_offline_environment
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 UNUSED_BUDGET = -1.0  # the signature's default for `budget`: no budget asked for
+UNUSED_LAMBDA = -1.0  # the signature's default for `lambda` (models logged before it had 0.0: quality only)
 
 def _rows(model_input: Any) -> list[Any]:
     """The prompt rows of a pyfunc input as given: a DataFrame's `prompt` column, a {"prompt": [...]} dict, a list."""
@@ -62,12 +63,13 @@ def pool_of(pool: str | None) -> list[str] | None:
 def request_of(params: Mapping[str, Any]) -> RoutingRequest:
     """The routing request of the pyfunc's params, checked as `uniroute route` checks it (RoutingError).
 
-    The signature's defaults stand for "not given": lambda 0.0 (so a budget alone is not "both") and budget -1.
+    The signature's defaults stand for "not given": lambda -1 (0.0 in models logged before, so a budget alone is
+    not "both") and budget -1. Neither given: the default budget, as `uniroute route` (serving.resolved_setting).
     """
     budget = params.get("budget")
     budget = None if budget is None or budget == UNUSED_BUDGET else budget
     lam = params.get("lambda")
-    lam = None if lam is None or (budget is not None and lam == 0.0) else lam
+    lam = None if lam is None or lam == UNUSED_LAMBDA or (budget is not None and lam == 0.0) else lam
     pool = params.get("pool")
     return RoutingRequest(lam, budget, None if pool is None or not str(pool).strip() else tuple(pool_names(pool)))
 
@@ -125,14 +127,17 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     request = request_of(params or {})
     prompts = checked_prompts(_rows(model_input))
     pool = request.pool_of(model.router_id, model.router.models)
-    return routed_frame(
-        model.router,
-        np.asarray(model.embedder.encode(prompts), dtype=np.float32),
-        lam=request.lam or 0.0,
-        budget=UNUSED_BUDGET if request.budget is None else request.budget,
-        pool=None if request.pool is None else list(pool),
-        X_val=model.X_val,
-    )
+    lam, budget, setting = resolved_setting(model.router, pool, request.lam, request.budget)
+    chosen = None if request.pool is None else list(pool)
+    if setting == "budget":  # the served model's validation sample, or the router's own stand-in
+        lam = model.router.lambda_for_budget(model.X_val, budget, chosen)
+    X = np.asarray(model.embedder.encode(prompts), dtype=np.float32)
+    frame = routed_frame(model.router, X, lam=lam or 0.0, pool=chosen, X_val=model.X_val)
+    # The fields `uniroute route` returns, so a gateway reads the same answer from either surface (a kind
+    # without clusters has none: null, which JSON carries where pandas' NA would not serialise).
+    clusters = cluster_of(model.router, X).astype(object)
+    return frame.assign(cluster=clusters.where(clusters.notna(), None), lam=float(lam or 0.0), budget=budget,
+                        setting=setting, router_id=model.router_id)
 
 
 @functools.cache
