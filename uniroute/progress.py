@@ -68,3 +68,62 @@ def progress_bar(total: int, desc: str, unit: str, logger: logging.Logger, enabl
     if sys.stderr.isatty():
         return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, **tqdm_options)
     return LoggedProgress(total, desc, unit, logger, every_seconds)
+
+
+class Ticking:
+    """A step without countable units (building a model file, a build's stages): on a terminal a line with the
+    stage and the elapsed time, refreshed every second by a daemon thread; elsewhere an INFO line per stage and
+    every `every_seconds` while one lasts. Call it with a stage name to move on."""
+
+    def __init__(self, desc: str, logger: logging.Logger, enabled: bool, every_seconds: float = 10.0) -> None:
+        import threading
+
+        self.desc, self.logger, self.every = desc, logger, every_seconds
+        self.stage = ""
+        self.silent = False  # a stage that draws a bar of its own (embedding): the line waits
+        self.started = self.last = time.monotonic()
+        self.terminal = enabled and sys.stderr.isatty()
+        self.logged = enabled and not self.terminal
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True) if enabled else None
+
+    def _text(self) -> str:
+        return f"{self.desc}: {self.stage} ({time.monotonic() - self.started:,.0f} s)"
+
+    def _tick(self) -> None:
+        while not self.done.wait(1.0):
+            if self.terminal and not self.silent:
+                sys.stderr.write("\r\033[K" + self._text())
+                sys.stderr.flush()
+            elif time.monotonic() - self.last >= self.every:
+                self.last = time.monotonic()
+                self.logger.info(self._text())
+
+    def __call__(self, stage: str, own_bar: bool = False) -> None:
+        if self.terminal and own_bar and not self.silent:
+            sys.stderr.write("\r\033[K")  # the stage's own bar takes the line
+        self.stage, self.silent = stage, own_bar
+        if self.terminal and not own_bar:  # every stage shows at once, however short
+            sys.stderr.write("\r\033[K" + self._text())
+            sys.stderr.flush()
+        if self.logged:
+            self.last = time.monotonic()
+            self.logger.info(self._text())
+
+    def __enter__(self) -> Ticking:
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join()
+        if self.terminal:
+            sys.stderr.write("\r\033[K" + self._text().replace(f": {self.stage}", ": done") + "\n")
+            sys.stderr.flush()
+
+
+def ticking(desc: str, logger: logging.Logger, enabled: bool = True, every_seconds: float = 10.0) -> Ticking:
+    """A Ticking progress line for a step measured in stages and seconds rather than units."""
+    return Ticking(desc, logger, enabled, every_seconds)

@@ -41,7 +41,7 @@ def build_command(
         result = operations.build(
             context(settings), embedder or settings.embedder, settings.seed if seed is None else seed,
             comma_separated(kinds) if kinds is not None else settings.build_kinds,
-            dask_address=settings.dask_address,
+            dask_address=settings.dask_address, progress=not as_json,
         )
     if result.excluded_models:  # a note for the user, not a log warning (stderr: --json stays parseable)
         say(f"left out (no cost on any result; `uniroute models set-cost MODEL COST`): "

@@ -15,7 +15,7 @@ from uniroute.pipeline.build_data import prompt_texts
 
 
 def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
-          dask_address: str | None = None) -> BuildResult:
+          dask_address: str | None = None, progress: bool = False) -> BuildResult:
     """Tune every router kind in `kinds` (none named: all), serve the one chosen on validation prompts, version it;
     MLflow and `published/current` follow. EmbedderError or KindError for a bad name, before the store opens.
 
@@ -32,7 +32,7 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
         on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
     with ctx.session("build", inputs=inputs.line()) as s:
         result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
-                           min_answers=ctx.min_val_answers)
+                           min_answers=ctx.min_val_answers, progress=progress)
         if on_dask:
             result = replace(result, notes=(*result.notes, on_dask))
         s.detail = result.line()

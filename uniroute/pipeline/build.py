@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +28,7 @@ from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
+from uniroute.progress import ticking
 from uniroute.routers.kinds import Tuned, router_kind
 from uniroute.selection.curves import curve_metrics
 from uniroute.selection.data import RoutingData
@@ -159,7 +160,8 @@ def write_assignments(
 
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
-              kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS) -> BuildResult:
+              kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS,
+              progress: bool = False) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
@@ -170,14 +172,16 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     held-out evaluation is skipped.
     """
     kinds = checked_kinds(kinds)
-    with store.memory_limited(con, BUILD_DUCKDB_MEMORY):
-        return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers)
+    # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing)
+    with store.memory_limited(con, BUILD_DUCKDB_MEMORY), ticking("build", log, enabled=progress) as stage:
+        return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage)
 
 
 def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None,
-               kinds: Sequence[str], min_answers: int = MIN_VAL_ANSWERS) -> BuildResult:
+               kinds: Sequence[str], min_answers: int, stage: Callable[..., None]) -> BuildResult:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
+    stage("loading the store")
     data = load_store_data(con)
     split = store_split(data, seed)
     tuning = _tuning_rows(data, split)
@@ -188,6 +192,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     prompt_ids, excluded_models = data.eval_data.prompt_ids, data.eval_data.excluded_models
     del data
     fit_texts = [texts[i] for i in split.train] if embedder_kind(embedder_name).fitted else None
+    stage(f"embedding {len(texts):,} prompts with {embedder_name}", own_bar=True)
     X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
     del texts, fit_texts  # the N prompt texts (0.3 GB at 1M)
     seconds["load_and_embed"] = time.perf_counter() - t0
@@ -205,8 +210,9 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
     pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
     pool = [models[j] for j in pool_columns]
+    stage("tuning the router kinds")
     cands = fit_candidates(state, sample, X, split, scores, prompt_ids, pool, pool_columns,
-                           costs.loc[pool].to_numpy(float), embedder.embedder_id, kinds, seed)
+                           costs.loc[pool].to_numpy(float), embedder.embedder_id, kinds, seed, on_stage=stage)
     router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
 
@@ -215,6 +221,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     notes += [f"{m} waits for more evidence ({n} validation answers, {min_answers} needed before it takes traffic)"
               for m, n in thin.items()]
     if len(split.test_models) >= 2 and len(split.test) >= 2:
+        stage("scoring every kind on held-out prompts")
         metrics, curves = held_out_metrics(state, n_val, cands.tuned)
     else:
         metrics, curves = {}, pd.DataFrame(columns=["method", "point", "cost", "score"])
@@ -225,6 +232,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
              seconds["evaluate"])
 
     t0 = time.perf_counter()
+    stage("recording the router versions")
     router_id = registry.new_router_id(cands.chosen)
     table = cands.table()
     area_of = dict(zip(table.kind, table.val_area, strict=True))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -129,7 +129,7 @@ def _full_scale(router: AnyRouter, kind: str, X: np.ndarray, split: TrialSplit, 
 def fit_candidates(
     state: TrialState, sample: TrialSplit, X: np.ndarray, split: TrialSplit, scores: np.ndarray,
     prompt_ids: Sequence[str], pool: Sequence[str], pool_columns: Sequence[int], pool_costs: np.ndarray,
-    embedder_id: str, kinds: Sequence[str], seed: int,
+    embedder_id: str, kinds: Sequence[str], seed: int, on_stage: Callable[[str], None] | None = None,
 ) -> Candidates:
     """Tune every kind, select the one to serve, and build each kind's router over the pool.
 
@@ -143,9 +143,13 @@ def fit_candidates(
     if tunable:
         tuned = {}
         for kind in kinds:  # one line per kind: K-means' grid on a large sample takes minutes
+            if on_stage is not None:
+                on_stage(f"tuning {kind}")
             started = time.perf_counter()
             tuned[kind] = state.tuned(kind, n_val)
             log.info("tuned %s in %.1f s", tuned[kind].label(), time.perf_counter() - started)
+        if on_stage is not None:
+            on_stage("choosing the kind to serve")
         selection: Selection | None = select_kind(state.fits, list(tuned.values()), n_val)
         chosen = selection.chosen
     else:
