@@ -50,6 +50,7 @@ class Settings(BaseSettings):
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0
     sql_memory_limit: str = "1GB"
+    sql_temp_limit: str = "2GB"  # how much a `uniroute sql` query may spill to $UNIROUTE_HOME/tmp
     # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.
     prefect_port: int = 4200
     mlflow_port: int = 5000
@@ -93,6 +94,10 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.home / "tmp"
 
     @property
     def logs_dir(self) -> Path:

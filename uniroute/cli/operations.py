@@ -264,7 +264,8 @@ def doctor(
     settings = settings_from_env()
     with one_line_errors(), session(settings, "doctor", inputs="check" if check else "repair") as s:
         report = reconcile(s, settings.published_dir, *settings.tracking,
-                           inbox_dir=settings.inbox_dir, repair=not check, cache_dir=settings.cache_dir)
+                           inbox_dir=settings.inbox_dir, repair=not check, cache_dir=settings.cache_dir,
+                           tmp_dir=settings.tmp_dir)
         s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
     if as_json:
         typer.echo(json.dumps([f.__dict__ for f in report.findings]))

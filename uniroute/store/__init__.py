@@ -26,11 +26,15 @@ from uniroute.store.sandbox import (
     SqlTimeout,
     StoreLocked,
     open_read_only,
+    open_store_sandbox,
     read_only_query,
+    sandbox_over,
     sandboxed_over,
 )
 from uniroute.store.schema import SQL_DIR, apply_schema, schema_files
 from uniroute.store.session import Session, session
+from uniroute.store.sql_stream import SqlInterrupted, StreamedQuery
+from uniroute.store.sql_temp import private_temp_dir, remove_temp_dir, stale_temp_dirs
 
 __all__ = [
     "Connection",
@@ -42,7 +46,9 @@ __all__ = [
     "SqlRefused",
     "SqlTimeout",
     "StoreBusy",
+    "SqlInterrupted",
     "StoreError",
+    "StreamedQuery",
     "StoreLocked",
     "apply_schema",
     "connect",
@@ -56,7 +62,12 @@ __all__ = [
     "query_batches",
     "query_row",
     "query_text",
+    "open_store_sandbox",
+    "private_temp_dir",
     "read_only_query",
+    "sandbox_over",
+    "stale_temp_dirs",
+    "remove_temp_dir",
     "registered",
     "sandboxed_over",
     "schema_files",
