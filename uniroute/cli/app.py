@@ -28,7 +28,15 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON
 
 
 def settings_from_env() -> Settings:
-    settings = Settings()
+    """Settings from UNIROUTE_* variables; a bad value is one line naming the variable, never a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "UNIROUTE_" + str(first["loc"][0]).upper() if first["loc"] else "a UNIROUTE_ variable"
+        fail(f"{name}={first.get('input')!r}: {first['msg'].rstrip('.')}; set it to a valid value or unset it")
     apply_offline_environment(settings)
     return settings
 

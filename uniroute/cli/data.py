@@ -69,10 +69,10 @@ def inbox(
     For schedulers other than Prefect (cron): the inbox flow calls the same function. Writers put files in
     $UNIROUTE_HOME/inbox as NAME.part and rename them to NAME when complete.
     """
-    from uniroute.ingest import process_inbox
+    from uniroute.ingest import IngestError, process_inbox
 
     settings = settings_from_env()
-    with one_line_errors():
+    with one_line_errors(IngestError):
         outcomes = process_inbox(settings.db_path, settings.inbox_dir, settle_seconds=settings.inbox_settle_seconds,
                                  on_wait=say)
     landed = list(dict.fromkeys(m for o in outcomes for m in o.landed_models))

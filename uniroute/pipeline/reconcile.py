@@ -82,6 +82,11 @@ def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: 
 
 
 def _check_published(con: store.Connection, published_dir: Path, report: Report, repair: bool) -> None:
+    try:
+        snapshot.check_current_link(published_dir)
+    except snapshot.PublishError as exc:  # a user's folder or file: not ours to remove
+        report.add("published", "broken", str(exc))
+        return
     latest = publish.latest_publication(con)
     current = snapshot.current_version(published_dir)
     if latest is None:
@@ -148,7 +153,11 @@ def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Rep
     """Whether the tracking store's artifacts are this home's (a store that moved with its home is rewritten)."""
     from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
 
-    location = tracking_location(tracking_uri, artifact_root)
+    try:
+        location = tracking_location(tracking_uri, artifact_root)
+    except store.StoreError as exc:  # a damaged mlflow.db: the store stands, MLflow waits for the repair it names
+        report.add("mlflow", "broken", str(exc))
+        return False
     if location is None:
         return True
     if location.moved and repair:

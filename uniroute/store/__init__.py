@@ -6,7 +6,7 @@ operation, recorded in the operations log), the numbered schema in `sql/schema/`
 formats a value into SQL. It imports no other uniroute stage.
 """
 
-from uniroute.store.connection import Connection, StoreError, connect, opened
+from uniroute.store.connection import Connection, DamagedStore, StoreError, connect, opened
 from uniroute.store.lock import Holder, StoreBusy, current_holder
 from uniroute.store.queries import (
     execute,
@@ -38,6 +38,7 @@ from uniroute.store.sql_temp import private_temp_dir, remove_temp_dir, stale_tem
 
 __all__ = [
     "Connection",
+    "DamagedStore",
     "READ_ONLY_STATEMENTS",
     "SQL_DIR",
     "Holder",

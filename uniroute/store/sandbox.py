@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from uniroute.store.connection import StoreError
+from uniroute.store.connection import StoreError, damaged
 
 # Statement types a user's query may contain; EXPLAIN is allowed only around an allowed statement.
 READ_ONLY_STATEMENTS = {"SELECT"}
@@ -90,7 +90,11 @@ def open_read_only(db_path: Path, sandbox: Sandbox | None = None) -> duckdb.Duck
         raise StoreError(f"no store at {db_path}: run `uniroute ingest` (or `make run`) first")
     try:
         return duckdb.connect(str(db_path), read_only=True, config=_connect_config(sandbox))
-    except duckdb.IOException as exc:
+    except duckdb.Error as exc:
+        if (bad := damaged(db_path, exc)) is not None:
+            raise bad from exc
+        if not isinstance(exc, duckdb.IOException):
+            raise
         raise StoreLocked(f"the store {db_path} is held by a writer ({str(exc).splitlines()[0]})") from exc
 
 
