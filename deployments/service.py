@@ -37,7 +37,7 @@ from deployments.serve import (
     server_environment,
     wait_for,
 )
-from uniroute.settings import Settings
+from uniroute.settings import Settings, SettingsError, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 START_SECONDS = 180.0  # the Prefect server's first start migrates its SQLite database
@@ -314,7 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-runner", action="store_true",
                         help="start only the servers (when a `prefect worker` runs the deployments instead)")
     args = parser.parse_args(argv)
-    settings = Settings()
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if args.action == "start":
         return start(settings, with_runner=not args.no_runner)
     return stop(settings) if args.action == "stop" else status(settings)

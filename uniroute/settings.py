@@ -108,6 +108,23 @@ class Settings(BaseSettings):
         return f"http://127.0.0.1:{self.mlflow_port}"
 
 
+class SettingsError(ValueError):
+    """A UNIROUTE_* variable that does not parse; the message names it, its value and the repair."""
+
+
+def load_settings() -> Settings:
+    """Settings from the environment; SettingsError (one line naming the variable) for a value that does not parse."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "UNIROUTE_" + str(first["loc"][0]).upper() if first["loc"] else "a UNIROUTE_ variable"
+        raise SettingsError(f"{name}={first.get('input')!r}: {first['msg'].rstrip('.')}; set it to a valid value "
+                            "or unset it") from None
+
+
 def apply_offline_environment(settings: Settings | None = None) -> None:
     """Switch off every download and telemetry path; point Prefect's state under UNIROUTE_HOME."""
     for key, value in OFFLINE_ENVIRONMENT.items():

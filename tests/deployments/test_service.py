@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from deployments.serve import free_port, port_is_free
-from deployments.service import SERVICE_ENV, running_process, serve_lock, start, status, stop
+from deployments.service import SERVICE_ENV, main, running_process, serve_lock, start, status, stop
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,3 +220,12 @@ def test_a_service_missing_from_its_pid_file_is_reported_refused_and_stopped(hom
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_a_setting_that_does_not_parse_is_one_line(home, monkeypatch, capsys):
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    monkeypatch.setenv("UNIROUTE_PREFECT_PORT", "four-two-hundred")
+    assert main(["status"]) == 1
+    assert capsys.readouterr().err == ("error: UNIROUTE_PREFECT_PORT='four-two-hundred': Input should be a valid "
+                                       "integer, unable to parse string as an integer; set it to a valid value or "
+                                       "unset it\n")

@@ -10,7 +10,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from uniroute.settings import Settings, apply_offline_environment
+from uniroute.settings import Settings, SettingsError, apply_offline_environment, load_settings
 
 app = typer.Typer(
     help=(
@@ -29,14 +29,10 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON
 
 def settings_from_env() -> Settings:
     """Settings from UNIROUTE_* variables; a bad value is one line naming the variable, never a traceback."""
-    from pydantic import ValidationError
-
     try:
-        settings = Settings()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = "UNIROUTE_" + str(first["loc"][0]).upper() if first["loc"] else "a UNIROUTE_ variable"
-        fail(f"{name}={first.get('input')!r}: {first['msg'].rstrip('.')}; set it to a valid value or unset it")
+        settings = load_settings()
+    except SettingsError as exc:
+        fail(str(exc))
     apply_offline_environment(settings)
     return settings
 
