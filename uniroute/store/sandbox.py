@@ -60,16 +60,21 @@ class Sandbox:
     max_temp_size: str = DEFAULT_MAX_TEMP_SIZE
 
 
+def _spill_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
+    """The spill folder and its cap, set when connecting: DuckDB refuses them once external access is off."""
+    if sandbox is None or sandbox.temp_directory is None:
+        return {}
+    return {"temp_directory": str(sandbox.temp_directory), "max_temp_directory_size": sandbox.max_temp_size}
+
+
 def _connect_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
-    """What a sandboxed connection is opened with: access off, and its spill folder (settable only before)."""
-    config: dict[str, str | bool] = {
+    """What a sandboxed connection to the store is opened with: access off, and its spill folder."""
+    return {
         "enable_external_access": False,
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
+        **_spill_config(sandbox),
     }
-    if sandbox is not None and sandbox.temp_directory is not None:
-        config |= {"temp_directory": str(sandbox.temp_directory), "max_temp_directory_size": sandbox.max_temp_size}
-    return config
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, sandbox: Sandbox) -> duckdb.DuckDBPyConnection:
@@ -170,9 +175,7 @@ def sandbox_over(tables: dict[str, object], views: dict[str, str], sandbox: Sand
     """A locked-down in-memory database holding `tables` (Arrow or pandas) and `views` (name -> SELECT).
 
     Table and view names and the view definitions come from the project's own code, never from the user."""
-    temp = {} if sandbox.temp_directory is None else {
-        "temp_directory": str(sandbox.temp_directory), "max_temp_directory_size": sandbox.max_temp_size}
-    con = duckdb.connect(config=temp)
+    con = duckdb.connect(config=_spill_config(sandbox))  # access goes off in lock_down, after the tables load
     try:
         for name, table in tables.items():
             con.register(f"_src_{name}", table)
