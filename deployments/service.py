@@ -144,7 +144,7 @@ def serve_lock(settings: Settings) -> Iterator[bool]:
 
 def _lock_holder(settings: Settings) -> str:
     with contextlib.suppress(OSError):
-        return (settings.logs_dir / LOCK_FILE).read_text().strip()
+        return (settings.logs_dir / LOCK_FILE).read_text().strip() or "?"  # "?": it has not written it yet
     return "?"
 
 
@@ -209,6 +209,7 @@ def start(settings: Settings, with_runner: bool = True) -> int:
 
 
 def _start(settings: Settings, with_runner: bool) -> int:
+    """start's work, under the serve lock."""
     wanted = services(settings, with_runner)
     running = service_processes(settings)
     if running:
