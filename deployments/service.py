@@ -1,21 +1,29 @@
 """`make serve`, `make status`, `make stop`: Prefect on 4200 and MLflow on 5000 as background processes.
 
-`start` checks both ports first (a taken port is a one-line error naming the setting that moves it), then
-starts the Prefect server, the MLflow UI and a runner serving every deployment of prefect.yaml, each in its
-own process group with its log and pid file in $UNIROUTE_HOME/logs. `stop` stops exactly the processes those
-pid files name (and their children), after checking each is still the process that was started. Ports:
+`start` holds an exclusive lock (logs/serve.lock) while it starts anything, so a second `make serve` at the
+same time refuses in one line instead of starting a second runner (which would run every scheduled flow
+twice); it refuses too, naming the pids, when this home's services already run. It checks both ports (a taken
+port is a one-line error naming the setting that moves it), then starts the Prefect server, the MLflow UI and a
+runner serving every deployment of prefect.yaml, each in its own process group with its log and pid file in
+$UNIROUTE_HOME/logs, and each marked in its environment (UNIROUTE_SERVICE, UNIROUTE_HOME). `stop` stops the
+processes those pid files name after checking each is still the process that was started, and any other
+process marked as this home's service (one whose pid file was lost or overwritten), with their process groups
+and children; `status` reports them all, so it never says stopped while one lives. Ports:
 UNIROUTE_PREFECT_PORT and UNIROUTE_MLFLOW_PORT.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,10 +37,12 @@ from deployments.serve import (
     server_environment,
     wait_for,
 )
-from uniroute.settings import Settings
+from uniroute.settings import Settings, SettingsError, settings_from_environment
 
 REPO = Path(__file__).resolve().parent.parent
 START_SECONDS = 180.0  # the Prefect server's first start migrates its SQLite database
+SERVICE_ENV = "UNIROUTE_SERVICE"  # names the service a process was started as (its children inherit it)
+LOCK_FILE = "serve.lock"
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,64 @@ def running_process(settings: Settings, name: str) -> psutil.Process | None:
     return None
 
 
+def _marked_home(proc: psutil.Process) -> tuple[str, str] | None:
+    """(service name, UNIROUTE_HOME) a process was started with by `start`, or None for any other process."""
+    try:
+        env = proc.environ()
+    except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess, OSError):
+        return None
+    return (env[SERVICE_ENV], env.get("UNIROUTE_HOME", "")) if SERVICE_ENV in env else None
+
+
+def service_processes(settings: Settings) -> dict[str, list[psutil.Process]]:
+    """Every live process started as one of this home's services, by service: the pid files' processes and any
+    other process marked with this home (the topmost of each tree; its children go with it)."""
+    home = str(settings.home.resolve())
+    found: dict[str, dict[int, psutil.Process]] = {}
+    for service in services(settings):
+        if (proc := running_process(settings, service.name)) is not None:
+            found.setdefault(service.name, {})[proc.pid] = proc
+    marked = {}
+    for proc in psutil.process_iter():
+        if proc.pid != os.getpid() and (mark := _marked_home(proc)) is not None and mark[1] == home:
+            marked[proc.pid] = (mark[0], proc)
+    for pid, (name, proc) in marked.items():
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.ppid() not in marked:
+                found.setdefault(name, {})[pid] = proc
+    return {name: sorted(procs.values(), key=lambda p: p.pid) for name, procs in found.items()}
+
+
+@contextlib.contextmanager
+def serve_lock(settings: Settings) -> Iterator[bool]:
+    """Whether this process holds the home's serve lock (exclusive, released when the block ends)."""
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    with open(settings.logs_dir / LOCK_FILE, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _lock_holder(settings: Settings) -> str:
+    with contextlib.suppress(OSError):
+        return (settings.logs_dir / LOCK_FILE).read_text().strip() or "?"  # "?": it has not written it yet
+    return "?"
+
+
+def _pids(procs: list[psutil.Process]) -> str:
+    return f"pid {procs[0].pid}" if len(procs) == 1 else "pids " + ", ".join(str(p.pid) for p in procs)
+
+
 def _api_url(settings: Settings) -> str:
     return prefect_server_command(settings.prefect_port)[1]
 
@@ -91,8 +159,8 @@ def _api_url(settings: Settings) -> str:
 def _launch(settings: Settings, service: Service, env: dict[str, str]) -> subprocess.Popen:
     """Start a service in its own process group, logging to its file; write its pid file."""
     with open(_log_file(settings, service.name), "ab") as log:
-        proc = subprocess.Popen(service.command, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(service.command, env=env | {SERVICE_ENV: service.name}, cwd=REPO, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     record = {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time(), "command": service.command,
               "url": service.url, "port": service.port}
     _pid_file(settings, service.name).write_text(json.dumps(record) + "\n")
@@ -132,12 +200,22 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 def start(settings: Settings, with_runner: bool = True) -> int:
     """Start every service in the background; 0 when all answer, 1 (and nothing left running) otherwise."""
-    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    with serve_lock(settings) as held:
+        if not held:
+            print(f"error: another `make serve` (pid {_lock_holder(settings)}) is starting this home's services "
+                  f"({settings.home.resolve()}); wait for it, then `make status`", file=sys.stderr)
+            return 1
+        return _start(settings, with_runner)
+
+
+def _start(settings: Settings, with_runner: bool) -> int:
+    """start's work, under the serve lock."""
     wanted = services(settings, with_runner)
-    already = [s.name for s in wanted if running_process(settings, s.name)]
-    if already:
-        print(f"error: already running: {', '.join(already)} (see `make status`; `make stop` stops them)",
-              file=sys.stderr)
+    running = service_processes(settings)
+    if running:
+        names = [s.name for s in services(settings) if s.name in running]
+        print(f"error: already running: {', '.join(f'{n} ({_pids(running[n])})' for n in names)} "
+              "(see `make status`; `make stop` stops them)", file=sys.stderr)
         return 1
     for service in wanted:
         if service.port is not None and not port_is_free(service.port):
@@ -168,44 +246,63 @@ def start(settings: Settings, with_runner: bool = True) -> int:
     return 0
 
 
-def _stop_one(settings: Settings, name: str, timeout: float = 20.0) -> str:
-    """Stop one service's process group; what happened, in a few words."""
-    path = _pid_file(settings, name)
-    if not path.exists():
-        return ""
-    proc = running_process(settings, name)
-    path.unlink()
-    if proc is None:
-        return f"{name}: was not running (removed its stale pid file)"
-    # start_new_session made the service the leader of its own group: the group is it and its children.
-    os.killpg(proc.pid, signal.SIGTERM)
+def _signal_tree(proc: psutil.Process, children: list[psutil.Process], sig: signal.Signals) -> None:
+    """sig to a service's process group (start_new_session made it the leader: it and its children) and to each
+    child that left the group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, sig)
+    for each in [proc, *children]:
+        with contextlib.suppress(psutil.Error):
+            each.send_signal(sig)
+
+
+def _stop_tree(name: str, proc: psutil.Process, timeout: float) -> str:
+    """Stop one service process and its children; what happened, in a few words."""
     try:
-        proc.wait(timeout)
-    except psutil.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout)
+        children = proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return f"{name}: stopped (pid {proc.pid})"
+    _signal_tree(proc, children, signal.SIGTERM)
+    _, alive = psutil.wait_procs([proc, *children], timeout=timeout)
+    if alive:
+        _signal_tree(proc, [p for p in alive if p.pid != proc.pid], signal.SIGKILL)
+        psutil.wait_procs(alive, timeout=timeout)
         return f"{name}: killed (pid {proc.pid}) after {timeout:.0f} s"
     return f"{name}: stopped (pid {proc.pid})"
 
 
-def stop(settings: Settings, quiet: bool = False) -> int:
-    """Stop what `start` started, newest first."""
-    said = [line for s in reversed(services(settings)) if (line := _stop_one(settings, s.name))]
+def stop(settings: Settings, quiet: bool = False, timeout: float = 20.0) -> int:
+    """Stop every process started as this home's service (pid files and marked ones), newest service first."""
+    running = service_processes(settings)
+    said = []
+    for service in reversed(services(settings)):
+        path = _pid_file(settings, service.name)
+        procs = running.get(service.name, [])
+        if path.exists() and running_process(settings, service.name) is None:
+            said.append(f"{service.name}: was not running (removed its stale pid file)")
+        said += [_stop_tree(service.name, proc, timeout) for proc in procs]
+        path.unlink(missing_ok=True)
     if not quiet:
-        print("\n".join(said) if said else f"nothing to stop (no pid files in {settings.logs_dir})")
+        print("\n".join(said) if said else f"nothing to stop (no service of {settings.home.resolve()} runs)")
     return 0
 
 
 def status(settings: Settings) -> int:
     """One line per service: running or not, pid, where it answers, its log."""
+    running = service_processes(settings)
     for service in services(settings):
-        proc = running_process(settings, service.name)
-        if proc is None:
+        procs = running.get(service.name, [])
+        recorded = running_process(settings, service.name)
+        if not procs:
             state = "stopped"
-        elif service.health_url is None:
-            state = f"running (pid {proc.pid})"
         else:
-            state = f"running (pid {proc.pid}), " + ("answering" if answers(service.health_url) else "NOT answering")
+            state = f"running ({_pids(procs)})"
+            if recorded is None or len(procs) > 1:  # e.g. a second runner: `make stop` stops it too
+                strays = [p.pid for p in procs if recorded is None or p.pid != recorded.pid]
+                state += f", {len(strays)} not in its pid file"
+            if service.health_url is not None:
+                state += ", " + ("answering" if answers(service.health_url) else "NOT answering")
         where = service.url or "serves prefect.yaml's deployments"
         print(f"{service.name:<15} {state:<40} {where}")
     print(f"{'logs':<15} {settings.logs_dir.resolve()}")
@@ -218,7 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-runner", action="store_true",
                         help="start only the servers (when a `prefect worker` runs the deployments instead)")
     args = parser.parse_args(argv)
-    settings = Settings()
+    try:
+        settings = settings_from_environment()
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if args.action == "start":
         return start(settings, with_runner=not args.no_runner)
     return stop(settings) if args.action == "stop" else status(settings)

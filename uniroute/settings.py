@@ -61,6 +61,7 @@ class Settings(BaseSettings):
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0
     sql_memory_limit: str = "1GB"
+    sql_temp_limit: str = "2GB"  # how much a `uniroute sql` query may spill to $UNIROUTE_HOME/tmp
     # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.
     prefect_port: int = 4200
     mlflow_port: int = 5000
@@ -112,6 +113,10 @@ class Settings(BaseSettings):
         return self.home / "cache"
 
     @property
+    def tmp_dir(self) -> Path:
+        return self.home / "tmp"
+
+    @property
     def logs_dir(self) -> Path:
         return self.home / "logs"
 
@@ -121,7 +126,7 @@ class Settings(BaseSettings):
 
 
 class SettingsError(UnirouteError, ValueError):
-    """An UNIROUTE_ variable whose value cannot be used; the message names the variable and the value."""
+    """An UNIROUTE_ variable whose value cannot be used; the message names the variable, its value and the repair."""
 
 
 def settings_from_environment() -> Settings:
@@ -131,10 +136,11 @@ def settings_from_environment() -> Settings:
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]
-        name = f"UNIROUTE_{'_'.join(str(p) for p in first['loc']).upper()}"
+        name = f"UNIROUTE_{'_'.join(str(p) for p in first['loc']).upper()}" if first["loc"] else "a UNIROUTE_ variable"
         more = f" (and {len(errors) - 1} more bad UNIROUTE_ variable(s))" if len(errors) > 1 else ""
         # `from None`: pydantic's own report is 40 lines for one bad value; this line says all of it.
-        raise SettingsError(f"{name}={first.get('input')!r}: {first['msg'].lower()}{more}") from None
+        raise SettingsError(f"{name}={first.get('input')!r}: {first['msg'].rstrip('.')}{more}; set it to a valid "
+                            "value or unset it") from None
 
 
 def apply_offline_environment(settings: Settings | None = None) -> None:

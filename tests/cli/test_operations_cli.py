@@ -31,8 +31,8 @@ def test_a_bad_setting_is_one_line_naming_the_variable(home, monkeypatch):
     result = runner.invoke(app, ["build"], catch_exceptions=False)
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
-    assert lines == ["error: UNIROUTE_SEED='abc': input should be a valid integer, unable to parse string as an "
-                     "integer"], result.stderr
+    assert lines == ["error: UNIROUTE_SEED='abc': Input should be a valid integer, unable to parse string as an "
+                     "integer; set it to a valid value or unset it"], result.stderr
 
 
 def test_build_kinds_come_from_the_environment_as_a_list(home, monkeypatch):

@@ -5,11 +5,15 @@ Tests never bind 4200 or 5000 (someone may run a server there): every port here 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -17,7 +21,7 @@ import psutil
 import pytest
 
 from deployments.serve import free_port, port_is_free
-from deployments.service import running_process, start, stop
+from deployments.service import SERVICE_ENV, main, running_process, serve_lock, start, status, stop
 from tests import needs
 from uniroute.settings import Settings
 
@@ -83,9 +87,17 @@ def test_make_serve_status_stop(tmp_path):
     env = {**os.environ, "UNIROUTE_HOME": str(home), "UNIROUTE_PREFECT_PORT": str(prefect_port),
            "UNIROUTE_MLFLOW_PORT": str(mlflow_port), "PYTHONPATH": str(REPO)}
     env.pop("PREFECT_API_URL", None)
-    served = _make("serve", env)
+    # Two at once: one starts the services, the other refuses (the lock, or the services it finds running).
+    racing = [subprocess.Popen(["make", "--no-print-directory", "-o", ".venv/.installed", "serve"], cwd=REPO, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [(proc.wait(timeout=420), *proc.communicate()) for proc in racing]
+    served = next((subprocess.CompletedProcess([], code, out, err) for code, out, err in outputs if code == 0),
+                  subprocess.CompletedProcess([], 1, "", str(outputs)))
     try:
         assert served.returncode == 0, served.stdout + served.stderr
+        refused = [err for code, _, err in outputs if code != 0]
+        assert len(refused) == 1 and re.search(r"error: (another `make serve` \(pid \d+\) is starting|already running)",
+                                               refused[0]), outputs
         assert f"export PREFECT_API_URL=http://127.0.0.1:{prefect_port}/api" in served.stdout
         status = _make("status", env).stdout
         assert status.count("running (pid") == 3 and status.count("answering") == 2, status
@@ -98,7 +110,8 @@ def test_make_serve_status_stop(tmp_path):
                      "uniroute-ingest-inbox/inbox-watcher", "uniroute-onboard/on-results-landed"):
             assert name in listed, listed
         again = _make("serve", env)
-        assert again.returncode != 0 and "error: already running: prefect-server, mlflow-ui, runner" in again.stderr
+        assert again.returncode != 0 and re.search(r"error: already running: prefect-server \(pid \d+\), mlflow-ui "
+                                                   r"\(pid \d+\), runner \(pid \d+\)", again.stderr), again.stderr
         elsewhere = _make("serve", env | {"UNIROUTE_HOME": str(tmp_path / "other")})
         assert f"error: port {prefect_port} for prefect-server is taken" in elsewhere.stderr
         pids = [json.loads(p.read_text())["pid"] for p in sorted((home / "logs").glob("*.pid"))]
@@ -111,3 +124,110 @@ def test_make_serve_status_stop(tmp_path):
     assert port_is_free(prefect_port) and port_is_free(mlflow_port)
     assert "nothing to stop" in _make("stop", env).stdout
     assert _make("status", env).stdout.count("stopped") == 3
+    assert "never awaited" not in (home / "logs" / "runner.log").read_text()
+
+
+def _registered_since(deployment: str, since: float) -> bool:
+    """Whether a runner (re)registered `flow/deployment` with the API after since (epoch seconds)."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    async def check() -> bool:
+        async with get_client() as client:
+            try:
+                found = await client.read_deployment_by_name(deployment)
+            except ObjectNotFound:
+                return False
+        return found.updated is not None and found.updated >= datetime.fromtimestamp(since, UTC)
+
+    return asyncio.run(check())
+
+
+def test_sigterm_stops_the_runner_at_once_and_quietly(prefect_harness, tmp_path):
+    from deployments.deployments import ONBOARDING
+
+    env = {**os.environ, "PREFECT_API_URL": prefect_harness, "PYTHONPATH": str(REPO)}
+    since = time.time() - 1
+    with open(tmp_path / "runner.log", "wb") as log:
+        runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING], cwd=REPO,
+                                  env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 120
+            while not _registered_since(ONBOARDING, since):
+                assert runner.poll() is None and time.monotonic() < deadline, (tmp_path / "runner.log").read_text()
+                time.sleep(0.5)
+            time.sleep(3)  # into its polling loop, where Prefect's handler dropped the astop coroutine
+            runner.send_signal(signal.SIGTERM)
+            assert runner.wait(timeout=30) == 0
+        finally:
+            if runner.poll() is None:
+                runner.kill()
+                runner.wait()
+    said = (tmp_path / "runner.log").read_text()
+    assert "never awaited" not in said and "Traceback" not in said, said
+
+
+def test_a_second_serve_while_one_starts_refuses_in_one_line(home, capsys):
+    prefect_port, mlflow_port = _ports()
+    settings = Settings(home=home, prefect_port=prefect_port, mlflow_port=mlflow_port)
+    with serve_lock(settings) as held, socket.socket() as taken:
+        assert held
+        taken.bind(("127.0.0.1", prefect_port))  # were the lock ignored, nothing would start all the same
+        taken.listen()
+        assert start(settings) == 1
+    assert capsys.readouterr().err == (f"error: another `make serve` (pid {os.getpid()}) is starting this home's "
+                                       f"services ({home.resolve()}); wait for it, then `make status`\n")
+    assert not list(settings.logs_dir.glob("*.pid"))
+    with serve_lock(settings) as held:  # released
+        assert held
+
+
+_SERVICE_WITH_A_CHILD = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+                         "'import time; time.sleep(120)']); print('up', flush=True); time.sleep(120)")
+
+
+def _marked(home: Path, name: str) -> subprocess.Popen:
+    """A process marked as `name` of home, as `start` marks what it starts, with a child; not in any pid file."""
+    env = {**os.environ, SERVICE_ENV: name, "UNIROUTE_HOME": str(home.resolve())}
+    proc = subprocess.Popen([sys.executable, "-c", _SERVICE_WITH_A_CHILD], env=env, stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    assert proc.stdout.readline() == "up\n"
+    return proc
+
+
+def test_a_service_missing_from_its_pid_file_is_reported_refused_and_stopped(home, tmp_path, capsys):
+    settings = Settings(home=home)
+    stray = _marked(home, "runner")
+    elsewhere = _marked(tmp_path / "other-home", "runner")  # another home's: never touched
+    try:
+        child = psutil.Process(stray.pid).children()[0]
+        status(settings)
+        said = capsys.readouterr().out
+        assert f"running (pid {stray.pid}), 1 not in its pid file" in said and said.count("stopped") == 2, said
+        assert start(settings) == 1
+        assert capsys.readouterr().err == (f"error: already running: runner (pid {stray.pid}) (see `make status`; "
+                                           "`make stop` stops them)\n")
+        assert stop(settings) == 0
+        assert capsys.readouterr().out == f"runner: stopped (pid {stray.pid})\n"
+        stray.wait(timeout=10)  # gone (stop reaped it: its own child here)
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+        assert elsewhere.poll() is None
+        status(settings)
+        assert capsys.readouterr().out.count("stopped") == 3
+    finally:
+        for proc in (stray, elsewhere):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_a_setting_that_does_not_parse_is_one_line(home, monkeypatch, capsys):
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    monkeypatch.setenv("UNIROUTE_PREFECT_PORT", "four-two-hundred")
+    assert main(["status"]) == 1
+    assert capsys.readouterr().err == ("error: UNIROUTE_PREFECT_PORT='four-two-hundred': Input should be a valid "
+                                       "integer, unable to parse string as an integer; set it to a valid value or "
+                                       "unset it\n")

@@ -106,6 +106,7 @@ def context(settings: Settings) -> Context:
 # Exit codes: 1 for an error, 2 for a refusal (a request that is not allowed, e.g. SQL that would write).
 EXIT_ERROR = 1
 EXIT_REFUSED = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:

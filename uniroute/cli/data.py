@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +11,7 @@ import typer
 
 from uniroute import operations
 from uniroute.cli.app import (
+    EXIT_INTERRUPTED,
     EXIT_REFUSED,
     JsonFlag,
     app,
@@ -21,13 +23,15 @@ from uniroute.cli.app import (
     say,
     settings_from_env,
 )
+from uniroute.cli.sql_output import DEFAULT_MAX_ROWS, ctrl_c_cancels, cut_off_notice, write_rows
 from uniroute.errors import UnirouteError
-from uniroute.formats import FORMATS, render
+from uniroute.formats import FORMATS
 from uniroute.ingest import IngestError
 from uniroute.ingest.cost_file import costs_from_file
 from uniroute.ingest.load import regular_file
 from uniroute.pipeline.user_sql import run_user_sql
-from uniroute.store import Sandbox, SqlRefused, query_text, read_only_query
+from uniroute.store import Sandbox, SqlInterrupted, SqlRefused, private_temp_dir, query_text, read_only_query
+from uniroute.store.sql_stream import size_bytes
 from uniroute.synth import write_synthetic_logs
 
 
@@ -146,13 +150,18 @@ def sql(
     fmt: Annotated[str | None, typer.Option("--format", help="Output: table (default), json, csv or markdown.")] = None,
     as_json: JsonFlag = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV (same as --format csv).")] = False,
-    timeout: Annotated[float | None, typer.Option(help="Stop the query after this many seconds "
+    timeout: Annotated[float | None, typer.Option(help="Stop the query after this many seconds, printing included "
                                                   "(default: UNIROUTE_SQL_TIMEOUT_SECONDS, 30).")] = None,
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Print at most this many rows, and say so on stderr "
+                                          "when there were more; 0: every row (CSV and JSON only, which stream "
+                                          "them in batches).")] = DEFAULT_MAX_ROWS,
 ):
     """Run a read-only SQL query on the store (sandboxed: SELECT only, no file or network access).
 
-    While a build, ingest or onboarding holds the store, the query runs on the published snapshot's tables
-    instead, and a line on stderr says which version answered.
+    Rows stream out in batches within UNIROUTE_SQL_MEMORY_LIMIT and the timeout; a sort larger than memory
+    spills to $UNIROUTE_HOME/tmp (removed afterwards). Ctrl-C stops the query (exit code 130). While a build,
+    ingest or onboarding holds the store, the query runs on the published snapshot's tables instead, and a line
+    on stderr says which version answered.
     """
     flagged = [name for name, on in (("json", as_json), ("csv", as_csv)) if on]
     if fmt is not None and fmt not in FORMATS:
@@ -163,16 +172,34 @@ def sql(
     settings = settings_from_env()
     if timeout is not None and not timeout > 0:
         fail(f"--timeout must be a number of seconds > 0, not {timeout}")
-    sandbox = Sandbox(timeout_seconds=timeout or settings.sql_timeout_seconds, memory_limit=settings.sql_memory_limit)
-    with one_line_errors():
+    if max_rows < 0 or (max_rows == 0 and fmt not in ("csv", "json")):
+        fail(f"--max-rows must be a number of rows >= 1, not {max_rows}" if max_rows < 0 else
+             f"--max-rows 0 (every row) streams CSV or JSON only; a {fmt} needs every row in memory: add --csv or "
+             "--json, or give a cap")
+    try:
+        size_bytes(settings.sql_temp_limit)
+    except ValueError as exc:
+        fail(f"UNIROUTE_SQL_TEMP_LIMIT: {exc}")
+    # No home, no store (the query fails in one line): nothing is created for it.
+    spill = private_temp_dir(settings.tmp_dir) if settings.home.is_dir() else contextlib.nullcontext(None)
+    with one_line_errors(), ctrl_c_cancels() as cancel, spill as temp:
+        sandbox = Sandbox(timeout_seconds=timeout or settings.sql_timeout_seconds,
+                          memory_limit=settings.sql_memory_limit, temp_directory=temp,
+                          max_temp_size=settings.sql_temp_limit)
         try:
             result = run_user_sql(settings.db_path, settings.published_dir, statement, sandbox,
+                                  max_rows=max_rows or None, cancel=cancel,
                                   wait_seconds=settings.store_wait_seconds, on_wait=say)
+            if result.note:
+                say(result.note)
+            with result.rows:
+                shown = write_rows(result.frames, fmt)
+            if result.rows.truncated:
+                say(cut_off_notice(shown))
         except SqlRefused as exc:
             fail(str(exc), code=EXIT_REFUSED)
-    if result.note:
-        say(result.note)
-    typer.echo(render(result.frame, fmt), nl=fmt != "csv")
+        except SqlInterrupted as exc:
+            fail(str(exc), code=EXIT_INTERRUPTED)
 
 
 @models_app.command("list")

@@ -123,6 +123,16 @@ def _failed(path: Path, inbox_dir: Path, name: str, reason: str) -> InboxOutcome
     return InboxOutcome(name, "failed", str(target), None, reason)
 
 
+def _check_folders(inbox_dir: Path) -> None:
+    """IngestError naming an inbox folder that is something else (a file, a link), before any file is claimed."""
+    for name in FOLDERS:
+        path = inbox_dir / name
+        if (path.exists() or path.is_symlink()) and (path.is_symlink() or not path.is_dir()):
+            what = "a symbolic link" if path.is_symlink() else "not a folder"
+            raise IngestError(f"{path} is {what}, but the inbox keeps its {name} files in a folder there: move it "
+                              f"aside (mv {path} {path}.moved) and run `uniroute inbox` again")
+
+
 def process_inbox(
     db_path: Path,
     inbox_dir: Path,
@@ -139,6 +149,7 @@ def process_inbox(
     """
     inbox_dir = Path(inbox_dir)
     inbox_dir.mkdir(parents=True, exist_ok=True)
+    _check_folders(inbox_dir)
     processing = inbox_dir / PROCESSING
     processing.mkdir(exist_ok=True)
     claimed = sorted(p for p in processing.iterdir())  # left by a killed run

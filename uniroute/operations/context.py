@@ -46,6 +46,7 @@ class Context:
     # reconciliation used to do it first, so the event's run found nothing left to do).
     onboard_missing: bool = True
     min_val_answers: int = MIN_VAL_ANSWERS  # evidence before traffic (pipeline.evidence)
+    tmp_dir: Path | None = None  # where `uniroute sql` spills; reconciliation removes a killed run's folders
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,
@@ -54,7 +55,7 @@ class Context:
         tracking_uri, artifact_root = settings.tracking
         return cls(settings.db_path, settings.published_dir, settings.cache_dir, settings.inbox_dir, tracking_uri,
                    artifact_root, settings.store_wait_seconds, settings.inbox_settle_seconds, on_wait, on_warning,
-                   onboard_missing, settings.min_val_answers)
+                   onboard_missing, settings.min_val_answers, settings.tmp_dir)
 
     @classmethod
     def at(cls, db_path: Path, published_dir: Path | None = None, cache_dir: Path | None = None) -> Context:

@@ -21,7 +21,7 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) 
         report = reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
                            repair=repair, cache_dir=ctx.cache_dir,
                            onboard_missing=ctx.onboard_missing or operation != "reconcile",
-                           min_answers=ctx.min_val_answers)
+                           min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir)
         if operation != "reconcile":
             s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
     if operation == "reconcile":

@@ -60,6 +60,7 @@ def latest_publication(con: store.Connection) -> dict | None:
 
 def publish_champion(con: store.Connection, published_dir: Path, force: bool = False) -> PublishResult:
     """Write and record a snapshot for the champion and the active pool, unless nothing changed since the last."""
+    snapshot.check_current_link(published_dir)  # before anything is written: the switch after the commit would fail
     champion = registry.load_champion(con)
     router = champion.router
     active = set(store.query(con, "active_models").model)

@@ -6,7 +6,8 @@ The store is the single source of truth. Everything else is derived from it and 
 2. every active model with validation results and a cost is routed by the champion (else: onboarded);
 3. `published/current` names the store's newest publication, whose folder is complete (else: re-pointed);
 4. no files the store does not account for: snapshot folders of unrecorded versions, staging folders, stray
-   links (removed), files claimed by a killed inbox run (reported: `uniroute inbox` finishes them);
+   links (removed), files claimed by a killed inbox run (reported: `uniroute inbox` finishes them), spill
+   folders of a killed `uniroute sql` (removed);
 5. MLflow's tracking store keeps its artifacts in this home (a store copied or moved with its home: its recorded
    URIs rewritten; another home's: reported);
 6. MLflow holds every router version and publication, and its alias `champion` names the store's champion
@@ -90,6 +91,11 @@ def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: 
 
 
 def _check_published(con: store.Connection, published_dir: Path, report: Report, repair: bool) -> None:
+    try:
+        snapshot.check_current_link(published_dir)
+    except snapshot.PublishError as exc:  # a user's folder or file: not ours to remove
+        report.add("published", "broken", str(exc))
+        return
     latest = publish.latest_publication(con)
     current = snapshot.current_version(published_dir)
     if latest is None:
@@ -136,11 +142,31 @@ def _check_inbox(inbox_dir: Path | None, report: Report) -> None:
         report.add("inbox", "ok", "no file left half-processed")
 
 
+def _check_temp(tmp_dir: Path | None, report: Report, repair: bool) -> None:
+    if tmp_dir is None:
+        return
+    stale = store.stale_temp_dirs(tmp_dir)
+    names = ", ".join(p.name for p in stale[:5]) + (" ..." if len(stale) > 5 else "")
+    if not stale:
+        report.add("tmp", "ok", "no spill folder left by a killed `uniroute sql`")
+    elif repair:
+        for path in stale:
+            store.remove_temp_dir(path)
+        report.add("tmp", "repaired", f"removed {len(stale)} spill folder(s) of killed `uniroute sql` runs: {names}")
+    else:
+        report.add("tmp", "broken", f"{len(stale)} spill folder(s) of killed `uniroute sql` runs in {tmp_dir}: "
+                   f"{names} (`uniroute doctor` or the next `uniroute sql` removes them)")
+
+
 def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Report, repair: bool) -> bool:
     """Whether the tracking store's artifacts are this home's (a store that moved with its home is rewritten)."""
     from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
 
-    location = tracking_location(tracking_uri, artifact_root)
+    try:
+        location = tracking_location(tracking_uri, artifact_root)
+    except store.StoreError as exc:  # a damaged mlflow.db: the store stands, MLflow waits for the repair it names
+        report.add("mlflow", "broken", str(exc))
+        return False
     if location is None:
         return True
     if location.moved and repair:
@@ -185,6 +211,7 @@ def reconcile(
     cache_dir: Path | None = None,
     onboard_missing: bool = True,
     min_answers: int = MIN_VAL_ANSWERS,
+    tmp_dir: Path | None = None,
 ) -> Report:
     """Check every invariant in the caller's session and, with repair, restore what is derived from the store.
 
@@ -197,6 +224,7 @@ def reconcile(
     _check_pool(s.con, report, repair, cache_dir, onboard_missing, min_answers)
     _check_published(s.con, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
+    _check_temp(tmp_dir, report, repair)
     if tracking_uri is not None and artifact_root is not None:
         _check_mlflow(s.con, tracking_uri, Path(artifact_root), report, repair, Path(published_dir))
     for finding in report.findings:

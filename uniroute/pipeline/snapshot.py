@@ -140,8 +140,21 @@ def write_folder(published_dir: Path, version: str, files: dict[str, bytes], man
     return final
 
 
+def check_current_link(published_dir: Path) -> None:
+    """PublishError naming published/current when it is something other than the link publishing swaps."""
+    current = Path(published_dir) / CURRENT
+    if current.is_symlink() or not current.exists():
+        return
+    what = "a directory" if current.is_dir() else "a file"
+    # Moved out of published/: inside it, `uniroute doctor` would remove it as a stray snapshot folder.
+    aside = Path(published_dir).parent / "current.moved"
+    raise PublishError(f"{current} is {what}, not the link to the current snapshot that publishing switches: move "
+                       f"it out of the way (mv {current} {aside}) and run `uniroute doctor`")
+
+
 def make_current(published_dir: Path, version: str) -> None:
     """Point published/current at a complete version by an atomic symlink swap."""
+    check_current_link(published_dir)
     if not (published_dir / version / "manifest.json").exists():
         raise PublishError(f"cannot make {version} current: {published_dir / version} is not a complete snapshot")
     link = published_dir / f"{LINK_PREFIX}{os.getpid()}"

@@ -8,7 +8,7 @@ version), the named statements in `sql/queries/` and the sandbox that runs a use
 reaches DuckDB through here and never formats a value into SQL. It imports no other uniroute stage.
 """
 
-from uniroute.store.connection import Connection, StoreError, connect, opened
+from uniroute.store.connection import Connection, DamagedStore, StoreError, connect, opened
 from uniroute.store.lock import Holder, StoreBusy, current_holder
 from uniroute.store.queries import (
     execute,
@@ -28,14 +28,19 @@ from uniroute.store.sandbox import (
     SqlTimeout,
     StoreLocked,
     open_read_only,
+    open_store_sandbox,
     read_only_query,
+    sandbox_over,
     sandboxed_over,
 )
 from uniroute.store.schema import SQL_DIR, apply_schema, schema_files
 from uniroute.store.session import Session, session
+from uniroute.store.sql_stream import SqlInterrupted, StreamedQuery
+from uniroute.store.sql_temp import private_temp_dir, remove_temp_dir, stale_temp_dirs
 
 __all__ = [
     "Connection",
+    "DamagedStore",
     "READ_ONLY_STATEMENTS",
     "SQL_DIR",
     "Holder",
@@ -44,7 +49,9 @@ __all__ = [
     "SqlRefused",
     "SqlTimeout",
     "StoreBusy",
+    "SqlInterrupted",
     "StoreError",
+    "StreamedQuery",
     "StoreLocked",
     "apply_schema",
     "connect",
@@ -58,7 +65,12 @@ __all__ = [
     "query_batches",
     "query_row",
     "query_text",
+    "open_store_sandbox",
+    "private_temp_dir",
     "read_only_query",
+    "sandbox_over",
+    "stale_temp_dirs",
+    "remove_temp_dir",
     "registered",
     "sandboxed_over",
     "schema_files",

@@ -19,6 +19,25 @@ class StoreError(UnirouteError, RuntimeError):
     """A store operation that cannot proceed; the message says what and where."""
 
 
+class DamagedStore(StoreError):
+    """The store file is not a DuckDB database, or is cut short: no wait makes it readable."""
+
+
+# DuckDB's words for a file that is not a database or is truncated (as opposed to one another process holds).
+_DAMAGE = ("not a valid DuckDB database file", "Could not read enough bytes", "database file is corrupt",
+           "Corrupt database file")
+
+
+def damaged(db_path: Path, exc: duckdb.Error) -> DamagedStore | None:
+    """The one-line error for a store file DuckDB cannot read as a database, or None for any other failure."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if not any(words in str(exc) for words in _DAMAGE):
+        return None
+    return DamagedStore(f"{db_path} is not a readable DuckDB store ({first}): restore it from a backup of "
+                        f"$UNIROUTE_HOME (docs/operate.md, 'Back up, restore, move'), or move it aside "
+                        f"(mv {db_path} {db_path}.damaged) to start an empty store")
+
+
 
 def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the store; read-write connections create the file and apply the schema."""
@@ -28,7 +47,11 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
             raise StoreError(f"no store at {db_path}: run `uniroute ingest` (or `make run`) first")
         try:
             return duckdb.connect(str(db_path), read_only=True)
-        except duckdb.IOException as exc:
+        except duckdb.Error as exc:
+            if (bad := damaged(db_path, exc)) is not None:
+                raise bad from exc
+            if not isinstance(exc, duckdb.IOException):
+                raise
             raise StoreError(
                 f"the store {db_path} is locked by a running pipeline process; query the published "
                 f"snapshot instead, or retry when it finishes ({exc})"
@@ -36,7 +59,11 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
     db_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         con = duckdb.connect(str(db_path))
-    except duckdb.IOException as exc:
+    except duckdb.Error as exc:
+        if (bad := damaged(db_path, exc)) is not None:
+            raise bad from exc
+        if not isinstance(exc, duckdb.IOException):
+            raise
         raise StoreError(
             f"cannot open the store {db_path} for writing: another process holds it (DuckDB allows one "
             f"writer; wait for the running pipeline step to finish) ({exc})"

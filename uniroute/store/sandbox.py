@@ -17,12 +17,13 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from uniroute.store.connection import StoreError
+from uniroute.store.connection import StoreError, damaged
 
 # Statement types a user's query may contain; EXPLAIN is allowed only around an allowed statement.
 READ_ONLY_STATEMENTS = {"SELECT"}
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MEMORY_LIMIT = "1GB"
+DEFAULT_MAX_TEMP_SIZE = "2GB"
 SANDBOX_THREADS = 2
 LOCKDOWN = (
     "SET enable_external_access = false",
@@ -53,6 +54,27 @@ class Sandbox:
 
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     memory_limit: str = DEFAULT_MEMORY_LIMIT
+    # Where a query larger than memory spills, and how much it may spill. None: DuckDB's default, which for an
+    # in-memory database is `.tmp` in the caller's working directory; the CLI gives a folder in the state folder.
+    temp_directory: Path | None = None
+    max_temp_size: str = DEFAULT_MAX_TEMP_SIZE
+
+
+def _spill_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
+    """The spill folder and its cap, set when connecting: DuckDB refuses them once external access is off."""
+    if sandbox is None or sandbox.temp_directory is None:
+        return {}
+    return {"temp_directory": str(sandbox.temp_directory), "max_temp_directory_size": sandbox.max_temp_size}
+
+
+def _connect_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
+    """What a sandboxed connection to the store is opened with: access off, and its spill folder."""
+    return {
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        **_spill_config(sandbox),
+    }
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, sandbox: Sandbox) -> duckdb.DuckDBPyConnection:
@@ -65,26 +87,25 @@ def lock_down(con: duckdb.DuckDBPyConnection, sandbox: Sandbox) -> duckdb.DuckDB
     return con
 
 
-def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
+def open_read_only(db_path: Path, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
     """The store opened read-only with file, network and extension access off; StoreLocked while a writer
     process holds the file (DuckDB lets no other process open it then)."""
     db_path = Path(db_path)
     if not db_path.exists():
         raise StoreError(f"no store at {db_path}: run `uniroute ingest` (or `make run`) first")
-    config = {
-        "enable_external_access": False,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-    }
     try:
-        return duckdb.connect(str(db_path), read_only=True, config=config)
-    except duckdb.IOException as exc:
+        return duckdb.connect(str(db_path), read_only=True, config=_connect_config(sandbox))
+    except duckdb.Error as exc:
+        if (bad := damaged(db_path, exc)) is not None:
+            raise bad from exc
+        if not isinstance(exc, duckdb.IOException):
+            raise
         raise StoreLocked(f"the store {db_path} is held by a writer ({str(exc).splitlines()[0]})") from exc
 
 
 def open_store_sandbox(db_path: Path, sandbox: Sandbox) -> duckdb.DuckDBPyConnection:
     """The store opened read-only and locked down; StoreLocked if a writer process holds the file."""
-    con = open_read_only(db_path)
+    con = open_read_only(db_path, sandbox)
     try:
         return lock_down(con, sandbox)
     except BaseException:
@@ -150,11 +171,11 @@ def read_only_query(db_path: Path, sql: str, sandbox: Sandbox | None = None) -> 
         con.close()
 
 
-def sandboxed_over(tables: dict[str, object], views: dict[str, str], sql: str, sandbox: Sandbox) -> pd.DataFrame:
-    """Run user SQL on an in-memory database holding `tables` (Arrow or pandas) and `views` (name -> SELECT).
+def sandbox_over(tables: dict[str, object], views: dict[str, str], sandbox: Sandbox) -> duckdb.DuckDBPyConnection:
+    """A locked-down in-memory database holding `tables` (Arrow or pandas) and `views` (name -> SELECT).
 
     Table and view names and the view definitions come from the project's own code, never from the user."""
-    con = duckdb.connect()
+    con = duckdb.connect(config=_spill_config(sandbox))  # access goes off in lock_down, after the tables load
     try:
         for name, table in tables.items():
             con.register(f"_src_{name}", table)
@@ -162,7 +183,16 @@ def sandboxed_over(tables: dict[str, object], views: dict[str, str], sql: str, s
             con.unregister(f"_src_{name}")
         for name, select in views.items():
             con.execute(f'create view "{name}" as {select}')
-        lock_down(con, sandbox)
+        return lock_down(con, sandbox)
+    except BaseException:
+        con.close()
+        raise
+
+
+def sandboxed_over(tables: dict[str, object], views: dict[str, str], sql: str, sandbox: Sandbox) -> pd.DataFrame:
+    """Run user SQL on an in-memory database holding `tables` and `views` (see sandbox_over)."""
+    con = sandbox_over(tables, views, sandbox)
+    try:
         return run_sandboxed(con, sql, sandbox)
     finally:
         con.close()

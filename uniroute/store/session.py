@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 
-from uniroute.store.connection import StoreError, connect
+from uniroute.store.connection import DamagedStore, StoreError, connect
 from uniroute.store.lock import DEFAULT_WAIT_SECONDS, LAST_RETRY_SECONDS, acquire_writer_lock
 from uniroute.store.queries import execute, query
 
@@ -69,7 +69,8 @@ def _connect_waiting(
         try:
             return connect(db_path)
         except StoreError as exc:
-            if not isinstance(exc.__cause__, duckdb.IOException) or time.monotonic() >= deadline:
+            if (not isinstance(exc.__cause__, duckdb.IOException) or isinstance(exc, DamagedStore)
+                    or time.monotonic() >= deadline):
                 raise
             if not told and on_wait is not None:
                 on_wait("waiting for the store: another process has it open for reading")

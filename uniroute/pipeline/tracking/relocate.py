@@ -29,6 +29,10 @@ URI_COLUMNS = (
 )
 
 
+class DamagedTrackingStore(StoreError):
+    """mlflow.db is not an SQLite database, or is cut short."""
+
+
 class ForeignTrackingStore(StoreError):
     """mlflow.db records artifacts outside this home that this home does not hold: it belongs to another home."""
 
@@ -101,6 +105,10 @@ def tracking_location(tracking_uri: str, artifact_root: Path) -> Location | None
         old = row[0].rstrip("/")
         old_root, new_root = _local_path(old), Path(artifact_root).resolve()
         recorded = _recorded_below(con, old)
+    except sqlite3.DatabaseError as exc:  # not SQLite, or cut short: MLflow would fail on it with a traceback
+        raise DamagedTrackingStore(
+            f"{db_file} is not a readable MLflow store ({exc}): move it aside (mv {db_file} {db_file}.damaged) and "
+            "`uniroute doctor` logs every router version and publication the store records to a fresh one") from exc
     finally:
         con.close()
     moved = old_root is not None and old_root.name == new_root.name and all(

@@ -1,0 +1,65 @@
+"""Where user SQL spills: a private folder per process under $UNIROUTE_HOME/tmp, removed when the query ends.
+
+DuckDB spills a sort or join larger than its memory limit to its temp_directory, which defaults to the store's
+own folder (a read-only store: next to it) or, for an in-memory database, `.tmp` in the caller's working
+directory. Each `uniroute sql` gets `tmp/sql-<pid>` instead, capped in size, and removes it when it ends; a run
+killed with SIGKILL cannot, so the next one (and `uniroute doctor`) removes the folders of processes that are
+gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+PREFIX = "sql-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
+def stale_temp_dirs(tmp_root: Path) -> list[Path]:
+    """Spill folders of `uniroute sql` runs whose process is gone (killed before it could remove them)."""
+    if not Path(tmp_root).is_dir():
+        return []
+    out = []
+    for entry in sorted(Path(tmp_root).glob(f"{PREFIX}*")):
+        pid = entry.name.removeprefix(PREFIX)
+        if pid.isdigit() and not _alive(int(pid)):
+            out.append(entry)
+    return out
+
+
+def remove_temp_dir(path: Path) -> None:
+    """Remove a folder (or a file where one was expected), ignoring that it is already gone."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def private_temp_dir(tmp_root: Path) -> Iterator[Path]:
+    """tmp_root/sql-<pid>, created empty for this process and removed afterwards (leftovers of dead runs first)."""
+    for stale in stale_temp_dirs(tmp_root):
+        remove_temp_dir(stale)
+    path = Path(tmp_root) / f"{PREFIX}{os.getpid()}"
+    remove_temp_dir(path)  # a folder of an earlier process with this pid
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        remove_temp_dir(path)
+        with contextlib.suppress(OSError):  # left only while some query uses it: the home looks as before
+            Path(tmp_root).rmdir()
