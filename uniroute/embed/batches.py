@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from uniroute.embed.base import Embedder, check_texts
+from uniroute.progress import progress_bar
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -60,7 +61,6 @@ def embed_batches(
         if bar is not None:
             bar.update(len(texts))
     else:
-        from uniroute.progress import progress_bar
 
         own = bar is None
         if own:

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from uniroute import store
 from uniroute.embed.base import Embedder, check_texts
 from uniroute.embed.batches import embed_batches
+from uniroute.progress import progress_bar
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -90,7 +91,6 @@ def embed_cached(
         "embed %s: %d texts, %d cached, %d distinct to embed",
         embedder_id, len(texts), found.num_rows, len(new_pos),
     )
-    from uniroute.progress import progress_bar
 
     shown = embedder.progress and len(new_pos) >= 2
     with progress_bar(len(new_pos), f"embed {embedder_id}", "prompt", log, enabled=shown) as bar:

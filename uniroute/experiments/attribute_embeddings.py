@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from uniroute.embed.attributes import fit_attribute_heads
+
 log = logging.getLogger(__name__)
 
 
@@ -26,7 +28,6 @@ def attribute_heads_embeddings(
     prompts when None; a transfer passes the training log's); every prompt is then embedded by the heads, labelled
     or not.
     """
-    from uniroute.embed.attributes import fit_attribute_heads
 
     allowed = set(fit_ids) if fit_ids is not None else None
     rows = [i for i, pid in enumerate(prompt_ids) if pid in labels.index and (allowed is None or pid in allowed)]

@@ -20,6 +20,8 @@ from uniroute.experiments.pairwise import PRIORS, Battles, best_prior
 from uniroute.experiments.transfer import TransferConfig, TransferData
 from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
 from uniroute.routers.kinds import kind_names, router_kind
+from uniroute.routers.kmeans import fit_centroids
+from uniroute.routers.knn import nearest_order
 from uniroute.selection.candidates import MAX_RUNGS
 from uniroute.selection.curves import Curve
 from uniroute.selection.grids import GridSearch, cluster_ladder, neighbour_ladder, search_record, widening_search
@@ -50,7 +52,6 @@ class PairwiseTransfer:
         return battle_counts(battles.a, battles.b, battles.y, cluster, k, self.names)
 
     def centroids(self, k: int) -> Any:
-        from uniroute.routers.kmeans import fit_centroids
 
         if k not in self._centroids:
             self._centroids[k] = fit_centroids(self.X[self.split.train], k, seed=self.split.fit_seed)
@@ -73,7 +74,6 @@ class PairwiseTransfer:
             gamma = cents.membership(self.X[self.split.test]).astype(np.float64) @ (1.0 - fit.quality()).T
             return search_record(search, prior=self._priors[k]), pool.curve(gamma, n_lambdas)
         if variant == "neighbours":
-            from uniroute.routers.knn import nearest_order
 
             candidates = [c for c in neighbour_ladder(n_val) if c <= n_train][:MAX_RUNGS]
             order = nearest_order(self.X[self.split.val], self.X[self.split.train], max(candidates))

@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from uniroute.experiments.logs import eval_data_from_frame
+from uniroute.experiments.markdown import sign_test_table
 from uniroute.experiments.methods import METHOD_LABELS, ORACLES
+from uniroute.experiments.protocol import trial_split
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.statistics import sign_test
 
@@ -82,7 +84,6 @@ def quality_table(report: dict[str, Any], alpha: float = 0.01) -> str:
 
 def quality_markdown(report: dict[str, Any], alpha: float = 0.01) -> str:
     """A quality-only report as Markdown: the score table, what it means, and the paired sign tests."""
-    from uniroute.experiments.markdown import sign_test_table
 
     note = (f"No costs in the test data: quality-only routing, mean test score at lambda = 0 over "
             f"{report['trials']} trials; `*`: differs from the best single test LLM (paired sign test, alpha = "
@@ -115,7 +116,6 @@ def write_quality_plot(report: dict[str, Any], path: Path, title: str) -> None:
 
 def protocol_oracles(data: RoutingData, config: Any, results: list[dict[str, Any]]) -> list[float]:
     """The oracle's test score of each trial of the dynamic-pool protocol (its split redrawn from the seed)."""
-    from uniroute.experiments.protocol import trial_split
 
     out = []
     for r in results:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from uniroute.routers.kmeans import fit_centroids
 from uniroute.routers.psi import Psi, psi_from_losses
 from uniroute.routers.similarity import Similarity
 from uniroute.selection.data import EvalData
@@ -19,7 +20,6 @@ log = logging.getLogger(__name__)
 
 def log_psi(data: EvalData, X: np.ndarray, k: int, seed: int = 0) -> Psi:
     """Every LLM's Psi on a log: K-means (K = k) over all its prompts' embeddings X (N, d), mean loss per cluster."""
-    from uniroute.routers.kmeans import fit_centroids
 
     if not 1 <= k <= data.routing.n_prompts:
         raise ValueError(f"K must lie in [1, {data.routing.n_prompts}], got {k}")

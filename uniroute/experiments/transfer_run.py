@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from uniroute.experiments.logs import eval_data_from_frame, long_frame
+from uniroute.experiments.plots import write_curve_plot
 from uniroute.experiments.protocol import EvalConfig
-from uniroute.experiments.quality import has_costs, quality_report, unit_cost_data
+from uniroute.experiments.quality import has_costs, quality_report, unit_cost_data, write_quality_plot
 from uniroute.experiments.report import evaluation_report
 from uniroute.experiments.runner import trial_results
 from uniroute.experiments.transfer import (
@@ -25,6 +26,7 @@ from uniroute.experiments.transfer import (
     transfer_split,
 )
 from uniroute.experiments.transfer_trial import transfer_trial
+from uniroute.ingest import is_pairwise_file, pairs_frame
 from uniroute.selection.data import EvalData
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,6 @@ def read_log(path: Path, benchmarks: Sequence[str] | None = None,
 
     A pointwise log without costs is read with unit costs (quality-only); a pairwise log has none.
     """
-    from uniroute.ingest import is_pairwise_file, pairs_frame
 
     path = Path(path)
     if not path.is_dir() and is_pairwise_file(path):
@@ -92,8 +93,6 @@ def write_transfer_outputs(report: dict[str, Any], out: Path, title: str) -> lis
     """The JSON report and its PNG beside it (deferral curves, or the quality bars when quality-only)."""
     import json
 
-    from uniroute.experiments.plots import write_curve_plot
-    from uniroute.experiments.quality import write_quality_plot
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

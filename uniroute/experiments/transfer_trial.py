@@ -9,9 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from uniroute.experiments.pairwise_transfer import PairwiseTransfer
 from uniroute.experiments.protocol import EvalConfig
 from uniroute.experiments.transfer import TransferConfig, TransferData, transfer_split
 from uniroute.experiments.trial import _single_threaded
+from uniroute.routers.kinds import router_kind
+from uniroute.routers.zero import zero_router_curve_points, zero_router_hull
 from uniroute.selection.curves import CURVE_GRID, Curve, curve_metrics, routing_curve, upper_envelope
 from uniroute.selection.grids import search_record
 from uniroute.selection.split import TrialSplit, mean_costs
@@ -33,7 +36,6 @@ class TestPool:
 
     def zero_curve(self, losses: np.ndarray) -> Curve:
         """ZeroRouter on estimated overall losses (M,): the hull's mixtures at their test (cost, score)."""
-        from uniroute.routers.zero import zero_router_curve_points, zero_router_hull
 
         hull = zero_router_hull(self.router_costs, losses)
         cost, score = zero_router_curve_points(hull, self.prompt_costs.mean(axis=0), self.scores.mean(axis=0))
@@ -56,7 +58,6 @@ def pointwise_method(method: str, state: TrialState, pool: TestPool, n_lambdas: 
     n_val training prompts). Every LLM is a training LLM here, so Psi (and K-NN's label table) then come from
     all the train prompts, the rows the paper's transfer experiment routes with.
     """
-    from uniroute.routers.kinds import router_kind
 
     n_val = len(state.split.val)
     if method == "zero":
@@ -70,7 +71,6 @@ def transfer_trial(X: np.ndarray, data: TransferData, trial: int, config: Transf
     """Metrics, chosen hyper-parameters and mean-curve samples of one transfer trial (the shape of trial_result)."""
     from threadpoolctl import threadpool_limits
 
-    from uniroute.experiments.pairwise_transfer import PairwiseTransfer
 
     _single_threaded()
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uniroute import store
+from uniroute import embed, store
 from uniroute.pipeline import registry
+from uniroute.pipeline.psi_data import onboard_psi
 from uniroute.routers.kinds import router_kind
 from uniroute.routers.kmeans import Centroids
 
@@ -28,7 +29,6 @@ def assign_battle_prompts(con: store.Connection, clustering_id: str, centroids: 
     new = store.query(con, "unassigned_battle_prompts", clustering_id=clustering_id)
     if new.empty:
         return 0
-    from uniroute import embed
 
     X = embed.embed_cached(con, new["text"].tolist(), embedder_of())
     store.write_frame(con, "cluster_assignments", pd.DataFrame({
@@ -47,7 +47,6 @@ def with_battle_models(con: store.Connection, router: Any, embedder_of: Callable
     Only kinds with clusters for Psi rows can take them: a kind without (K-NN) routes by per-prompt labels,
     which battles do not give.
     """
-    from uniroute.pipeline.psi_data import onboard_psi
 
     val_costs = store.query(con, "model_val_costs")
     battle_only = val_costs[val_costs["n"] == 0]  # battles on validation prompts, no results there

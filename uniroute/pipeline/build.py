@@ -25,7 +25,7 @@ from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
-from uniroute.pipeline.build_candidates import checked_kinds, fit_candidates
+from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
 from uniroute.progress import ticking
@@ -211,8 +211,9 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
     pool = [models[j] for j in pool_columns]
     stage("tuning the router kinds")
-    cands = fit_candidates(state, sample, X, split, scores, prompt_ids, pool, pool_columns,
-                           costs.loc[pool].to_numpy(float), embedder.embedder_id, kinds, seed, on_stage=stage)
+    cands = fit_candidates(BuildRows(state, sample, split, X, scores, prompt_ids, seed),
+                           BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
+                           kinds, on_stage=stage)
     router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
 

@@ -126,17 +126,36 @@ def _full_scale(router: AnyRouter, kind: str, X: np.ndarray, split: TrialSplit, 
     return router_kind(kind).full_scale(router, scale)
 
 
-def fit_candidates(
-    state: TrialState, sample: TrialSplit, X: np.ndarray, split: TrialSplit, scores: np.ndarray,
-    prompt_ids: Sequence[str], pool: Sequence[str], pool_columns: Sequence[int], pool_costs: np.ndarray,
-    embedder_id: str, kinds: Sequence[str], seed: int, on_stage: Callable[[str], None] | None = None,
-) -> Candidates:
-    """Tune every kind, select the one to serve, and build each kind's router over the pool.
+@dataclass(frozen=True, eq=False)
+class BuildRows:
+    """What a build tunes on and measures its routers on."""
 
-    sample: the store rows the state was tuned on (build._tuning_rows; split itself when nothing was sampled).
-    scores (N, M_all): the build's score matrix, of which pool_columns are the pool's models (pool_costs (P,)
-    their c(m)); only its validation rows are read here.
-    """
+    state: TrialState  # the tuning state over the (sampled) rows
+    sample: TrialSplit  # the store rows the state was tuned on (build._tuning_rows; split when nothing was sampled)
+    split: TrialSplit  # the build's whole split
+    X: np.ndarray  # (N, d) every prompt's embedding
+    scores: np.ndarray  # (N, M_all) the build's score matrix; only its validation rows are read here
+    prompt_ids: Sequence[str]  # (N,)
+    seed: int
+
+
+@dataclass(frozen=True, eq=False)
+class BuildPool:
+    """The models the build's routers route: names, their columns of the score matrix, c(m), the embedder."""
+
+    models: Sequence[str]
+    columns: Sequence[int]
+    costs: np.ndarray  # (P,) c(m)
+    embedder_id: str
+
+
+def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
+                   on_stage: Callable[[str], None] | None = None) -> Candidates:
+    """Tune every kind, select the one to serve, and build each kind's router over the pool."""
+    state, sample, split, X, scores, prompt_ids, seed = (rows.state, rows.sample, rows.split, rows.X, rows.scores,
+                                                         rows.prompt_ids, rows.seed)
+    pool_columns, pool_costs, embedder_id = pool.columns, pool.costs, pool.embedder_id
+    pool = pool.models
     n_val = len(sample.val)
     notes: list[str] = []
     tunable = len(split.train_models) >= 2

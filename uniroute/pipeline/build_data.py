@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from uniroute import store
+from uniroute import embed, store
 from uniroute.errors import UnirouteError
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.split import TrialSplit
@@ -133,7 +133,6 @@ def embed_prompts(
     cache_dir: Path | None = None,
 ) -> tuple[np.ndarray, Any]:
     """(N, d) embeddings from the store's cache (only uncached texts are embedded), and the embedder."""
-    from uniroute import embed
 
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
     return embed.embed_cached(con, list(texts), embedder), embedder

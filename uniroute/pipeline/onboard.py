@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from uniroute import store
+from uniroute import embed, store
 from uniroute.errors import UnirouteError
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
@@ -85,7 +85,6 @@ def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, model
     new_prompts = store.query(con, "unassigned_val_prompts", clustering_id=champion.clustering_id,
                               models=list(models))
     if len(new_prompts):
-        from uniroute import embed
 
         embedder = champion.embedder(progress=progress, cache_dir=cache_dir)
         router.check_embedder(embedder.embedder_id)

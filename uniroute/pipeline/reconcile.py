@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniroute import store
-from uniroute.pipeline import publish, registry, snapshot
+from uniroute.ingest.inbox import PROCESSING
+from uniroute.pipeline import publish, registry, snapshot, tracking
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.pipeline.onboard import OnboardError, missing_from_champion, onboard_models
+from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +134,6 @@ def _check_published(con: store.Connection, published_dir: Path, report: Report,
 def _check_inbox(inbox_dir: Path | None, report: Report) -> None:
     if inbox_dir is None:
         return
-    from uniroute.ingest.inbox import PROCESSING
 
     claimed = sorted((inbox_dir / PROCESSING).glob("*")) if (inbox_dir / PROCESSING).exists() else []
     if claimed:
@@ -160,7 +161,6 @@ def _check_temp(tmp_dir: Path | None, report: Report, repair: bool) -> None:
 
 def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Report, repair: bool) -> bool:
     """Whether the tracking store's artifacts are this home's (a store that moved with its home is rewritten)."""
-    from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
 
     try:
         location = tracking_location(tracking_uri, artifact_root)
@@ -182,7 +182,6 @@ def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Rep
 
 def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool,
                   published_dir: Path) -> None:
-    from uniroute.pipeline import tracking
 
     if not _check_tracking_location(tracking_uri, artifact_root, report, repair):
         return

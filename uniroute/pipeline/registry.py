@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uniroute import store
+from uniroute import embed, store
+from uniroute.embed import embedder_state
 from uniroute.errors import UnirouteError
 from uniroute.routers.kmeans import Centroids, clustering_id_of  # noqa: F401 - clustering_id_of re-exported
 from uniroute.routers.serialize import AnyRouter, router_from_bytes, router_to_bytes
@@ -46,7 +47,6 @@ class RouterVersion:
 
     def embedder(self, progress: bool = False, cache_dir: Path | None = None) -> Any:
         """The embedder this router was fitted with: restored from its stored state, or loaded by its name."""
-        from uniroute import embed
 
         if self.embedder_state is not None:
             return embed.embedder_from_state(self.embedder_state, cache_dir, progress=progress)
@@ -79,7 +79,6 @@ def _now() -> datetime:
 
 def save_embedder(con: store.Connection, embedder: Any) -> None:
     """Keep an embedder's state under its id, once (nothing for embedders rebuilt from the package by name)."""
-    from uniroute.embed import embedder_state
 
     if not store.query(con, "fitted_embedder", embedder_id=embedder.embedder_id).empty:
         return

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uniroute import store
+from uniroute import embed, store
+from uniroute.embed import text_hash
 from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
 from uniroute.routers.rule import check_budget, check_lambda
@@ -44,7 +45,6 @@ class RoutingSource:
 
     def embedder(self, cache_dir: Path | None = None) -> Any:
         """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
-        from uniroute import embed
 
         if self.embedder_state is not None:
             return embed.embedder_from_state(self.embedder_state, cache_dir)
@@ -188,7 +188,6 @@ def route_texts(
     cache_dir: Path | None = None,
 ) -> pd.DataFrame:
     """One row per prompt: the chosen model and its cluster (lambda, or the lambda that meets a budget)."""
-    from uniroute.embed import text_hash
 
     texts, pool = checked_request(source, texts, lam, budget, pool)
     router = source.router

@@ -30,7 +30,9 @@ import numpy as np
 
 from uniroute.routers.kind_kmeans import SHRINK_STRENGTHS  # noqa: F401 - re-exported: defined here before
 from uniroute.routers.kinds import Tuned, kind_names, router_kind
+from uniroute.routers.kmeans import fit_centroids
 from uniroute.routers.knn import nearest_order
+from uniroute.routers.learned_map import fit_learned_map
 from uniroute.routers.psi import psi_from_losses
 from uniroute.selection.grids import GridSearch, widening_search
 from uniroute.selection.pool import LabelledPool
@@ -108,7 +110,6 @@ class CandidateFits:
     # ---- fits ----------------------------------------------------------------------------------------------
     def centroids(self, k: int) -> Any:
         """K-means with K = k on the training prompts (seeded), cached."""
-        from uniroute.routers.kmeans import fit_centroids
 
         if k not in self._centroids:
             cents = fit_centroids(self.data.X_train, k, seed=self.data.seed)
@@ -134,7 +135,6 @@ class CandidateFits:
 
     def learned_map(self, k: int) -> Any:
         """The LearnedMap over the K-means clusters with K = k (5 epochs, as the paper), cached."""
-        from uniroute.routers.learned_map import fit_learned_map
 
         if k not in self._maps:
             self._maps[k] = fit_learned_map(self.data.X_train, self.data.train_losses, self.psi_train(k),
@@ -195,7 +195,6 @@ class CandidateFits:
         fitted to their labels, so each half is routed by a map that never saw it (a map of half the data:
         slightly pessimistic for the LearnedMap).
         """
-        from uniroute.routers.learned_map import fit_learned_map
 
         if k not in self._heldout_phi:
             d = self.data

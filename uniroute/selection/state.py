@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from uniroute.routers.kinds import Tuned, kind_names, router_kind
+from uniroute.routers.zero import zero_router_curve_points, zero_router_hull
 from uniroute.selection.candidates import CandidateFits, TuningData
 from uniroute.selection.curves import Curve, upper_envelope
 from uniroute.selection.data import RoutingData
@@ -117,7 +118,6 @@ class TrialState:
 
     def zero_curve(self, n_val: int, pool: LabelledPool) -> Curve:
         """ZeroRouter: hull of the test LLMs' val (cost, score), mixtures' expected test (cost, score)."""
-        from uniroute.routers.zero import zero_router_curve_points, zero_router_hull
 
         val = self.split.val[:n_val]
         val_losses = np.nanmean(self.losses[np.ix_(val, self.split.test_models)], axis=0)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from uniroute.routers.serialize import AnyRouter
 
 from uniroute.pipeline.tracking.client import LOGGED_MODEL_NAME, model_versions, tracking_store
+from uniroute.routers.serialize import router_to_bytes
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,6 @@ def register_router(
     the new version number."""
     import mlflow
 
-    from uniroute.routers.serialize import router_to_bytes
 
     with tempfile.TemporaryDirectory(prefix="uniroute-model-") as tmp:
         folder = Path(tmp)

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from uniroute.embed import embedder_from_state, make_embedder
 from uniroute.errors import UnirouteError
 from uniroute.pipeline.serving import RoutingRequest, checked_prompts, cluster_of, pool_names, resolved_setting
+from uniroute.routers.serialize import router_from_bytes
 from uniroute.settings import apply_offline_environment
 
 if TYPE_CHECKING:
@@ -101,8 +103,6 @@ def routed_frame(
 
 def _load_context(model: Any, context: Any) -> None:
     """Read the router (npz, no pickle), build its embedder (refusing a mismatch), load the validation sample."""
-    from uniroute.embed import embedder_from_state, make_embedder
-    from uniroute.routers.serialize import router_from_bytes
 
     meta = json.loads(Path(context.artifacts["meta"]).read_text())
     router = router_from_bytes(Path(context.artifacts["router"]).read_bytes())

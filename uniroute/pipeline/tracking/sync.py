@@ -33,7 +33,9 @@ from uniroute.pipeline.tracking.client import (
     tracking_store,
 )
 from uniroute.pipeline.tracking.model import register_router
+from uniroute.pipeline.tracking.plots import plot_build_curves
 from uniroute.pipeline.tracking.relocate import relocate_tracking_store
+from uniroute.routers.tables import routing_tables, validation_proxy, validation_weights
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -71,8 +73,6 @@ def _build_artifacts(con: store.Connection, version: registry.RouterVersion, can
                      folder: Path) -> dict[str, Path]:
     """Files describing a router version, rebuilt from the store: Psi, curves (CSV and PNG), the candidates a
     build compared, routing table."""
-    from uniroute.pipeline.tracking.plots import plot_build_curves
-    from uniroute.routers.tables import routing_tables, validation_weights
 
     router = version.router
     artifacts = {"psi.csv": folder / "psi.csv"}
@@ -101,7 +101,6 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
     """One run for a router version, the router registered as a new model version: (run id, version)."""
     import mlflow
 
-    from uniroute.routers.tables import validation_proxy
 
     version = registry.load_router_version(con, row.router_id)
     router = version.router
