@@ -52,6 +52,15 @@ BAD_INPUTS = {
     "score formula": ("x.csv", long_csv("q1,Q,m9,=1/2,0.1"), quarantined(r'^score "=1/2" is not a number$')),
     "cost negative": ("x.csv", long_csv("q1,Q,m9,1,-1"), quarantined(r"^cost -1\.0 is negative$")),
     "cost not a number": ("x.csv", long_csv("q1,Q,m9,1,cheap"), quarantined(r'^cost "cheap" is not a number$')),
+    # Hostile or odd content: one line naming the file, never a Python traceback.
+    "JSON nesting bomb": ("x.json", "[" * 100_000 + "]" * 100_000, refused(r"JSON nested too deeply")),
+    "JSONL nesting bomb": ("x.jsonl", '{"prompt_id": "q1", "prompt": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
+                           refused(r"JSON nested too deeply")),
+    "lone surrogate in JSONL": ("x.jsonl", '{"prompt_id": "q1", "prompt": "a \\ud800 b", "model": "m9", '
+                                '"score": 1, "cost": 0.1}\n', refused(r"cannot be UTF-8 .*surrogate")),
+    "Parquet list column": ("x.parquet", _parquet_bytes(pa.table({
+        "prompt_id": ["q1"], "prompt": [["a", "b"]], "model": ["m9"], "score": [1.0], "cost": [0.1]})),
+        refused(r"a column holds values of the wrong type")),
     "cost overflow": ("x.csv", long_csv("q1,Q,m9,1,1e999"), quarantined(r"^cost inf is not finite$")),
     # Finite, yet the model's mean cost overflowed and every later build, publish and doctor crashed.
     "cost huge": ("x.csv", long_csv("q1,Q,m9,1,1e308"), quarantined(r"^cost 1e\+308 is above the ceiling of 1e\+06")),

@@ -69,8 +69,29 @@ def _first_object_is_pairwise(text: str) -> bool:
 
 
 def staged_file(path: Path, split: str | None = None) -> Staged | StagedPairs:
-    """Parse a file of any supported format (detected by content) into staged rows; IngestError if unusable."""
+    """Parse a file of any supported format (detected by content) into staged rows; IngestError if unusable.
+
+    What a reader's parser raises on hostile or odd content (a JSON nesting bomb, a lone surrogate that cannot be
+    UTF-8, a Parquet column of lists where text belongs) becomes one line naming the file, never a traceback.
+    """
+    import pyarrow as pa
+
     path = Path(path)
+    try:
+        return _staged(path, split)
+    except RecursionError:
+        raise IngestError(f"{path}: JSON nested too deeply to be a log (an array or object inside another "
+                          "about a thousand times)") from None
+    except UnicodeError as exc:
+        raise IngestError(f"{path}: text that cannot be UTF-8 ({exc.reason}, e.g. a lone surrogate "
+                          f"{exc.object[exc.start:exc.end]!r}): fix or drop those characters") from None
+    except pa.ArrowException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise IngestError(f"{path}: a column holds values of the wrong type, e.g. lists or structs where text or "
+                          f"numbers belong ({first})") from None
+
+
+def _staged(path: Path, split: str | None) -> Staged | StagedPairs:
     try:
         with open(path, "rb") as handle:
             head = handle.read(8)
