@@ -36,3 +36,13 @@ def test_a_failed_inbox_file_is_reported_by_the_caller_not_warned_twice(db_path,
 
 
 # ---------------------------------------------------------------------------------------------- bad input
+
+
+def test_a_file_with_no_accepted_row_goes_to_failed_with_its_reason(db_path, tmp_path):
+    inbox = tmp_path / "inbox"
+    write(inbox / "bad.csv", long_csv("q1,Q,m9,1.5,0.1", "q2,R,m9,-1,0.1"))  # every score outside [0, 1]
+    outcomes = process_inbox(db_path, inbox, settle_seconds=0.05)
+    assert [(o.name, o.status) for o in outcomes] == [("bad.csv", "failed")]
+    reason = (inbox / "failed" / "bad.csv.reason.txt").read_text()
+    assert "no row accepted: 2 rows quarantined" in reason and "score 1.5 is outside [0, 1]" in reason
+    assert not (inbox / "done").exists() or not any((inbox / "done").iterdir())

@@ -176,6 +176,11 @@ def process_inbox(
             outcomes.append(_failed(path, inbox_dir, name, str(exc)))
             continue
         crashpoint("inbox:committed")
+        if summary.status == "ingested" and summary.rows_accepted == 0 and summary.rows_quarantined:
+            # Nothing usable landed: done/ would say all is well. Its quarantine rows stay for the reasons.
+            outcomes.append(_failed(path, inbox_dir, name, f"no row accepted: {summary.rows_quarantined:,} rows "
+                                    f"quarantined ({summary.first_problem}); see the quarantine table"))
+            continue
         target = _moved(path, inbox_dir / "done", name)
         outcomes.append(InboxOutcome(name, summary.status, str(target), summary, None))
     with contextlib.suppress(OSError):  # only when empty: an interrupted run's files stay for the next one
