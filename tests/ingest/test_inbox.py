@@ -46,3 +46,19 @@ def test_a_file_with_no_accepted_row_goes_to_failed_with_its_reason(db_path, tmp
     reason = (inbox / "failed" / "bad.csv.reason.txt").read_text()
     assert "no row accepted: 2 rows quarantined" in reason and "score 1.5 is outside [0, 1]" in reason
     assert not (inbox / "done").exists() or not any((inbox / "done").iterdir())
+
+
+def test_a_second_inbox_run_leaves_the_files_to_the_running_one(db_path, tmp_path):
+    import fcntl
+    import os
+
+    inbox = tmp_path / "inbox"
+    write(inbox / "a.csv", long_csv("q1,Q,m9,1,0.1"))
+    held = os.open(inbox / ".inbox.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(held, fcntl.LOCK_EX)  # a run in another process holds the inbox
+    try:
+        assert process_inbox(db_path, inbox, settle_seconds=0.05) == []  # no crash, nothing claimed
+        assert (inbox / "a.csv").exists()
+    finally:
+        os.close(held)
+    assert [o.status for o in process_inbox(db_path, inbox, settle_seconds=0.05)] == ["ingested"]

@@ -8,6 +8,7 @@ files directly inside the inbox are read: links, folders and devices are moved t
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import stat
@@ -57,6 +58,7 @@ PARTIAL_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload")
 REASON_SUFFIX = ".reason.txt"
 PROCESSING = ".processing"  # files claimed by a run: renamed here first, moved on only after their commit
 FOLDERS = ("done", "failed", PROCESSING)
+INBOX_LOCK = ".inbox.lock"  # hidden: inbox_files never lists it
 # A file copied into the inbox in place (no .part rename) counts as complete once its size and modification
 # time have not changed for this long.
 SETTLE_SECONDS = 2.0
@@ -150,6 +152,23 @@ def process_inbox(
     inbox_dir = Path(inbox_dir)
     inbox_dir.mkdir(parents=True, exist_ok=True)
     _check_folders(inbox_dir)
+    # One run at a time: a second run would claim the files the first is processing (and crash on a file the
+    # first had moved). It leaves at once with nothing done; the running one takes every complete file.
+    lock = os.open(inbox_dir / INBOX_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("another inbox run is processing %s; this one leaves it the files", inbox_dir)
+            return []
+        return _process_claimed(db_path, inbox_dir, split, progress, settle_seconds, on_wait)
+    finally:
+        os.close(lock)  # closing releases the lock
+
+
+def _process_claimed(db_path: Path, inbox_dir: Path, split: str | None, progress: bool, settle_seconds: float,
+                     on_wait: Callable[[str], None] | None) -> list[InboxOutcome]:
+    """process_inbox's work, under the inbox lock."""
     processing = inbox_dir / PROCESSING
     processing.mkdir(exist_ok=True)
     claimed = sorted(p for p in processing.iterdir())  # left by a killed run
