@@ -21,7 +21,7 @@ def test_process_inbox_moves_files_to_done_and_failed(db_path, tmp_path):
     assert Path(outcomes[0].moved_to) == inbox / "done" / "a.1.csv"
     assert (inbox / "done" / "a.csv").read_text() == "an older file of the same name"
     assert "missing required columns ['score', 'cost']" in (inbox / "failed" / "b.csv.reason.txt").read_text()
-    assert sorted(p.name for p in inbox.iterdir()) == ["c.csv.part", "done", "failed"]
+    assert sorted(p.name for p in inbox.iterdir() if p.name != ".inbox.lock") == ["c.csv.part", "done", "failed"]
     assert outcomes[1].as_dict()["error"].endswith("(needs ['prompt_id', 'prompt', 'model', 'score', 'cost'])")
     assert process_inbox(db_path, inbox, settle_seconds=0.05) == []
 
