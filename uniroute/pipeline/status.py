@@ -72,7 +72,8 @@ def _inbox(inbox_dir: Path) -> tuple[list[str], int]:
     """Complete files waiting in the inbox (not NAME.part, not folders) and the count of files in failed/."""
     if not inbox_dir.is_dir():
         return [], 0
-    waiting = sorted(p.name for p in inbox_dir.iterdir() if p.is_file() and not p.name.endswith(".part"))
+    waiting = sorted(p.name for p in inbox_dir.iterdir()
+                     if p.is_file() and not p.name.endswith(".part") and not p.name.startswith("."))
     failed = inbox_dir / "failed"
     count = sum(1 for p in failed.iterdir() if p.is_file() and not p.name.endswith(".reason.txt")) \
         if failed.is_dir() else 0
