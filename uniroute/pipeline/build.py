@@ -192,8 +192,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     prompt_ids, excluded_models = data.eval_data.prompt_ids, data.eval_data.excluded_models
     del data
     fit_texts = [texts[i] for i in split.train] if embedder_kind(embedder_name).fitted else None
-    stage(f"embedding {len(texts):,} prompts with {embedder_name}", own_bar=True)
-    X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir)
+    X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir, on_stage=stage)
     del texts, fit_texts  # the N prompt texts (0.3 GB at 1M)
     seconds["load_and_embed"] = time.perf_counter() - t0
     log.info("loaded %d prompts x %d models and their embeddings in %.1f s", len(prompt_ids), len(models),

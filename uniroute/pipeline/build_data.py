@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,9 +130,16 @@ def store_split(data: StoreData, seed: int) -> TrialSplit:
 
 def embed_prompts(
     con: store.Connection, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None,
-    cache_dir: Path | None = None,
+    cache_dir: Path | None = None, on_stage: Callable[..., None] | None = None,
 ) -> tuple[np.ndarray, Any]:
-    """(N, d) embeddings from the store's cache (only uncached texts are embedded), and the embedder."""
+    """(N, d) embeddings from the store's cache (only uncached texts are embedded), and the embedder.
 
+    on_stage hears the two stages: preparing the embedder (the first build of the static or ONNX model from the
+    local MiniLM takes about half a minute and prints nothing of its own), then embedding (its own bar).
+    """
+    if on_stage is not None:
+        on_stage(f"preparing the {embedder_name} embedder")
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
+    if on_stage is not None:
+        on_stage(f"embedding {len(texts):,} prompts with {embedder_name}", own_bar=True)
     return embed.embed_cached(con, list(texts), embedder), embedder
