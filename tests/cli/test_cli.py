@@ -298,3 +298,12 @@ def test_route_file_keeps_the_inputs_other_fields_beside_each_decision(routed_ho
     pd.DataFrame({"ticket": ["T1"], "prompt": ["Which city is France's capital?"]}).to_csv(csv_file, index=False)
     row = json.loads(_invoke("route", "--file", str(csv_file), "--lambda", "0").stdout)
     assert row["ticket"] == "T1" and row["model"] == "atlas"
+
+
+def test_ingest_says_which_models_have_no_cost_yet(cli_home, tmp_path):
+    path = tmp_path / "logs.csv"
+    pd.DataFrame({"prompt_id": ["p1", "p1"], "prompt": ["one", "one"], "model": ["priced", "free-form"],
+                  "score": [1, 0], "cost": [0.5, None]}).to_csv(path, index=False)
+    result = _invoke("ingest", str(path))
+    assert result.exit_code == 0, result.output
+    assert "note: 1 model(s) have no cost yet (free-form)" in result.stderr and "set-cost" in result.stderr

@@ -66,6 +66,22 @@ def ingest(
             typer.echo(summary.line())
     if as_json:
         typer.echo(json.dumps([s.as_dict() for s in summaries]))
+    _say_models_without_cost(settings, {m for s in summaries for m in s.models})
+
+
+def _say_models_without_cost(settings, models: set[str]) -> None:
+    """A note on stderr for the models of these files that have no cost anywhere: a build leaves them out."""
+    if not models:
+        return
+    try:
+        lacking = [m for m in read_only_query(settings.db_path, query_text("build_excluded_models")).model
+                   if m in models]
+    except UnirouteError:  # a writer holds the store now: the note waits for the next command
+        return
+    if lacking:
+        shown = ", ".join(lacking[:8]) + (f" and {len(lacking) - 8} more" if len(lacking) > 8 else "")
+        say(f"note: {len(lacking)} model(s) have no cost yet ({shown}); a build leaves them out until they have "
+            "one: `uniroute models set-cost MODEL COST` or `uniroute models set-cost --file costs.json`")
 
 
 def files_to_ingest(paths: list[Path]) -> list[Path]:
