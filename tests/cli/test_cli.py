@@ -307,3 +307,20 @@ def test_ingest_says_which_models_have_no_cost_yet(cli_home, tmp_path):
     result = _invoke("ingest", str(path))
     assert result.exit_code == 0, result.output
     assert "note: 1 model(s) have no cost yet (free-form)" in result.stderr and "set-cost" in result.stderr
+
+
+def test_route_with_a_named_router_version(routed_home):
+    # A challenger that swapped the two specialists: --router routes with it, the champion stays as it was.
+    with store.opened(routed_home / "uniroute.duckdb", read_only=True) as con:
+        champion_router = registry.load_champion(con).router
+    swapped = Router(champion_router.embedder_id, ("coder", "atlas"), np.array([1.0, 4.0]),
+                     np.array([[1.0, 0.0], [0.0, 1.0]]), champion_router.assigner, np.ones((2, 2), dtype=np.int64))
+    with store.session(routed_home / "uniroute.duckdb", "test") as s:
+        registry.save_router_version(s.con, registry.NewVersion(
+            swapped, "kmeans-challenger", "c1", "kmeans", "fp", val_area=0.4, promoted=False, reason="test"))
+    prompt = "Write a Python function that sorts numbers"
+    assert json.loads(_invoke("route", prompt, "--lambda", "0", "--json").stdout)[0]["model"] == "coder"
+    other = json.loads(_invoke("route", prompt, "--lambda", "0", "--router", "kmeans-challenger", "--json").stdout)
+    assert other[0]["model"] == "atlas" and other[0]["router_id"] == "kmeans-challenger"
+    missing = _invoke("route", prompt, "--router", "kmeans-nowhere")
+    assert missing.exit_code == 1 and "no router version 'kmeans-nowhere'" in missing.output

@@ -126,6 +126,9 @@ def route(
     log_decisions: Annotated[
         bool, typer.Option("--log", help="Append the decisions to the routing_log table.")
     ] = False,
+    router: Annotated[str | None, typer.Option("--router", help="Route with this stored router version instead of "
+                                               "the champion (a challenger, a candidate kind, an older version).")]
+        = None,
     as_json: JsonFlag = False,
 ):
     """Route prompts with the champion router (the published snapshot while the store is busy)."""
@@ -137,7 +140,7 @@ def route(
         extras: list[dict] = []
         if file is not None:
             texts, extras = operations.prompts_from_file(file)
-        routed = operations.route(context(settings), texts or [], request, log=log_decisions)
+        routed = operations.route(context(settings), texts or [], request, log=log_decisions, router_id=router)
     if routed.from_snapshot:
         say(f"answered from the {routed.source}")
     if len(routed.decisions) and routed.decisions["setting"].iloc[0] == DEFAULT_SETTING:

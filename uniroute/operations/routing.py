@@ -30,9 +30,11 @@ class Routed:
         return self.source.startswith("published")
 
 
-def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool = False) -> Routed:
-    """Route texts as requested (RoutingError in one line for a bad request); log the decisions when asked."""
-    source = routing_source(ctx.db_path, ctx.published_dir)
+def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool = False,
+          router_id: str | None = None) -> Routed:
+    """Route texts as requested (RoutingError in one line for a bad request) with the champion, or with the stored
+    version router_id; log the decisions when asked."""
+    source = routing_source(ctx.db_path, ctx.published_dir, router_id)
     decisions = route_texts(source, texts, lam=request.lam, budget=request.budget, pool=request.pool,
                             cache_dir=ctx.cache_dir)
     batch_id = None

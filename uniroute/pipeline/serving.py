@@ -52,13 +52,20 @@ class RoutingSource:
                                    cache_dir=cache_dir)
 
 
-def _from_store(con: store.Connection) -> RoutingSource:
-    champion = registry.load_champion(con)
+def _from_store(con: store.Connection, router_id: str | None = None) -> RoutingSource:
+    if router_id is None:
+        version, what = registry.load_champion(con), "champion router"
+    else:
+        try:
+            version, what = registry.load_router_version(con, router_id), "router"
+        except LookupError as exc:
+            raise RoutingError(f"{exc}: `uniroute sql \"select router_id, created_at from routers\"` lists them") \
+                from None
     active = set(store.query(con, "active_models").model)
     retired = frozenset(store.query(con, "retired_models").model)
-    pool = tuple(m for m in champion.router.models if m in active)
-    return RoutingSource(champion.router, champion.router_id, pool, retired, champion.embedder_state,
-                         f"champion router {champion.router_id}")
+    pool = tuple(m for m in version.router.models if m in active)
+    return RoutingSource(version.router, version.router_id, pool, retired, version.embedder_state,
+                         f"{what} {version.router_id}")
 
 
 def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
@@ -73,16 +80,20 @@ def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
                          f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}")
 
 
-def routing_source(db_path: Path, published_dir: Path) -> RoutingSource:
-    """The champion from the store, or, while a writer holds the store, the published `current` snapshot."""
+def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None) -> RoutingSource:
+    """The champion (or the stored version router_id) from the store, or, while a writer holds the store, the
+    published `current` snapshot (which carries the champion only: a named version waits for the store)."""
     try:
         con = store.open_read_only(db_path)
     except store.StoreLocked:
         holder = store.current_holder(db_path)
         who = holder.line() if holder is not None else "another process"
+        if router_id is not None:
+            raise RoutingError(f"router {router_id} is read from the store, which {who} holds now: try again when it "
+                               "finishes (the published snapshot carries the champion only)") from None
         return _from_snapshot(published_dir, f"the store is held by {who}")
     try:
-        return _from_store(con)
+        return _from_store(con, router_id)
     finally:
         con.close()
 
