@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from uniroute.routers.serialize import AnyRouter
 
 from uniroute.pipeline.tracking.client import LOGGED_MODEL_NAME, model_versions, tracking_store
+from uniroute.pipeline.tracking.pyfunc import UNUSED_LAMBDA
 from uniroute.routers.serialize import router_to_bytes
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def _router_signature() -> Any:
                         ColSpec("string", "router_id")]),
         params=ParamSchema(
             [
-                ParamSpec("lambda", "double", -1.0),  # -1: not given (the default budget, unless a budget)
+                ParamSpec("lambda", "double", UNUSED_LAMBDA),  # not given: the default budget, unless a budget
                 ParamSpec("budget", "double", -1.0),
                 ParamSpec("pool", "string", ""),
             ]

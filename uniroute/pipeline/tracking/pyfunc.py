@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 UNUSED_BUDGET = -1.0  # the signature's default for `budget`: no budget asked for
-UNUSED_LAMBDA = -1.0  # the signature's default for `lambda` (models logged before it had 0.0: quality only)
+# The signature's default for `lambda`: a value no request sends (-1 is a request, refused as negative); models
+# logged before it have 0.0 there, quality only.
+UNUSED_LAMBDA = -1e300
 
 def _rows(model_input: Any) -> list[Any]:
     """The prompt rows of a pyfunc input as given: a DataFrame's `prompt` column, a {"prompt": [...]} dict, a list."""
@@ -65,8 +67,9 @@ def pool_of(pool: str | None) -> list[str] | None:
 def request_of(params: Mapping[str, Any]) -> RoutingRequest:
     """The routing request of the pyfunc's params, checked as `uniroute route` checks it (RoutingError).
 
-    The signature's defaults stand for "not given": lambda -1 (0.0 in models logged before, so a budget alone is
-    not "both") and budget -1. Neither given: the default budget, as `uniroute route` (serving.resolved_setting).
+    The signature's defaults stand for "not given": lambda UNUSED_LAMBDA (0.0 in models logged before, so a
+    budget alone is not "both") and budget -1. Neither given: the default budget, as `uniroute route` does
+    (serving.resolved_setting).
     """
     budget = params.get("budget")
     budget = None if budget is None or budget == UNUSED_BUDGET else budget
