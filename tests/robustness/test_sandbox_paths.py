@@ -151,7 +151,7 @@ def test_hostile_sql_is_refused_on_the_snapshot_path(held, tmp_path, case):
 
 def test_reading_files_is_refused_by_the_setting_alone_on_the_snapshot_path(held):
     """SELECTs pass the statement check: only external access being off stops them."""
-    for reader in ("read_text", "read_blob", "read_csv", "read_parquet", "read_json_auto"):
+    for reader in ("read_csv", "read_parquet", "read_json_auto"):  # read_blob, read_text: refused by name
         result = _sql(f"select * from {reader}('/etc/passwd')")
         assert result.exit_code == REFUSED, (reader, result.output)
         assert "Permission Error" in result.stderr and "root:" not in result.output, (reader, result.output)
@@ -169,9 +169,9 @@ def test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line(he
     assert re.search(r"query failed: Out of Memory", result.stderr), result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="hole: DuckDB lets a connection read its own database file with external "
-                   "access off, so read_blob on the store's path returns its raw pages (deleted rows included); "
-                   "for store/sandbox.py (issue 22) to close, e.g. by refusing file table functions by name")
 def test_the_store_file_itself_cannot_be_read_as_a_blob(pool):
-    result = _sql(f"select size from read_blob('{pool.db_path}')")
-    assert result.exit_code == REFUSED, result.output
+    """DuckDB lets a connection read its own file with external access off: read_blob and read_text are refused
+    by name on the store path (this hole was found by the sandbox's property tests)."""
+    for sql in (f"select size from read_blob('{pool.db_path}')", f"select content from read_text('{pool.db_path}')"):
+        result = _sql(sql)
+        assert result.exit_code == REFUSED and "reads files" in result.output, result.output

@@ -21,6 +21,10 @@ from uniroute.store.connection import StoreError, damaged
 
 # Statement types a user's query may contain; EXPLAIN is allowed only around an allowed statement.
 READ_ONLY_STATEMENTS = {"SELECT"}
+# With external access off, the only file read_blob and read_text can still open is the database's own: DuckDB
+# lets a connection read its file, so they returned the store's raw pages (deleted rows included). Refused by
+# name, however quoted, qualified or cased; every other file reader fails on the setting alone.
+_OWN_FILE_READERS = re.compile(r'(?<![\w$])"?(read_blob|read_text)"?\s*\(', re.IGNORECASE)
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MEMORY_LIMIT = "1GB"
 DEFAULT_MAX_TEMP_SIZE = "2GB"
@@ -134,6 +138,10 @@ def checked_statements(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
                                  f"{text[:80]!r}")
         elif kind not in READ_ONLY_STATEMENTS:
             raise SqlRefused(f"refused: `uniroute sql` is read-only and this is a {kind} statement: {text[:80]!r}")
+        found = _OWN_FILE_READERS.search(text)
+        if found:
+            raise SqlRefused(f"refused: {found.group(1)} reads files, and the only one it could reach from here is the "
+                             "store's own file (its raw pages): query the store's tables and views instead")
         out.append(text)
     return out
 
