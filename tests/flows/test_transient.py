@@ -11,6 +11,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
+from prefect.exceptions import ObjectNotFound
 
 from flows.transient import RETRY_WHEN_STORE_BUSY, store_was_busy
 from uniroute import store
@@ -46,19 +47,21 @@ def fail_on_bad_input() -> None:
 
 
 def _run_count(state) -> int:
-    """The task run's run count as the API recorded it (task runs reach the API through events, asynchronously:
-    on a loaded machine the record can lag the returned state by seconds)."""
-    from prefect.exceptions import ObjectNotFound
-
+    """The task run's run count as the API recorded it, once the API has the run's final state (task runs reach the
+    API through events, asynchronously: on a loaded machine the record can lag the returned state by seconds, and a
+    record read early says run count 0 or the count before the retry)."""
     deadline = time.monotonic() + 30
     with get_client(sync_client=True) as client:
         while True:
             try:
-                return client.read_task_run(state.state_details.task_run_id).run_count
+                run = client.read_task_run(state.state_details.task_run_id)
+                if run.state_type == state.type and run.run_count > 0:
+                    return run.run_count
             except ObjectNotFound:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the API never recorded the task run's final state {state.type}")
+            time.sleep(0.2)
 
 
 def test_a_task_that_gave_up_on_a_busy_store_is_retried(prefect_harness, db_path):

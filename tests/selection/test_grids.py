@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from uniroute.selection.grids import cluster_ladder, ladder, neighbour_ladder, widening_search
+from uniroute.routers.ladders import cluster_ladder, ladder, neighbour_ladder
+from uniroute.selection.grids import widening_search
 
 
 def test_ladders_start_at_one_and_end_at_their_bound() -> None:

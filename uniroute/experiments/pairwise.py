@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
+from uniroute.routers.ladders import GridSearch, cluster_ladder
 from uniroute.selection.candidates import MAX_RUNGS
 from uniroute.selection.curves import Curve
 from uniroute.selection.data import RoutingData
-from uniroute.selection.grids import GridSearch, cluster_ladder, search_record, widening_search
+from uniroute.selection.grids import search_record, widening_search
 from uniroute.selection.split import TrialSplit
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,10 @@ from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_stre
 from uniroute.routers.kinds import kind_names, router_kind
 from uniroute.routers.kmeans import fit_centroids
 from uniroute.routers.knn import nearest_order
+from uniroute.routers.ladders import GridSearch, cluster_ladder, neighbour_ladder
 from uniroute.selection.candidates import MAX_RUNGS
 from uniroute.selection.curves import Curve
-from uniroute.selection.grids import GridSearch, cluster_ladder, neighbour_ladder, search_record, widening_search
+from uniroute.selection.grids import search_record, widening_search
 from uniroute.selection.split import TrialSplit
 
 log = logging.getLogger(__name__)

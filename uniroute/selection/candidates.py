@@ -32,9 +32,10 @@ from uniroute.routers.kind_kmeans import SHRINK_STRENGTHS  # noqa: F401 - re-exp
 from uniroute.routers.kinds import Tuned, kind_names, router_kind
 from uniroute.routers.kmeans import fit_centroids
 from uniroute.routers.knn import nearest_order
+from uniroute.routers.ladders import GridSearch
 from uniroute.routers.learned_map import fit_learned_map
 from uniroute.routers.psi import psi_from_losses
-from uniroute.selection.grids import GridSearch, widening_search
+from uniroute.selection.grids import widening_search
 from uniroute.selection.pool import LabelledPool
 
 log = logging.getLogger(__name__)

@@ -15,14 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from uniroute.routers.ladders import (  # noqa: F401 - re-exported: the ladders were defined here before
-    CLUSTER_STEPS,
-    NEIGHBOUR_STEPS,
-    GridSearch,
-    cluster_ladder,
-    ladder,
-    neighbour_ladder,
-)
+from uniroute.routers.ladders import GridSearch
 
 log = logging.getLogger(__name__)
 
