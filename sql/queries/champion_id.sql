@@ -1,2 +1,3 @@
 -- The champion's id and validation Area (0 or 1 rows), without loading the router.
-select router_id, val_area from routers where promoted order by created_at desc, router_id desc limit 1
+select r.router_id, r.val_area from routers as r
+join (select router_id from champion_history order by became_at desc, router_id desc limit 1) using (router_id)

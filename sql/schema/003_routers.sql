@@ -19,7 +19,8 @@ create table if not exists centroids (
 
 -- Grain: one row per router version. Onboarding and retiring write a child version (parent_id) on the same
 -- clusters; a build writes its served router and, beside it, the candidates it compared (candidate_of).
--- The champion is the newest version written with promoted = true.
+-- The champion is the newest row of champion_history (below): the newest promoted version unless a rollback
+-- chose an earlier one since.
 create table if not exists routers (
     router_id     varchar primary key,
     parent_id     varchar,
@@ -37,6 +38,23 @@ create table if not exists routers (
     router        blob not null,        -- the fitted router as npz arrays (uniroute.routers.serialize), no pickle
     created_at    timestamp not null
 );
+
+-- Grain: one row per rollback (`uniroute rollback`): the champion moved back to an earlier version. The routers
+-- table is never edited: a rollback is a fact of its own, recorded in the operation that made it.
+create table if not exists champion_moves (
+    router_id      varchar not null,    -- the version that became the champion again
+    from_router_id varchar not null,    -- the champion it replaced
+    forced         boolean not null,    -- rolled back although the version lacks models added since
+    missing        varchar[] not null,  -- the active models it does not route (empty unless forced)
+    moved_at       timestamp not null
+);
+
+-- Grain: one row per time a router version became the champion: when written promoted (a build that won, an
+-- onboarding or retirement child) or when a rollback chose it again. The champion is the newest row.
+create or replace view champion_history as
+select router_id, created_at as became_at, origin as how from routers where promoted
+union all
+select router_id, moved_at as became_at, 'rollback' as how from champion_moves;
 
 -- Grain: one row per fitted embedder (TF-IDF) that cannot be rebuilt by name: every router, parent or child,
 -- built on that embedder id finds it here.

@@ -1,8 +1,10 @@
 -- Views over routing results: what users query with `uniroute sql`. Each comment states the grain.
 
--- Grain: one row: the newest promoted router version (the one that routes and gets published).
+-- Grain: one row: the champion, the router version that routes and gets published (the newest promoted version,
+-- or the one a later rollback chose: champion_history).
 create or replace view champion_router as
-select * exclude (router) from routers where promoted order by created_at desc, router_id desc limit 1;
+select r.* exclude (router) from routers as r
+join (select router_id from champion_history order by became_at desc, router_id desc limit 1) using (router_id);
 
 -- Grain: one row per (cluster, grid, budget or lambda) of the newest publication.
 create or replace view current_routing_table as

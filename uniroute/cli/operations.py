@@ -109,6 +109,32 @@ def publish_command(
 
 
 @app.command()
+def rollback(
+    router_id: Annotated[str | None, typer.Argument(
+        help="The earlier champion to serve again (default: the champion before the current one; "
+             "`uniroute sql \"select * from champion_history\"` lists them).")] = None,
+    force: Annotated[bool, typer.Option(help="Roll back even to a version that does not route a model added since: "
+                                        "that model is onboarded onto it from its validation results.")] = False,
+    as_json: JsonFlag = False,
+):
+    """Serve an earlier champion again: the store's champion, `published/current` and MLflow's champion alias
+    move back together, in one recorded operation.
+
+    Nothing is deleted: the version rolled back from stays stored, and a later build competes with the version
+    served. A version that was never the champion (a challenger, a candidate kind) is refused.
+    """
+    settings = settings_from_env()
+    with one_line_errors():
+        done = operations.rollback(context(settings), router_id, force=force)
+    if as_json:
+        typer.echo(json.dumps(done.as_dict()))
+        return
+    typer.echo(done.result.line())
+    if done.published is not None and done.published.published:
+        typer.echo(f"published {done.published.version} for {done.result.router_id}")
+
+
+@app.command()
 def route(
     texts: Annotated[list[str] | None, typer.Argument(help="Prompts to route.")] = None,
     file: Annotated[Path | None, typer.Option("--file", help="Route the prompts of a JSONL ({\"prompt\": ...}) or "

@@ -1,6 +1,6 @@
 """The operations layer: every operation a user runs, written once, for the CLI, the Prefect flows and the tests.
 
-One function per operation (ingest, set_cost, build, onboard, inbox, retire, publish, doctor, route, and the
+One function per operation (ingest, set_cost, build, onboard, inbox, retire, publish, rollback, doctor, route, and the
 store's part of an evaluation). Each takes a `Context` (the store's paths, MLflow's, and the caller's on_wait
 and on_warning callbacks, built once from Settings by the edge), checks its inputs before it opens the store
 (`inputs`), opens one store session that records its inputs and its one-line summary, switches published state
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from uniroute.operations.evaluation import attribute_embeddings, prompt_embeddings
     from uniroute.operations.inputs import BuildInputs, build_inputs, router_kinds
     from uniroute.operations.onboarding import InboxRun, Onboarding, inbox, onboard, waiting_line
-    from uniroute.operations.pool import Retirement, publish, retire
+    from uniroute.operations.pool import Retirement, Rollback, publish, retire, rollback
     from uniroute.operations.reconcile import doctor, reconciled
     from uniroute.operations.routing import Routed, prompts_from_file, route
 
@@ -34,7 +34,7 @@ _MODULE_OF = {
     "BuildInputs": "inputs", "build_inputs": "inputs", "router_kinds": "inputs",
     "InboxRun": "onboarding", "Onboarding": "onboarding", "inbox": "onboarding", "onboard": "onboarding",
     "waiting_line": "onboarding",
-    "Retirement": "pool", "publish": "pool", "retire": "pool",
+    "Retirement": "pool", "Rollback": "pool", "publish": "pool", "retire": "pool", "rollback": "pool",
     "doctor": "reconcile", "reconciled": "reconcile",
     "Routed": "routing", "prompts_from_file": "routing", "route": "routing",
 }
@@ -55,6 +55,7 @@ __all__ = [
     "OperationError",
     "Onboarding",
     "Retirement",
+    "Rollback",
     "Routed",
     "annotated",
     "attribute_embeddings",
@@ -72,6 +73,7 @@ __all__ = [
     "publish",
     "reconciled",
     "retire",
+    "rollback",
     "route",
     "router_kinds",
     "set_cost",

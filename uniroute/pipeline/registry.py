@@ -171,7 +171,8 @@ def load_router_version(con: store.Connection, router_id: str) -> RouterVersion:
 
 
 def load_champion(con: store.Connection) -> RouterVersion:
-    """The newest promoted router version: the one that routes and gets published."""
+    """The champion: the router version that routes and gets published (the newest promoted one, or the one a
+    later rollback chose)."""
     rows = store.query(con, "router_champion")
     if rows.empty:
         raise NoRouter("no champion router in the store: run `uniroute build` first")

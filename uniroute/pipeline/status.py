@@ -13,7 +13,7 @@ from uniroute import store
 from uniroute.pipeline import snapshot
 
 # The runs whose last outcome the screen shows, in this order (others stay in the `operations` view).
-SHOWN_OPERATIONS = ("build", "onboard", "retire", "publish", "ingest", "inbox", "doctor")
+SHOWN_OPERATIONS = ("build", "onboard", "retire", "rollback", "publish", "ingest", "inbox", "doctor")
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ def _number(value: Any) -> str:
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts (timestamps as text, NaN as None)."""
-    return [{k: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else
+    # A list column (a publication's pool) comes from DuckDB as a list or a numpy array: never NA as a whole.
+    return [{k: (None if not pd.api.types.is_list_like(v) and pd.isna(v) else
                  str(v) if isinstance(v, pd.Timestamp) else v) for k, v in row.items()}
             for row in frame.astype(object).to_dict("records")]
 
