@@ -1,0 +1,162 @@
+"""Which validation prompts a new LLM should answer: an ordered onboarding set, chosen from what the pool knows.
+
+A newcomer joins UniRoute's pool by answering validation prompts; its Psi cell in a cluster is its mean error
+over the answered prompts of that cluster. What the user pays is the number of answers, so the order matters:
+the first N prompts of the order are the set to send for a budget of N answers, and a model that answered some
+continues with the next best ones (`answered`). The order uses only the pool's information (the training LLMs'
+losses, the prompts' embeddings and clusters), never a newcomer's answers.
+
+Strategies (named, so the evaluation protocol can compare them on the same trials):
+
+- `random`: the order given (a trial's seeded permutation; the build's too): the baseline.
+- `stratified`: every cluster first (largest traffic share first), then each next answer to the cluster furthest
+  below its traffic share (proportional allocation), random within a cluster.
+- `allocated`: the allocation below, random within a cluster.
+- `best` (the recommended default): the allocation below, and within a cluster the most representative prompts
+  first (below).
+
+**Allocation across clusters.** The routing decision in cluster k serves a share w_k of the traffic, and a
+newcomer's error estimate there is off by about s_k / sqrt(n_k) after n_k answers, where s_k is the per-answer
+spread of an LLM's loss in the cluster (the pool's within-cluster standard deviation, averaged over its LLMs). A
+wrong decision costs in proportion to the traffic it serves and to how far the estimate is off, so the expected
+routing loss is about sum_k w_k s_k / sqrt(n_k); minimising it under sum_k n_k = N gives n_k proportional to
+(w_k s_k)^(2/3). Clusters where every LLM answers alike (s_k small: the newcomer will too, the decision is
+settled) and rare clusters get fewer answers; clusters that are large and contested get more. The order is built
+greedily (each next answer goes where it lowers that loss most), so every prefix is a good set, and every cluster
+gets one answer before any gets a second: a cluster with no answer falls back to a prior, which is worse than
+one answer.
+
+**Within a cluster**, `best` orders prompts by greedy facility location on a similarity that mixes what the prompt
+says (cosine of embeddings) and how the pool answered it (agreement of the training LLMs' losses): each next prompt
+is the one that most increases the summed similarity of every cluster prompt to its closest chosen prompt. The
+first answers land on prompts typical of the cluster's bulk (not its outliers, which farthest-point sampling
+would pick), then on the next largest group; the cluster mean of a newcomer's answers is then close to its mean
+over the whole cluster with fewer answers than a random sample needs (the idea of "anchor points": prompts that
+the pool's answers say are alike tell the same thing about a new LLM).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+STRATEGIES = ("random", "stratified", "allocated", "best")
+DEFAULT_STRATEGY = "best"
+SPREAD_FLOOR = 0.05  # a cluster where every pool LLM answered alike still gets answers: a newcomer may differ
+PATTERN_WEIGHT = 0.5  # share of the pool's answer agreement in the within-cluster similarity (the rest: embeddings)
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """What the pool knows about each reference cluster: its traffic share and an LLM's per-answer loss spread."""
+
+    weights: np.ndarray  # (K,) share of the (training) prompts in each cluster; sums to 1
+    spread: np.ndarray  # (K,) within-cluster standard deviation of an LLM's loss, averaged over the pool's LLMs
+
+    @classmethod
+    def of(cls, clusters: np.ndarray, losses: np.ndarray, k: int) -> PoolView:
+        """From the clusters (n,) of prompts the pool answered and its losses (n, M) there (NaN: no answer)."""
+        clusters = np.asarray(clusters, dtype=np.int64)
+        weights = np.bincount(clusters, minlength=k).astype(np.float64)
+        weights = weights / weights.sum() if weights.sum() > 0 else np.full(k, 1.0 / k)
+        spread = np.full(k, SPREAD_FLOOR)
+        for c in range(k):
+            rows = losses[clusters == c]
+            if rows.shape[0] >= 2:
+                with warnings.catch_warnings():  # an LLM with no answer in the cluster: skipped, not a warning
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    per_llm = np.nanstd(rows, axis=0)
+                if np.isfinite(per_llm).any():
+                    spread[c] = max(SPREAD_FLOOR, float(np.nanmean(per_llm)))
+        return cls(weights, spread)
+
+
+def onboarding_order(strategy: str, clusters: np.ndarray, view: PoolView, size: int,
+                     X: np.ndarray | None = None, pool_losses: np.ndarray | None = None,
+                     answered: Sequence[int] = (), seed: int = 0) -> np.ndarray:
+    """The next `size` candidate prompts to answer, best first (indices into the candidates), given the candidates'
+    clusters (n,), the pool's view of the clusters, and (for `best`) the candidates' embeddings X (n, d) and the
+    pool's losses on them (n, M). `answered` (indices) were answered already: they count toward their cluster's
+    allocation and are never chosen again. `random` keeps the candidates' own order."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown onboarding-set strategy {strategy!r}: choose from {', '.join(STRATEGIES)}")
+    clusters = np.asarray(clusters, dtype=np.int64)
+    n = clusters.shape[0]
+    done = np.zeros(n, dtype=bool)
+    done[list(answered)] = True
+    size = min(size, int((~done).sum()))
+    if strategy == "random":
+        return np.flatnonzero(~done)[:size]
+    rng = np.random.default_rng(seed)
+    queues = _cluster_queues(strategy, clusters, done, X, pool_losses, rng)
+    counts = np.bincount(clusters[done], minlength=view.weights.shape[0]).astype(np.float64)
+    order: list[int] = []
+    while len(order) < size:
+        c = _next_cluster(strategy, counts, view, queues)
+        order.append(queues[c].pop(0))
+        counts[c] += 1
+    return np.asarray(order, dtype=np.int64)
+
+
+def _next_cluster(strategy: str, counts: np.ndarray, view: PoolView, queues: dict[int, list[int]]) -> int:
+    """The cluster whose next answer helps most (among clusters with candidates left)."""
+    open_ = np.array([c for c, q in queues.items() if q])
+    empty = open_[counts[open_] == 0]
+    if empty.size:  # coverage first: the biggest unanswered cluster by its allocation weight
+        weight = view.weights if strategy == "stratified" else view.weights * view.spread
+        return int(empty[np.argmax(weight[empty])])
+    n = counts[open_]
+    if strategy == "stratified":  # proportional: the cluster furthest below its share
+        gain = view.weights[open_] / (n + 1.0)
+    else:  # the drop of w s / sqrt(n) from one more answer
+        gain = view.weights[open_] * view.spread[open_] * (1.0 / np.sqrt(n) - 1.0 / np.sqrt(n + 1.0))
+    return int(open_[np.argmax(gain)])
+
+
+def _cluster_queues(strategy: str, clusters: np.ndarray, done: np.ndarray, X: np.ndarray | None,
+                    pool_losses: np.ndarray | None, rng: np.random.Generator) -> dict[int, list[int]]:
+    """Per cluster, its unanswered candidates in the order they are to be answered."""
+    queues: dict[int, list[int]] = {}
+    for c in np.unique(clusters):
+        members = np.flatnonzero(clusters == c)
+        if strategy == "best":
+            if X is None or pool_losses is None:
+                raise ValueError("the `best` onboarding set needs the candidates' embeddings and the pool's losses")
+            ranked = facility_order(_similarity(X[members], pool_losses[members]), done[members])
+            queues[int(c)] = [int(members[i]) for i in ranked]
+        else:
+            queues[int(c)] = [int(i) for i in rng.permutation(members[~done[members]])]
+    return queues
+
+
+def _similarity(X: np.ndarray, losses: np.ndarray) -> np.ndarray:
+    """(n, n) similarity in [0, 1] of a cluster's prompts: embeddings' cosine and the pool's answer agreement."""
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    unit = X / np.where(norms > 0, norms, 1.0)
+    cosine = (unit @ unit.T + 1.0) / 2.0
+    known = ~np.isnan(losses)
+    filled = np.where(known, losses, 0.0)
+    both = known.astype(np.float64) @ known.T.astype(np.float64)
+    # mean |l_i - l_j| over the LLMs that answered both (losses in [0, 1]), through sums of products
+    diff = (filled**2) @ known.T + known @ (filled.T**2) - 2.0 * filled @ filled.T  # sum of squared differences
+    agreement = np.where(both > 0, 1.0 - np.sqrt(np.clip(diff, 0.0, None) / np.maximum(both, 1.0)), 0.5)
+    return (1.0 - PATTERN_WEIGHT) * cosine + PATTERN_WEIGHT * agreement
+
+
+def facility_order(similarity: np.ndarray, done: np.ndarray) -> list[int]:
+    """Unanswered prompts in greedy facility-location order: each next one raises most the summed similarity of
+    every prompt to its closest chosen (or answered) prompt. Nested by construction; ties go to the lower index."""
+    n = similarity.shape[0]
+    best = similarity[:, done].max(axis=1) if done.any() else np.zeros(n)
+    left = list(np.flatnonzero(~done))
+    order: list[int] = []
+    while left:
+        gains = np.maximum(similarity[:, left] - best[:, None], 0.0).sum(axis=0)
+        pick = left.pop(int(np.argmax(gains)))
+        order.append(pick)
+        best = np.maximum(best, similarity[:, pick])
+    return order
