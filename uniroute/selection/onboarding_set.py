@@ -15,29 +15,27 @@ Strategies (named, so the evaluation protocol can compare them on the same trial
 - `best` (the recommended default): the allocation below, and within a cluster the most representative prompts
   first (below).
 
-**Allocation across clusters.** The routing decision in cluster k serves a share w_k of the traffic, and a
-newcomer's error estimate there is off by about s_k / sqrt(n_k) after n_k answers, where s_k is the per-answer
-spread of an LLM's loss in the cluster (the pool's within-cluster standard deviation, averaged over its LLMs). A
-wrong decision costs in proportion to the traffic it serves and to how far the estimate is off, so the expected
-routing loss is about sum_k w_k s_k / sqrt(n_k); minimising it under sum_k n_k = N gives n_k proportional to
-(w_k s_k)^(2/3). Clusters where every LLM answers alike (s_k small: the newcomer will too, the decision is
-settled) and rare clusters get fewer answers; clusters that are large and contested get more. The order is built
-greedily (each next answer goes where it lowers that loss most), so every prefix is a good set, and every cluster
-gets one answer before any gets a second: a cluster with no answer falls back to a prior, which is worse than
-one answer.
+**Allocation across clusters.** The routing decision in cluster k serves a share w_k of the traffic and compares
+LLMs: what moves it is the difference between a newcomer's error and the others' there, which a prompt tells only
+when LLMs answer it differently. s_k, the root mean over the cluster's prompts of the variance of the pool LLMs'
+losses on a prompt, is the per-answer spread of that difference; after n_k answers the newcomer's standing is off
+by about s_k / sqrt(n_k). A wrong decision costs in proportion to the traffic it serves and to how far the estimate
+is off, so the expected routing loss is about sum_k w_k s_k / sqrt(n_k); minimising it under sum_k n_k = N gives
+n_k proportional to (w_k s_k)^(2/3). Clusters the pool answers alike (the decision is settled) and rare clusters
+get fewer answers; large and contested clusters get more. The order is built greedily (each next answer goes where
+it lowers that loss most), so every prefix is a good set, and every cluster gets one answer before any gets a
+second: a cluster with no answer falls back to a prior, which is worse than one answer.
 
 **Within a cluster**, `best` orders prompts by greedy facility location on a similarity that mixes what the prompt
-says (cosine of embeddings) and how the pool answered it (agreement of the training LLMs' losses): each next prompt
-is the one that most increases the summed similarity of every cluster prompt to its closest chosen prompt. The
-first answers land on prompts typical of the cluster's bulk (not its outliers, which farthest-point sampling
-would pick), then on the next largest group; the cluster mean of a newcomer's answers is then close to its mean
-over the whole cluster with fewer answers than a random sample needs (the idea of "anchor points": prompts that
-the pool's answers say are alike tell the same thing about a new LLM).
+says (cosine of embeddings) and how the pool answered it (agreement of the training LLMs' losses), each prompt
+weighted by how much the pool disagrees on it: each next prompt is the one that most increases the weighted sum of
+every cluster prompt's similarity to its closest chosen prompt. The first answers land on prompts typical of the
+contested bulk of the cluster (not its outliers, which farthest-point sampling would pick), then on the next group
+(the idea of "anchor points": prompts the pool's answers say are alike tell the same thing about a new LLM).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,6 +44,7 @@ import numpy as np
 STRATEGIES = ("random", "stratified", "allocated", "best")
 DEFAULT_STRATEGY = "best"
 SPREAD_FLOOR = 0.05  # a cluster where every pool LLM answered alike still gets answers: a newcomer may differ
+INFORMATIVE_FLOOR = 0.01  # a prompt the pool answered alike still represents its neighbours a little
 PATTERN_WEIGHT = 0.5  # share of the pool's answer agreement in the within-cluster similarity (the rest: embeddings)
 
 
@@ -62,16 +61,24 @@ class PoolView:
         clusters = np.asarray(clusters, dtype=np.int64)
         weights = np.bincount(clusters, minlength=k).astype(np.float64)
         weights = weights / weights.sum() if weights.sum() > 0 else np.full(k, 1.0 / k)
+        disagreement = prompt_disagreement(losses)
         spread = np.full(k, SPREAD_FLOOR)
         for c in range(k):
-            rows = losses[clusters == c]
-            if rows.shape[0] >= 2:
-                with warnings.catch_warnings():  # an LLM with no answer in the cluster: skipped, not a warning
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    per_llm = np.nanstd(rows, axis=0)
-                if np.isfinite(per_llm).any():
-                    spread[c] = max(SPREAD_FLOOR, float(np.nanmean(per_llm)))
+            rows = disagreement[clusters == c]
+            if rows.size:
+                spread[c] = max(SPREAD_FLOOR, float(np.sqrt(rows.mean())))
         return cls(weights, spread)
+
+
+def prompt_disagreement(losses: np.ndarray) -> np.ndarray:
+    """(n,) variance of the pool LLMs' losses on each prompt (0 where fewer than two answered): how much a prompt
+    tells LLMs apart. A prompt every LLM answers alike cannot move a routing decision, which compares LLMs."""
+    known = ~np.isnan(losses)
+    count = known.sum(axis=1)
+    filled = np.where(known, losses, 0.0)
+    mean = filled.sum(axis=1) / np.maximum(count, 1)
+    var = (np.where(known, (losses - mean[:, None]) ** 2, 0.0)).sum(axis=1) / np.maximum(count, 1)
+    return np.where(count >= 2, var, 0.0)
 
 
 def onboarding_order(strategy: str, clusters: np.ndarray, view: PoolView, size: int,
@@ -125,7 +132,8 @@ def _cluster_queues(strategy: str, clusters: np.ndarray, done: np.ndarray, X: np
         if strategy == "best":
             if X is None or pool_losses is None:
                 raise ValueError("the `best` onboarding set needs the candidates' embeddings and the pool's losses")
-            ranked = facility_order(_similarity(X[members], pool_losses[members]), done[members])
+            informative = prompt_disagreement(pool_losses[members]) + INFORMATIVE_FLOOR
+            ranked = facility_order(_similarity(X[members], pool_losses[members]), done[members], informative)
             queues[int(c)] = [int(members[i]) for i in ranked]
         else:
             queues[int(c)] = [int(i) for i in rng.permutation(members[~done[members]])]
@@ -147,15 +155,17 @@ def _similarity(X: np.ndarray, losses: np.ndarray) -> np.ndarray:
     return (1.0 - PATTERN_WEIGHT) * cosine + PATTERN_WEIGHT * agreement
 
 
-def facility_order(similarity: np.ndarray, done: np.ndarray) -> list[int]:
-    """Unanswered prompts in greedy facility-location order: each next one raises most the summed similarity of
-    every prompt to its closest chosen (or answered) prompt. Nested by construction; ties go to the lower index."""
+def facility_order(similarity: np.ndarray, done: np.ndarray, weights: np.ndarray | None = None) -> list[int]:
+    """Unanswered prompts in greedy facility-location order: each next one raises most the (weighted) summed
+    similarity of every prompt to its closest chosen (or answered) prompt. Nested by construction; ties go to the
+    lower index."""
     n = similarity.shape[0]
+    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     best = similarity[:, done].max(axis=1) if done.any() else np.zeros(n)
     left = list(np.flatnonzero(~done))
     order: list[int] = []
     while left:
-        gains = np.maximum(similarity[:, left] - best[:, None], 0.0).sum(axis=0)
+        gains = weights @ np.maximum(similarity[:, left] - best[:, None], 0.0)
         pick = left.pop(int(np.argmax(gains)))
         order.append(pick)
         best = np.maximum(best, similarity[:, pick])
