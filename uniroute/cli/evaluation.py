@@ -71,8 +71,8 @@ def evaluate(
     )] = None,
     val_selection: Annotated[str, typer.Option(
         "--val-selection", help="With --val-sizes: which N validation prompts a test LLM answers, compared with "
-        "random on the same trials: random, stratified, allocated, best (the onboarding set `uniroute "
-        "onboarding-set` sends), comma-separated.")] = "random",
+        "random on the same trials: random, stratified, allocated, anchored, best (what `uniroute "
+        "onboarding-set` sends by default), comma-separated.")] = "random",
     battles_per_prompt: Annotated[int, typer.Option(
         "--battles-per-prompt", help="pairwise: disjoint arena-style battles drawn per prompt between random LLMs "
         "with a label there (1: one battle, as in an arena; M/2: every LLM in one battle).")] = 1,

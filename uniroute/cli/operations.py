@@ -84,9 +84,11 @@ def onboarding_set_command(
     model: Annotated[str | None, typer.Option(
         "--model", help="Continue for a model that answered some already: the next best prompts given its "
         "answers so far (its results in the store).")] = None,
-    strategy: Annotated[str, typer.Option(help="best (recommended: more answers where the pool's LLMs disagree "
-                                          "and traffic is large, typical prompts first), allocated, stratified "
-                                          "(every cluster by its traffic share) or random.")] = "best",
+    strategy: Annotated[str, typer.Option(help="best (the recommended one, today allocated: more answers where "
+                                          "traffic is large and the pool's LLMs disagree, random within a "
+                                          "cluster), stratified (every cluster by its traffic share), anchored "
+                                          "(contested typical prompts first; for the evaluation protocol) or "
+                                          "random.")] = "best",
     as_json: JsonFlag = False,
 ):
     """Choose the validation prompts a new LLM should answer to join the pool, best first.

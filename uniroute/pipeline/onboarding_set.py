@@ -74,7 +74,7 @@ def choose_onboarding_set(con: store.Connection, size: int, strategy: str, model
     val_losses = (losses[losses["split"] == "val"].pivot_table(index="prompt_id", columns="model", values="loss")
                   .reindex(index=candidates["prompt_id"], columns=pool).to_numpy(float))
     X = None
-    if strategy == "best":
+    if strategy == "anchored":  # the only strategy that reads the prompts' embeddings
         embedder = champion.embedder(cache_dir=cache_dir)
         router.check_embedder(embedder.embedder_id)
         X = embed.embed_cached(con, candidates["text"].tolist(), embedder)

@@ -12,8 +12,8 @@ Strategies (named, so the evaluation protocol can compare them on the same trial
 - `stratified`: every cluster first (largest traffic share first), then each next answer to the cluster furthest
   below its traffic share (proportional allocation), random within a cluster.
 - `allocated`: the allocation below, random within a cluster.
-- `best` (the recommended default): the allocation below, and within a cluster the most representative prompts
-  first (below).
+- `anchored`: the allocation below, and within a cluster the most representative contested prompts first (below).
+- `best`: the recommended strategy, today `allocated` (below: why not `anchored` yet).
 
 **Allocation across clusters.** The routing decision in cluster k serves a share w_k of the traffic and compares
 LLMs: what moves it is the difference between a newcomer's error and the others' there, which a prompt tells only
@@ -26,12 +26,21 @@ get fewer answers; large and contested clusters get more. The order is built gre
 it lowers that loss most), so every prefix is a good set, and every cluster gets one answer before any gets a
 second: a cluster with no answer falls back to a prior, which is worse than one answer.
 
-**Within a cluster**, `best` orders prompts by greedy facility location on a similarity that mixes what the prompt
+**Within a cluster**, `anchored` orders prompts by greedy facility location on a similarity that mixes what the prompt
 says (cosine of embeddings) and how the pool answered it (agreement of the training LLMs' losses), each prompt
 weighted by how much the pool disagrees on it: each next prompt is the one that most increases the weighted sum of
 every cluster prompt's similarity to its closest chosen prompt. The first answers land on prompts typical of the
 contested bulk of the cluster (not its outliers, which farthest-point sampling would pick), then on the next group
 (the idea of "anchor points": prompts the pool's answers say are alike tell the same thing about a new LLM).
+
+**Why `best` is `allocated`.** A newcomer's Psi cell is the plain mean of its losses on the prompts it answered in
+the cluster, set beside the pool's cells, which are means over every validation prompt there. Within a cluster,
+`allocated` asks a random sample, so that mean is unbiased; `anchored` asks the contested prompts first, on which
+every LLM errs more, so a newcomer that answered only part of a cluster would look worse than it is next to the
+pool. In the evaluation protocol every test LLM answers the same chosen prompts, so the shift is shared and
+cancels in the routing decision, and `anchored` can be measured there; serving it needs a newcomer's cell
+estimated relative to the pool on the same prompts (the pool's cell plus the newcomer's mean difference from the
+pool on the prompts it answered), which onboarding does not do yet.
 """
 
 from __future__ import annotations
@@ -41,7 +50,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-STRATEGIES = ("random", "stratified", "allocated", "best")
+STRATEGIES = ("random", "stratified", "allocated", "anchored", "best")
+BEST = "allocated"  # what `best` means (see the module's docstring)
 DEFAULT_STRATEGY = "best"
 SPREAD_FLOOR = 0.05  # a cluster where every pool LLM answered alike still gets answers: a newcomer may differ
 INFORMATIVE_FLOOR = 0.01  # a prompt the pool answered alike still represents its neighbours a little
@@ -85,11 +95,12 @@ def onboarding_order(strategy: str, clusters: np.ndarray, view: PoolView, size: 
                      X: np.ndarray | None = None, pool_losses: np.ndarray | None = None,
                      answered: Sequence[int] = (), seed: int = 0) -> np.ndarray:
     """The next `size` candidate prompts to answer, best first (indices into the candidates), given the candidates'
-    clusters (n,), the pool's view of the clusters, and (for `best`) the candidates' embeddings X (n, d) and the
+    clusters (n,), the pool's view of the clusters, and (for `anchored`) the candidates' embeddings X (n, d) and the
     pool's losses on them (n, M). `answered` (indices) were answered already: they count toward their cluster's
     allocation and are never chosen again. `random` keeps the candidates' own order."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown onboarding-set strategy {strategy!r}: choose from {', '.join(STRATEGIES)}")
+    strategy = BEST if strategy == "best" else strategy
     clusters = np.asarray(clusters, dtype=np.int64)
     n = clusters.shape[0]
     done = np.zeros(n, dtype=bool)
@@ -129,9 +140,9 @@ def _cluster_queues(strategy: str, clusters: np.ndarray, done: np.ndarray, X: np
     queues: dict[int, list[int]] = {}
     for c in np.unique(clusters):
         members = np.flatnonzero(clusters == c)
-        if strategy == "best":
+        if strategy == "anchored":
             if X is None or pool_losses is None:
-                raise ValueError("the `best` onboarding set needs the candidates' embeddings and the pool's losses")
+                raise ValueError("the `anchored` onboarding set needs the candidates' embeddings and the pool's losses")
             informative = prompt_disagreement(pool_losses[members]) + INFORMATIVE_FLOOR
             ranked = facility_order(_similarity(X[members], pool_losses[members]), done[members], informative)
             queues[int(c)] = [int(members[i]) for i in ranked]
