@@ -27,8 +27,8 @@ if TYPE_CHECKING:  # Typer's own copy of click, whose types its groups use
 COMMAND_MODULES = {
     "ingest": "data", "inbox": "data", "synth": "data", "sql": "data", "models": "data",
     "evaluate": "evaluation", "report": "evaluation",
-    "build": "operations", "onboard": "operations", "retire": "operations", "publish": "operations",
-    "route": "operations", "doctor": "operations",
+    "build": "operations", "onboard": "operations", "onboarding-set": "operations", "retire": "operations",
+    "publish": "operations", "route": "operations", "doctor": "operations",
     "arena-battles": "paper", "annotate": "paper",
     "status": "status",
 }

@@ -69,6 +69,10 @@ def evaluate(
     val_sizes: Annotated[str | None, typer.Option(
         "--val-sizes", help="Validation-size study, e.g. 25,50,100,200,400,all: writes <out>_valsize.json/.png."
     )] = None,
+    val_selection: Annotated[str, typer.Option(
+        "--val-selection", help="With --val-sizes: which N validation prompts a test LLM answers, compared with "
+        "random on the same trials: random, stratified, allocated, anchored, best (what `uniroute "
+        "onboarding-set` sends by default), comma-separated.")] = "random",
     battles_per_prompt: Annotated[int, typer.Option(
         "--battles-per-prompt", help="pairwise: disjoint arena-style battles drawn per prompt between random LLMs "
         "with a label there (1: one battle, as in an arena; M/2: every LLM in one battle).")] = 1,
@@ -126,6 +130,7 @@ def evaluate(
     quality_only = False
     try:
         config = ev.EvalConfig(seed=seed, methods=method_list, val_sizes=tuple(sizes),
+                               val_selections=tuple(s.strip() for s in val_selection.split(",") if s.strip()),
                                battles_per_prompt=battles_per_prompt)
     except ValueError as exc:
         fail(str(exc))

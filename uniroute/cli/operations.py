@@ -76,6 +76,39 @@ def onboard(
     typer.echo(json.dumps(done.as_dict()) if as_json else done.line())
 
 
+@app.command("onboarding-set")
+def onboarding_set_command(
+    size: Annotated[int, typer.Option("--size", help="How many validation prompts to ask the new model.")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write them: .jsonl (one {\"prompt_id\", "
+                                      "\"prompt\", \"cluster\", \"rank\"} per line) or .csv.")],
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Continue for a model that answered some already: the next best prompts given its "
+        "answers so far (its results in the store).")] = None,
+    strategy: Annotated[str, typer.Option(help="best (the recommended one, today allocated: more answers where "
+                                          "traffic is large and the pool's LLMs disagree, random within a "
+                                          "cluster), stratified (every cluster by its traffic share), anchored "
+                                          "(contested typical prompts first; for the evaluation protocol) or "
+                                          "random.")] = "best",
+    as_json: JsonFlag = False,
+):
+    """Choose the validation prompts a new LLM should answer to join the pool, best first.
+
+    Send them to the new model, put its answers (prompt_id, model, score, cost) in the inbox or give them to
+    `uniroute onboard --results`; with fewer answers than the set, the first ones matter most. The choice uses
+    the champion's clusters and the pool's answers only.
+    """
+    settings = settings_from_env()
+    with one_line_errors():
+        chosen = operations.onboarding_set(context(settings), size, out, strategy=strategy, model=model,
+                                           seed=settings.seed)
+    if as_json:
+        typer.echo(json.dumps({"path": str(out), "router_id": chosen.router_id, "strategy": chosen.strategy,
+                               "model": chosen.model, "answered": chosen.answered, "chosen": len(chosen.prompts),
+                               "candidates": chosen.candidates}))
+        return
+    typer.echo(f"{chosen.line()}: wrote {out}")
+
+
 @app.command()
 def retire(
     model: Annotated[str, typer.Argument(help="Model to take out of the pool.")],

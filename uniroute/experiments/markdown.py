@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from uniroute.experiments.methods import KIND_METHODS, METHOD_LABELS, value_label
+from uniroute.experiments.onboarding_study import selection_table
 from uniroute.routers.kinds import router_kinds
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,11 @@ def markdown_report(report: dict[str, Any], study: dict[str, Any] | None = None,
         parts.append(f"Validation-size study (Area, mean ± 96% half-width over {study['trials']} trials"
                      + ("; sign tests of auto against each kind, `*`: p < 0.05):" if with_auto else "):"))
         parts.append(val_size_table(study, alpha=0.05 if with_auto else alpha))
+        if study.get("onboarding_set"):
+            parts.append("Onboarding set: Area of the first N validation prompts chosen by each strategy minus "
+                         "Area of N random ones (same trials), ± 96% half-width; sign test wins/losses (`*`: "
+                         "p < 0.05) and the share of the gap between N random prompts and all of them closed:")
+            parts.append(selection_table(study["onboarding_set"]))
     return "\n\n".join(parts)
 
 

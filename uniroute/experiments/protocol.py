@@ -10,6 +10,7 @@ import numpy as np
 
 from uniroute.experiments.methods import DEFAULT_METHODS, METHODS
 from uniroute.selection.data import RoutingData
+from uniroute.selection.onboarding_set import STRATEGIES
 from uniroute.selection.split import TrialSplit
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,7 @@ class EvalConfig:
     seed: int = 0
     methods: tuple[str, ...] = DEFAULT_METHODS
     val_sizes: tuple[int, ...] = ()  # validation-size study: sizes below the full validation set
+    val_selections: tuple[str, ...] = ()  # onboarding-set strategies the study compares with random at each size
     battles_per_prompt: int = 1  # `pairwise`: disjoint arena-style battles drawn per prompt (1: arena-sparse)
     train_frac: float = 0.6
     val_frac: float = 0.1
@@ -41,6 +43,12 @@ class EvalConfig:
             raise ValueError(f"battles per prompt must be >= 1, got {self.battles_per_prompt}")
         if any(s < 2 for s in self.val_sizes):
             raise ValueError(f"validation sizes must be >= 2, got {list(self.val_sizes)}")
+        unknown = sorted(set(self.val_selections) - set(STRATEGIES))
+        if unknown:
+            raise ValueError(f"unknown validation selections {unknown}; choose from {', '.join(STRATEGIES)}")
+        if set(self.val_selections) - {"random"} and not self.val_sizes:
+            raise ValueError("a validation selection chooses the first N validation prompts: give the sizes N "
+                             "too (--val-sizes)")
 
 
 def trial_split(data: RoutingData, seed: int, trial: int, train_frac: float = 0.6, val_frac: float = 0.1) -> TrialSplit:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from uniroute.experiments.methods import VAL_SIZE_METHODS
+from uniroute.experiments.onboarding_study import selection_report
 from uniroute.experiments.plots import write_curve_plot, write_val_size_plot
 from uniroute.experiments.protocol import EvalConfig
 from uniroute.experiments.report import evaluation_report, val_size_report
@@ -128,6 +129,9 @@ def evaluate(
     study = val_size_report(results, config) if config.val_sizes and any(
         m in config.methods for m in VAL_SIZE_METHODS
     ) else None
+    chosen_sets = selection_report(results, config) if study is not None else None
+    if chosen_sets is not None:
+        study["onboarding_set"] = chosen_sets
     return report, study, results
 
 

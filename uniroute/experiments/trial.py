@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from uniroute.experiments.methods import KIND_METHODS, VAL_SIZE_METHODS
+from uniroute.experiments.onboarding_study import selection_study, study_methods
 from uniroute.experiments.oracle_curve import oracle_curve
 from uniroute.experiments.pairwise import pairwise_method
 from uniroute.experiments.protocol import EvalConfig, trial_split
@@ -126,6 +127,10 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
                 entry["selection"] = _selection_record(state, size)
             out["valsize"][str(size)] = entry
         out["seconds"]["valsize"] = time.perf_counter() - t0
+        if config.val_selections:  # the same study with the first N validation prompts chosen, not random
+            t0 = time.perf_counter()
+            out["valsize_selection"] = selection_study(state, config, study_methods(config))
+            out["seconds"]["valsize_selection"] = time.perf_counter() - t0
     out["seconds"]["total"] = time.perf_counter() - started
     out["cpu_seconds"] = time.process_time() - cpu_started  # moves less with the load of the shared cores
     log.info("trial %d done in %.1f s", trial, out["seconds"]["total"])

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from uniroute.operations.data import annotated, embedded, ingest, set_cost, set_costs
     from uniroute.operations.evaluation import attribute_embeddings, prompt_embeddings
     from uniroute.operations.inputs import BuildInputs, build_inputs, router_kinds
-    from uniroute.operations.onboarding import InboxRun, Onboarding, inbox, onboard, waiting_line
+    from uniroute.operations.onboarding import InboxRun, Onboarding, inbox, onboard, onboarding_set, waiting_line
     from uniroute.operations.pool import Retirement, Rollback, publish, retire, rollback
     from uniroute.operations.reconcile import doctor, reconciled
     from uniroute.operations.routing import Routed, prompts_from_file, route
@@ -33,6 +33,7 @@ _MODULE_OF = {
     "attribute_embeddings": "evaluation", "prompt_embeddings": "evaluation",
     "BuildInputs": "inputs", "build_inputs": "inputs", "router_kinds": "inputs",
     "InboxRun": "onboarding", "Onboarding": "onboarding", "inbox": "onboarding", "onboard": "onboarding",
+    "onboarding_set": "onboarding",
     "waiting_line": "onboarding",
     "Retirement": "pool", "Rollback": "pool", "publish": "pool", "retire": "pool", "rollback": "pool",
     "doctor": "reconcile", "reconciled": "reconcile",
@@ -68,6 +69,7 @@ __all__ = [
     "inbox",
     "ingest",
     "onboard",
+    "onboarding_set",
     "prompt_embeddings",
     "prompts_from_file",
     "publish",

@@ -6,6 +6,7 @@ one line that the models join at the next build. The same words on every surface
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from uniroute.operations.context import Context, OperationError
 from uniroute.operations.reconcile import reconciled
 from uniroute.pipeline import registry
 from uniroute.pipeline.onboard import OnboardError, OnboardResult, onboard_models
+from uniroute.pipeline.onboarding_set import OnboardingSet, choose_onboarding_set
+from uniroute.selection.onboarding_set import DEFAULT_STRATEGY
 
 
 def waiting_line(models: Sequence[str]) -> str:
@@ -96,3 +99,24 @@ def inbox(ctx: Context, onboard_landed: bool = True) -> InboxRun:
     if onboard_landed and run.landed:
         run = InboxRun(outcomes, onboard(ctx, run.landed))
     return run
+
+
+def onboarding_set(ctx: Context, size: int, out: Path, strategy: str = DEFAULT_STRATEGY, model: str | None = None,
+                   seed: int = 0) -> OnboardingSet:
+    """Choose the validation prompts a new model should answer and write them to `out` (JSON lines, or CSV for a
+    .csv name; written whole or not at all): one line per prompt with `prompt_id` and `prompt`, best first."""
+    suffix = out.suffix.lower()
+    if suffix not in (".jsonl", ".json", ".csv"):
+        raise OperationError(f"{out}: write the onboarding set as .jsonl or .csv")
+    with ctx.session("onboarding-set", inputs=f"{size} {strategy} {model or ''}".strip()) as s:
+        chosen = choose_onboarding_set(s.con, size, strategy, model=model, cache_dir=ctx.cache_dir, seed=seed)
+        s.detail = chosen.line()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(out.name + ".part")
+    frame = chosen.prompts
+    if suffix == ".csv":
+        frame.to_csv(part, index=False)
+    else:
+        frame.to_json(part, orient="records", lines=True, force_ascii=False)
+    os.replace(part, out)  # a reader sees the old file or the whole new one
+    return chosen
