@@ -28,7 +28,7 @@ COMMAND_MODULES = {
     "ingest": "data", "inbox": "data", "synth": "data", "sql": "data", "models": "data",
     "evaluate": "evaluation", "report": "evaluation",
     "build": "operations", "onboard": "operations", "onboarding-set": "operations", "retire": "operations",
-    "publish": "operations", "route": "operations", "doctor": "operations",
+    "publish": "operations", "rollback": "operations", "route": "operations", "doctor": "operations",
     "arena-battles": "paper", "annotate": "paper",
     "status": "status",
 }
