@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from tests.robustness.conftest import NEWCOMER
@@ -72,3 +73,21 @@ def test_bad_requests_are_one_line_and_write_nothing(pool, tmp_path):
         assert not out.exists()
     wrong = runner.invoke(app, ["onboarding-set", "--size", "5", "--out", str(tmp_path / "set.txt")])
     assert wrong.exit_code == 1 and "write the onboarding set as .jsonl or .csv" in wrong.stderr
+
+
+def test_onboarding_cost_says_what_each_onboarding_used_and_bought(pool, logs, tmp_path, monkeypatch):
+    monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
+    chosen = tmp_path / "set.jsonl"
+    _run("onboarding-set", "--size", "15", "--out", str(chosen))
+    asked = _answers(logs, chosen, tmp_path / "answers", "newcomer.csv")
+    _run("onboard", "--results", str(tmp_path / "answers" / "newcomer.csv"))
+    shown = json.loads(_run("sql", f"select * from onboarding_cost where model = '{NEWCOMER}'", "--json"))
+    assert len(shown) == 1
+    row = shown[0]
+    expected_cost = logs[(logs.model == NEWCOMER) & logs.prompt_id.isin(asked)].cost.sum()
+    assert row["answers_used"] == 15 and row["answers_cost"] == pytest.approx(expected_cost)
+    assert 1 <= row["clusters_answered"] <= row["clusters"] and 0 < row["mean_interval_width"] < 1
+    with store.opened(pool.db_path, read_only=True) as con:
+        assert row["router_id"] == registry.load_champion(con).router_id
+        # only the onboarded model: the pool's models are carried over unchanged
+        assert con.execute("select count(*) from onboarding_cost").fetchone()[0] == 1
