@@ -1,0 +1,112 @@
+"""Regenerate docs/results.md's onboarding-set section and its plots from the study's JSONs in
+docs/results/onboarding_set/: on each shared dataset, the validation-size study with the first N validation
+prompts chosen by each strategy of `uniroute/selection/onboarding_set.py`, against N random ones on the same
+trials (the paper's protocol; UniRoute K-means; 100 trials, seed 0).
+
+Everything between the `## Onboarding set` heading and the next `## ` heading is rewritten. With --run, the
+three studies run first (sequentially), with the commands the section prints.
+
+Run: `UNIROUTE_HOME=.uniroute-eval OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.quality.onboarding_set_doc [--run]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
+
+from benchmarks.quality.results_doc import DATASETS, EMBEDDER, SEED, TRIALS  # noqa: E402
+from benchmarks.runner import REPO as ROOT  # noqa: E402
+from uniroute.experiments.onboarding_study import selection_table  # noqa: E402
+
+OUT_DIR = ROOT / "docs" / "results" / "onboarding_set"
+DOC = ROOT / "docs" / "results.md"
+HEADING = "## Onboarding set: which validation prompts a new LLM answers"
+SIZES = "10,25,50,100"
+STRATEGIES = "stratified,allocated,anchored"
+METHOD = "kmeans"
+
+
+def command(dataset: str, trials: int = TRIALS) -> str:
+    part = DATASETS[dataset]["prompt_part"]
+    return (f"uniroute evaluate --data ../shared/datasets/{dataset}/long.parquet --trials {trials} --seed {SEED} "
+            f"--embedder {EMBEDDER} --methods {METHOD} --prompt-part {part} --val-sizes {SIZES} "
+            f"--val-selection {STRATEGIES} --workers 0 --out docs/results/onboarding_set/{dataset}.json")
+
+
+def _plot(study: dict[str, Any], path: Path, title: str) -> None:
+    """Area against N for random and each strategy (means over the trials), all prompts as a dashed line."""
+    report = study["onboarding_set"]
+    sizes = report["sizes"]
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    first = next(iter(report["strategies"].values()))[METHOD]
+    ax.plot(sizes, [e["random_area"] for e in first], marker="o", color="black", label="random")
+    for strategy, rows in report["strategies"].items():
+        ax.plot(sizes, [e["area"] for e in rows[METHOD]], marker="o", label=strategy)
+    ax.axhline(first[0]["all_prompts_area"], color="grey", linestyle="--", label="all validation prompts")
+    ax.set_xscale("log")
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.set_xlabel("validation prompts a test LLM answers (N)")
+    ax.set_ylabel("Area on unseen test LLMs (mean over trials)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def section(out_dir: Path = OUT_DIR) -> str:
+    parts = [HEADING, "", (
+        "`uniroute onboarding-set` chooses the validation prompts a new LLM should answer "
+        "(`uniroute/selection/onboarding_set.py` states each strategy and why). The study is the validation-size "
+        "study with the first N validation prompts chosen by a strategy from the training LLMs' information "
+        "only, against N random ones on the same trials: the difference of test Area ± 96% half-width, the "
+        "sign test (wins/losses, `*` p < 0.05) and the share of the gap between N random prompts and all of "
+        "them that the choice closes. UniRoute (K-means); a poisoning test checks the choice never reads a test "
+        "LLM's answers (`tests/selection/test_onboarding_set.py`).")]
+    for dataset, about in DATASETS.items():
+        path = out_dir / f"{dataset}_valsize.json"
+        if not path.exists():
+            continue
+        study = json.loads(path.read_text())
+        png = out_dir / f"{dataset}.png"
+        _plot(study, png, f"{about['title']}: onboarding sets ({study['onboarding_set']['trials']} trials)")
+        parts += ["", f"### {about['title']}", "", f"`{command(dataset, study['onboarding_set']['trials'])}`", "",
+                  selection_table(study["onboarding_set"]), "", f"![{about['title']}]({png.relative_to(DOC.parent)})"]
+    return "\n".join(parts) + "\n\n"
+
+
+def rewrite(doc: Path = DOC) -> None:
+    text = doc.read_text()
+    body = section()
+    pattern = re.compile(re.escape(HEADING) + r".*?(?=^## )", re.S | re.M)
+    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
+    doc.write_text(text.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", action="store_true", help="run the three studies first (tens of minutes)")
+    args = parser.parse_args()
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    if args.run:
+        for dataset in DATASETS:
+            argv = shlex.split(command(dataset))
+            subprocess.run([sys.executable, "-m", "uniroute", *argv[1:]], cwd=ROOT, check=True)
+    rewrite()
+
+
+if __name__ == "__main__":
+    main()
