@@ -109,7 +109,7 @@ def onboarding_order(strategy: str, clusters: np.ndarray, view: PoolView, size: 
     if strategy == "random":
         return np.flatnonzero(~done)[:size]
     rng = np.random.default_rng(seed)
-    queues = _cluster_queues(strategy, clusters, done, X, pool_losses, rng)
+    queues = _cluster_queues(strategy, clusters, done, X, pool_losses, rng, size)
     counts = np.bincount(clusters[done], minlength=view.weights.shape[0]).astype(np.float64)
     order: list[int] = []
     while len(order) < size:
@@ -135,8 +135,9 @@ def _next_cluster(strategy: str, counts: np.ndarray, view: PoolView, queues: dic
 
 
 def _cluster_queues(strategy: str, clusters: np.ndarray, done: np.ndarray, X: np.ndarray | None,
-                    pool_losses: np.ndarray | None, rng: np.random.Generator) -> dict[int, list[int]]:
-    """Per cluster, its unanswered candidates in the order they are to be answered."""
+                    pool_losses: np.ndarray | None, rng: np.random.Generator, size: int) -> dict[int, list[int]]:
+    """Per cluster, its unanswered candidates in the order they are to be answered (at most `size` of them: no
+    cluster gets more answers than the whole set)."""
     queues: dict[int, list[int]] = {}
     for c in np.unique(clusters):
         members = np.flatnonzero(clusters == c)
@@ -144,7 +145,8 @@ def _cluster_queues(strategy: str, clusters: np.ndarray, done: np.ndarray, X: np
             if X is None or pool_losses is None:
                 raise ValueError("the `anchored` onboarding set needs the candidates' embeddings and the pool's losses")
             informative = prompt_disagreement(pool_losses[members]) + INFORMATIVE_FLOOR
-            ranked = facility_order(_similarity(X[members], pool_losses[members]), done[members], informative)
+            ranked = facility_order(_similarity(X[members], pool_losses[members]), done[members], informative,
+                                    limit=size)
             queues[int(c)] = [int(members[i]) for i in ranked]
         else:
             queues[int(c)] = [int(i) for i in rng.permutation(members[~done[members]])]
@@ -166,16 +168,17 @@ def _similarity(X: np.ndarray, losses: np.ndarray) -> np.ndarray:
     return (1.0 - PATTERN_WEIGHT) * cosine + PATTERN_WEIGHT * agreement
 
 
-def facility_order(similarity: np.ndarray, done: np.ndarray, weights: np.ndarray | None = None) -> list[int]:
-    """Unanswered prompts in greedy facility-location order: each next one raises most the (weighted) summed
-    similarity of every prompt to its closest chosen (or answered) prompt. Nested by construction; ties go to the
-    lower index."""
+def facility_order(similarity: np.ndarray, done: np.ndarray, weights: np.ndarray | None = None,
+                   limit: int | None = None) -> list[int]:
+    """Unanswered prompts in greedy facility-location order (the first `limit` of them): each next one raises most
+    the (weighted) summed similarity of every prompt to its closest chosen (or answered) prompt. Nested by
+    construction; ties go to the lower index. Each step costs n x (unchosen) operations."""
     n = similarity.shape[0]
     weights = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     best = similarity[:, done].max(axis=1) if done.any() else np.zeros(n)
     left = list(np.flatnonzero(~done))
     order: list[int] = []
-    while left:
+    while left and (limit is None or len(order) < limit):
         gains = weights @ np.maximum(similarity[:, left] - best[:, None], 0.0)
         pick = left.pop(int(np.argmax(gains)))
         order.append(pick)
