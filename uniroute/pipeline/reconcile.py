@@ -25,7 +25,7 @@ from uniroute.ingest.inbox import PROCESSING
 from uniroute.pipeline import publish, registry, snapshot, tracking
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.pipeline.onboard import OnboardError, missing_from_champion, onboard_models
-from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
+from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location, tracking_store_file
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,14 @@ def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Rep
 
 def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool,
                   published_dir: Path) -> None:
-
+    db_file = tracking_store_file(tracking_uri)
+    if not repair and db_file is not None and not db_file.exists():
+        # Only a check: opening MLflow would create the file (and cannot, in a read-only home).
+        champion = registry.champion_id(con)
+        report.add("mlflow", "broken" if champion else "ok",
+                   f"{db_file} does not exist: `uniroute doctor` logs every router version and publication to a new "
+                   "one" if champion else "no champion yet")
+        return
     if not _check_tracking_location(tracking_uri, artifact_root, report, repair):
         return
     if repair:
