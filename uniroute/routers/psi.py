@@ -145,13 +145,15 @@ def pool_prior(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     counts = np.asarray(counts, dtype=np.float64)
     weighted = np.where(counts > 0, counts * values, 0.0)
     totals = counts.sum(axis=1)  # (M,)
-    if (totals == 0).any():
-        raise ValueError("a Psi prior needs at least one labelled prompt per model")
-    overall = weighted.sum(axis=1) / totals  # (M,)
     answered = counts.sum(axis=0)  # (K,)
+    if answered.sum() == 0:  # nobody has an answer (a router stored without counts): nothing to lean on
+        return values.copy()
     pool_overall = weighted.sum() / answered.sum()
     pool = np.where(answered > 0, weighted.sum(axis=0) / np.maximum(answered, 1), pool_overall)  # (K,)
-    seen = (counts @ pool) / totals  # (M,) the pool's loss where each model answered
+    safe = np.maximum(totals, 1)
+    overall = weighted.sum(axis=1) / safe  # (M,)
+    seen = (counts @ pool) / safe  # (M,) the pool's loss where each model answered
+    # A model without answers (a row stored without counts) has shown nothing: it gets the pool's view alone.
     lead = totals / (totals + POOL_PRIOR_ANSWERS) * (overall - seen)  # (M,)
     return np.clip(pool[None, :] + lead[:, None], 0.0, 1.0)
 
