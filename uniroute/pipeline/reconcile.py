@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniroute import store
+from uniroute.errors import DiskFull, is_disk_full
 from uniroute.ingest.inbox import PROCESSING
 from uniroute.pipeline import publish, registry, snapshot, tracking
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
@@ -193,7 +194,15 @@ def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
     if not _check_tracking_location(tracking_uri, artifact_root, report, repair):
         return
     if repair:
-        synced = tracking.sync_mlflow(con, tracking_uri, artifact_root, published_dir=published_dir)
+        try:
+            synced = tracking.sync_mlflow(con, tracking_uri, artifact_root, published_dir=published_dir)
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            # What was logged before the disk filled is recorded; the rest waits for space and the next sync.
+            full = DiskFull(exc.filename or artifact_root, "MLflow did not log the rest; the store is unchanged")
+            report.add("mlflow", "broken", f"{full} (`uniroute doctor` logs what is missing)")
+            return
         for line in synced.lines():
             # Adopting a version the store had not recorded means a run died between the two, a lost one that
             # mlflow.db was deleted or replaced; the rest is routine.
