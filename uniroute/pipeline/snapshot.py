@@ -189,8 +189,11 @@ def read_snapshot(path: Path) -> Snapshot:
     manifest_path = path / "manifest.json"
     if not manifest_path.exists():
         raise PublishError(f"{path} has no manifest.json: not a complete snapshot")
-    manifest = json.loads(manifest_path.read_text())
-    files = {name: (path / name).read_bytes() for name in manifest["files"]}
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        files = {name: (path / name).read_bytes() for name in manifest["files"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a file gone, a manifest cut or edited by hand
+        raise PublishError(f"{path} cannot be read as a snapshot ({type(exc).__name__}: {exc})") from None
     actual = checksum_of(files)
     if actual != manifest["checksum"]:
         raise PublishError(f"checksum mismatch in {path}: manifest {manifest['checksum']}, files {actual}")
