@@ -79,9 +79,9 @@ create table if not exists psi (
     model        varchar not null,
     cluster      integer not null,
     loss         double not null,       -- the measured mean loss on the cluster's validation prompts
-    n            bigint not null,       -- validation prompts behind the cell; 0 = fallback to overall mean
-    routing_loss double,                -- the cell the router routes by: loss, shrunk toward the model's overall
-                                        -- loss by its evidence for count-aware Psi (kind kmeans_shrunk)
+    n            bigint not null,       -- validation prompts behind the cell; 0 = fallback to the pool prior
+    routing_loss double,                -- the cell the router routes by: loss, empty cells at the pool prior,
+                                        -- shrunk toward it by evidence for count-aware Psi (kmeans_shrunk)
     error_lo     double,                -- 95% Wilson interval of loss; null in rows written before it was stored
     error_hi     double,
     sparse       boolean,               -- fewer labelled prompts behind the cell than routers/psi.py SPARSE_CELL

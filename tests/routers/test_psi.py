@@ -25,14 +25,22 @@ MODELS = ("a", "b", "c")
 
 def test_psi_by_hand_with_fallbacks():
     psi = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
-    # a: clusters 0,1,2 -> 1/2, 2/3, 0; overall 3/6 fills the empty cluster 3.
-    # b: cluster 0 -> 1, cluster 1 unanswered -> overall 2/3, cluster 2 -> 0, empty cluster 3 -> 2/3.
-    # c: cluster 0 -> 0.5 (one answer), cluster 1 -> 1/3, cluster 2 -> 0.25, cluster 3 -> overall 1.75/5.
+    # Empty cells take the pool prior pool_k + N / (N + 20) * (overall - seen) (routers/psi.pool_prior). The pool's
+    # loss per cluster: 0 -> 3.5 / 5 = 0.7, 1 -> 3 / 6 = 0.5, 2 -> 0.25 / 3, 3 (nobody) -> overall 6.75 / 14.
+    pool = [0.7, 0.5, 0.25 / 3, 6.75 / 14]
+    # seen = the pool's loss on the clusters the model answered, weighted by its answers there.
+    lead_a = 6 / 26 * (3 / 6 - (2 * pool[0] + 3 * pool[1] + pool[2]) / 6)
+    lead_b = 3 / 23 * (2 / 3 - (2 * pool[0] + pool[2]) / 3)
+    lead_c = 5 / 25 * (1.75 / 5 - (pool[0] + 3 * pool[1] + pool[2]) / 5)
+    # a: clusters 0,1,2 -> 1/2, 2/3, 0; empty cluster 3 -> pool + lead.
+    # b: cluster 0 -> 1, cluster 1 unanswered -> 0.5 + lead_b = 0.5225, cluster 2 -> 0, cluster 3 -> pool + lead.
+    # c: cluster 0 -> 0.5 (one answer), cluster 1 -> 1/3, cluster 2 -> 0.25, cluster 3 -> pool + lead (below pool).
     expected = [
-        [0.5, 2 / 3, 0.0, 0.5],
-        [1.0, 2 / 3, 0.0, 2 / 3],
-        [0.5, 1 / 3, 0.25, 0.35],
+        [0.5, 2 / 3, 0.0, pool[3] + lead_a],
+        [1.0, pool[1] + lead_b, 0.0, pool[3] + lead_b],
+        [0.5, 1 / 3, 0.25, pool[3] + lead_c],
     ]
+    assert expected[1][1] == pytest.approx(0.522464, abs=1e-6) and lead_c < 0 < lead_a < lead_b
     np.testing.assert_allclose(psi.values, expected)
     np.testing.assert_array_equal(psi.counts, [[2, 3, 1, 0], [2, 0, 1, 0], [1, 3, 1, 0]])
     assert psi.models == MODELS and psi.k == 4
@@ -94,16 +102,20 @@ def test_psi_from_frame_rejects_bad_frames():
         psi_from_frame(dup, 2)
 
 
-def test_shrunk_values_move_sparse_cells_toward_the_overall_loss():
+def test_shrunk_values_move_sparse_cells_toward_the_pool_prior():
     from uniroute.routers.psi import shrunk_values
 
     psi = psi_from_losses(CLUSTER_OF, LOSSES, 4, MODELS)
     np.testing.assert_array_equal(shrunk_values(psi.values, psi.counts, 0.0), psi.values)
     got = shrunk_values(psi.values, psi.counts, 2.0)
-    # a: overall 3/6; cluster 0 has 2 prompts at 1/2 -> stays 1/2; cluster 2 has 1 prompt at 0 -> (0 + 2 * .5) / 3.
-    assert got[0, 0] == pytest.approx(0.5) and got[0, 2] == pytest.approx(1 / 3)
-    # an empty cell is the overall loss whatever the strength
-    assert got[0, 3] == pytest.approx(0.5)
+    # a (6 answers, overall 1/2, the pool 0.497222 where it answered): its prior is each cluster's pool loss
+    # + 6/26 * (0.5 - 0.497222). Cluster 2 (pool 0.25 / 3): its one answer (loss 0) keeps weight 1 / (1 + 2).
+    lead_a = 6 / 26 * (0.5 - (2 * 0.7 + 3 * 0.5 + 0.25 / 3) / 6)
+    assert got[0, 2] == pytest.approx(2 * (0.25 / 3 + lead_a) / 3)
+    # Cluster 0 (pool 3.5 / 5 = 0.7): a's 2 answers at 1/2 weigh 2 / (2 + 2).
+    assert got[0, 0] == pytest.approx((2 * 0.5 + 2 * (0.7 + lead_a)) / 4)
+    # an empty cell is the prior whatever the strength
+    assert got[0, 3] == pytest.approx(psi.values[0, 3])
     with pytest.raises(ValueError, match="finite and >= 0"):
         shrunk_values(psi.values, psi.counts, -1.0)
 
@@ -119,4 +131,5 @@ def test_cell_frame_carries_counts_intervals_and_sparse_flags():
     assert 0 < lo < 2 / 3 < hi < 1
     assert frame.loc[("a", 3), ["error_lo", "error_hi"]].tolist() == [0.0, 1.0]  # an empty cell says nothing
     assert frame["sparse"].all()  # every cell here has fewer than 10 prompts
-    assert frame.loc[("a", 2), "shrunk_error"] == pytest.approx(1 / 3)
+    lead_a = 6 / 26 * (0.5 - (2 * 0.7 + 3 * 0.5 + 0.25 / 3) / 6)  # as in the test above
+    assert frame.loc[("a", 2), "shrunk_error"] == pytest.approx(2 * (0.25 / 3 + lead_a) / 3)

@@ -222,7 +222,10 @@ def test_a_shrinking_router_routes_by_shrunk_cells_and_shrinks_a_new_row_alike()
     np.testing.assert_allclose(r.gamma(X3), r.routing_psi.T)
     assert r.kind == "kmeans_shrunk" and _router().kind == "kmeans"
     r2 = r.with_model("d", np.array([0.0, 1.0, 0.0]), 1.0, counts=np.array([1, 1, 20]))
-    np.testing.assert_allclose(r2.routing_psi[3], shrunk_values(np.array([[0.0, 1.0, 0.0]]), [[1, 1, 20]], 4.0)[0])
+    # the newcomer's row is shrunk toward the pool prior of the router it joins, like every row
+    np.testing.assert_allclose(r2.routing_psi, shrunk_values(r2.psi, r2.psi_counts, 4.0))
+    # ... not toward its own mean alone
+    assert not np.allclose(r2.routing_psi[3], shrunk_values(np.array([[0.0, 1.0, 0.0]]), [[1, 1, 20]], 4.0)[0])
     with pytest.raises(ValueError, match="needs psi_counts"):
         _router(psi_counts=None, shrinkage=1.0)
 

@@ -134,7 +134,9 @@ def test_a_shrinking_router_routes_by_its_shrunk_cells():
     assert shrunk[0, 0] > shrunk[2, 0]  # shrinking turns cluster 0 from a to c
     assert r.route_names(X3).tolist() == ["c", "c", "c"]  # raw Psi would route cluster 0 to a
     assert r.cluster_table(0.0).tolist() == [2, 2, 2]
-    assert r.route_names(X3, 0.0, ["a", "b"]).tolist() == ["b", "b", "b"]  # raw Psi: a, b, a
+    # raw Psi: a, b, a. Cluster 0 is easy for the pool (7.5 / 21), so a's prior there is (15 + 20 * 7.5 / 21) / 41
+    # and its lucky cell shrinks to 4 * 0.540 / 5 = 0.432, still under b's 0.484: a keeps cluster 0 against b.
+    assert r.route_names(X3, 0.0, ["a", "b"]).tolist() == ["a", "b", "b"]
     # The budget is turned into lambda on the shrunk cells too: the routed cost meets it.
     r2 = _router(costs=np.array([4.0, 1.0, 2.0]), psi=r.psi, psi_counts=r.psi_counts, shrinkage=4.0)
     for budget in (0.3, 0.5, 0.8):

@@ -201,7 +201,7 @@ def sql(
     with one_line_errors(), ctrl_c_cancels() as cancel, spill as temp:
         sandbox = Sandbox(timeout_seconds=timeout or settings.sql_timeout_seconds,
                           memory_limit=settings.sql_memory_limit, temp_directory=temp,
-                          max_temp_size=settings.sql_temp_limit)
+                          max_temp_size=settings.sql_temp_limit, spill=temp is not None)
         try:
             result = run_user_sql(settings.db_path, settings.published_dir, statement, sandbox,
                                   max_rows=max_rows or None, cancel=cancel,

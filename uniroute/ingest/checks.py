@@ -337,11 +337,32 @@ def _prompt_table(rows: pa.Table, pid: np.ndarray, pid_values: pa.Array, tid: np
     })
 
 
+# Rejected rows turned into Python objects at a time for their reasons: all of a junk file's rows at once took
+# about ten times the file.
+REJECT_BATCH = 32_768
+REJECT_COLUMNS = ("prompt_id", "model", "score", "score_text", "cost", "cost_text", "raw_score", "split", "prompt",
+                  "pre_reason", "raw")
+QUOTED_PROMPT = 120  # characters of the prompt kept in a rejected row's JSON
+
+
 def _reject_table(rows: pa.Table, reason: dict[int, str], row_number: np.ndarray, per_model: bool) -> pa.Table:
     """One row per rejected staged row: its input row number, the reason (naming the model where an input
-    row holds several models' results) and the input as JSON."""
+    row holds several models' results) and the input as JSON; built REJECT_BATCH rows at a time."""
     bad = np.array(sorted(reason), dtype=np.int64)
-    picked = rows.take(pa.array(bad)).to_pylist() if len(bad) else []
+    parts = [_reject_batch(rows, reason, row_number, per_model, bad[start:start + REJECT_BATCH])
+             for start in range(0, len(bad), REJECT_BATCH)]
+    if not parts:
+        return pa.table({"row_number": pa.array([], pa.int64()), "reason": pa.array([], pa.string()),
+                         "raw": pa.array([], pa.string())})
+    return pa.concat_tables(parts)
+
+
+def _reject_batch(rows: pa.Table, reason: dict[int, str], row_number: np.ndarray, per_model: bool,
+                  bad: np.ndarray) -> pa.Table:
+    picked = rows.select(list(REJECT_COLUMNS)).take(pa.array(bad))
+    # Only the quoted start of a prompt becomes a Python string, not a whole (maybe huge) text.
+    prompt = pc.utf8_slice_codeunits(picked["prompt"].cast(pa.string()), 0, QUOTED_PROMPT)
+    picked = picked.set_column(picked.schema.get_field_index("prompt"), "prompt", prompt).to_pylist()
     reasons = [
         # a problem found while parsing concerns the whole input row, not one model's result
         f"model {json.dumps(item['model'])}: {reason[i]}"
@@ -358,7 +379,7 @@ def _reject_table(rows: pa.Table, reason: dict[int, str], row_number: np.ndarray
         raws.append(json.dumps({
             "prompt_id": item["prompt_id"], "model": item["model"],
             "score": item["raw_score"] if item["raw_score"] is not None else score, "cost": cost,
-            "split": item["split"], "prompt": None if item["prompt"] is None else item["prompt"][:120],
+            "split": item["split"], "prompt": item["prompt"],
         }, default=str))
     return pa.table({
         "row_number": pa.array(row_number[bad], pa.int64()),

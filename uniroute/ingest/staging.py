@@ -106,14 +106,25 @@ def csv_header(path: Path, text: str) -> list[str]:
 
 
 def read_csv_strings(path: Path, text: str, header: list[str]) -> pd.DataFrame:
-    """Every cell of a CSV as a string ('' when empty), so values are validated, not guessed.
+    """Every cell of a CSV as a string ('' when empty), so values are validated, not guessed (read_csv_table)."""
+    return _read_csv(path, pa.BufferReader(text.encode("utf-8")), header).to_pandas()
 
-    Arrow's reader, because it refuses a row with a wrong number of cells (pandas silently turns one extra
-    cell into an index, or pads a short row); quoted cells may span lines (RouterBench responses do).
+
+def read_csv_table(path: Path, header: list[str]) -> pa.Table:
+    """Every cell of the CSV file at path as an Arrow string ('' when empty), so values are validated, not guessed.
+
+    Read from the file by Arrow (a UTF-8 BOM skipped) and kept as Arrow: a copy of the text re-encoded took the
+    file's size again, and a pandas frame of Python strings about five times it.
     """
+    return _read_csv(path, path, header)
+
+
+def _read_csv(path: Path, source: Any, header: list[str]) -> pa.Table:
+    """Arrow's reader, because it refuses a row with a wrong number of cells (pandas silently turns one extra
+    cell into an index, or pads a short row); quoted cells may span lines (RouterBench responses do)."""
     try:
-        table = pa_csv.read_csv(
-            pa.BufferReader(text.encode("utf-8")),
+        return pa_csv.read_csv(
+            source,
             read_options=pa_csv.ReadOptions(column_names=header, skip_rows=1),
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
             convert_options=pa_csv.ConvertOptions(
@@ -123,7 +134,6 @@ def read_csv_strings(path: Path, text: str, header: list[str]) -> pd.DataFrame:
         )
     except pa.ArrowInvalid as exc:
         raise IngestError(f"{path}: not readable as CSV (truncated or malformed?): {exc}") from exc
-    return table.to_pandas()
 
 
 def numbers_from_text(values: pd.Series, missing: frozenset[str] = frozenset({""})) -> tuple[pa.Array, pa.Array]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from uniroute import store
 from uniroute.operations.context import Context
 from uniroute.pipeline.reconcile import Report, reconcile
 
@@ -16,14 +17,28 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) 
     if operation == "reconcile" and not ctx.db_path.exists():  # nothing stored: nothing derived from it either
         return Report()
     inputs = "" if operation == "reconcile" else ("repair" if repair else "check")
-    with ctx.session(operation, inputs=inputs) as s:
+
+    def checked(s: store.Session) -> Report:
         # doctor (an explicit repair) always onboards what is missing; the routine reconciliation as its context says
-        report = reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
-                           repair=repair, cache_dir=ctx.cache_dir,
-                           onboard_missing=ctx.onboard_missing or operation != "reconcile",
-                           min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir)
-        if operation != "reconcile":
-            s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
+        return reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
+                         repair=repair, cache_dir=ctx.cache_dir,
+                         onboard_missing=ctx.onboard_missing or operation != "reconcile",
+                         min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir)
+
+    try:
+        with ctx.session(operation, inputs=inputs) as s:
+            report = checked(s)
+            if operation != "reconcile":
+                s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
+    except store.ReadOnlyHome as exc:
+        if repair:
+            raise
+        # A read-only home (a replica, a mounted backup) is checked as it is: nothing to record, nothing repaired.
+        with store.inspection(ctx.db_path, operation) as s:
+            report = checked(s)
+            _unfinished_runs(s, report)
+        report.add("home", "ok", f"{exc.folder} is read-only ({exc.reason}): checked without writing; route and sql "
+                   "answer, writers refuse until it is writable")
     if operation == "reconcile":
         for finding in report.findings:
             if finding.status in NOTEWORTHY:
@@ -32,6 +47,17 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) 
                 ctx.warn(f"{finding.check}: {finding.detail}" if finding.status == "broken"
                          else f"{finding.check} {finding.status}: {finding.detail}")
     return report
+
+
+def _unfinished_runs(s: store.Session, report: Report) -> None:
+    """On a home checked read-only, killed runs cannot be marked: name them instead of saying none was left."""
+    unfinished = store.query(s.con, "operations_unfinished")
+    if unfinished.empty:
+        return
+    report.findings = [f for f in report.findings if f.check != "operations"]
+    runs = ", ".join(f"{r.kind} (pid {r.pid})" for r in unfinished.itertuples(index=False))
+    report.add("operations", "broken", f"runs left unfinished: {runs}; `uniroute doctor` on a writable home marks "
+               "them interrupted")
 
 
 def doctor(ctx: Context, check: bool = False) -> Report:

@@ -4,7 +4,8 @@ The store is the single source of truth. Everything else is derived from it and 
 
 1. runs that were killed are marked 'interrupted' in the operations log (the session does it, and reports them);
 2. every active model with validation results and a cost is routed by the champion (else: onboarded);
-3. `published/current` names the store's newest publication, whose folder is complete (else: re-pointed);
+3. `published/current` names the store's newest publication, whose folder is complete (else: re-pointed; a
+   damaged newest folder: the champion published again);
 4. no files the store does not account for: snapshot folders of unrecorded versions, staging folders, stray
    links (removed), files claimed by a killed inbox run (reported: `uniroute inbox` finishes them), spill
    folders of a killed `uniroute sql` (removed);
@@ -21,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from uniroute import store
+from uniroute.errors import DiskFull, is_disk_full
 from uniroute.ingest.inbox import PROCESSING
 from uniroute.pipeline import publish, registry, snapshot, tracking
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.pipeline.onboard import OnboardError, missing_from_champion, onboard_models
-from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
+from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location, tracking_store_file
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +94,27 @@ def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: 
     report.add("pool", "repaired", f"onboarded {missing} (were missing from the champion) -> router {result.router_id}")
 
 
-def _check_published(con: store.Connection, published_dir: Path, report: Report, repair: bool) -> None:
+def _republish(s: store.Session, published_dir: Path, version: str, damage: str, report: Report,
+               repair: bool) -> None:
+    """The newest publication's folder is damaged: publish the champion again (what `publish --force` does) and
+    switch `current` to it after the commit; the damaged folder stays, recorded, for a look."""
+    if not repair:
+        report.add("published", "broken", f"the newest publication {version} is damaged: {damage}; `uniroute doctor` "
+                   "(or `uniroute publish --force`) publishes it again")
+        return
+    try:
+        result = publish.publish_champion(s.con, published_dir, force=True)
+    except snapshot.PublishError as exc:
+        report.add("published", "broken", f"the newest publication {version} is damaged: {damage}; publishing it "
+                   f"again failed: {exc}")
+        return
+    publish.switch_current_after_commit(s, published_dir, result)
+    report.add("published", "repaired", f"the newest publication {version} was damaged ({damage}): published the "
+               f"champion again as {result.version}, current once this run commits")
+
+
+def _check_published(s: store.Session, published_dir: Path, report: Report, repair: bool) -> None:
+    con = s.con
     try:
         snapshot.check_current_link(published_dir)
     except snapshot.PublishError as exc:  # a user's folder or file: not ours to remove
@@ -108,7 +130,7 @@ def _check_published(con: store.Connection, published_dir: Path, report: Report,
         try:
             snapshot.read_snapshot(published_dir / latest["version"])
         except snapshot.PublishError as exc:
-            report.add("published", "broken", f"the newest publication {latest['version']} is damaged: {exc}")
+            _republish(s, published_dir, latest["version"], str(exc), report, repair)
             return
         if current == latest["version"]:
             report.add("published", "ok", f"`current` is the newest publication {current}")
@@ -182,11 +204,26 @@ def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Rep
 
 def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool,
                   published_dir: Path) -> None:
-
+    db_file = tracking_store_file(tracking_uri)
+    if not repair and db_file is not None and not db_file.exists():
+        # Only a check: opening MLflow would create the file (and cannot, in a read-only home).
+        champion = registry.champion_id(con)
+        report.add("mlflow", "broken" if champion else "ok",
+                   f"{db_file} does not exist: `uniroute doctor` logs every router version and publication to a new "
+                   "one" if champion else "no champion yet")
+        return
     if not _check_tracking_location(tracking_uri, artifact_root, report, repair):
         return
     if repair:
-        synced = tracking.sync_mlflow(con, tracking_uri, artifact_root, published_dir=published_dir)
+        try:
+            synced = tracking.sync_mlflow(con, tracking_uri, artifact_root, published_dir=published_dir)
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            # What was logged before the disk filled is recorded; the rest waits for space and the next sync.
+            full = DiskFull(exc.filename or artifact_root, "MLflow did not log the rest; the store is unchanged")
+            report.add("mlflow", "broken", f"{full} (`uniroute doctor` logs what is missing)")
+            return
         for line in synced.lines():
             # Adopting a version the store had not recorded means a run died between the two, a lost one that
             # mlflow.db was deleted or replaced; the rest is routine.
@@ -221,7 +258,7 @@ def reconcile(
     report.add("operations", "repaired" if s.interrupted else "ok",
                f"marked interrupted: {', '.join(s.interrupted)}" if s.interrupted else "no run was left unfinished")
     _check_pool(s.con, report, repair, cache_dir, onboard_missing, min_answers)
-    _check_published(s.con, Path(published_dir), report, repair)
+    _check_published(s, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
     _check_temp(tmp_dir, report, repair)
     if tracking_uri is not None and artifact_root is not None:

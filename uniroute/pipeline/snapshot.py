@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from uniroute.errors import UnirouteError
+from uniroute.errors import DiskFull, UnirouteError, is_disk_full
+from uniroute.faults import disk_full
 from uniroute.routers.serialize import AnyRouter, router_from_bytes
 from uniroute.routers.tables import RoutingTables
 
@@ -109,6 +110,7 @@ def checksum_of(files: dict[str, bytes]) -> str:
 
 def _write_durably(path: Path, data: bytes) -> None:
     with open(path, "wb") as handle:
+        disk_full("snapshot:write", path)
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
@@ -131,10 +133,17 @@ def write_folder(published_dir: Path, version: str, files: dict[str, bytes], man
     manifest = {**manifest, "version": version, "files": sorted(files), "checksum": checksum_of(files)}
     staging = published_dir / f"{STAGING_PREFIX}{version}-{os.getpid()}"
     staging.mkdir()
-    for name, data in files.items():
-        _write_durably(staging / name, data)
-    # The manifest is written last: a folder with a manifest is complete.
-    _write_durably(staging / "manifest.json", json.dumps(manifest, indent=1, default=str).encode())
+    try:
+        for name, data in files.items():
+            _write_durably(staging / name, data)
+        # The manifest is written last: a folder with a manifest is complete.
+        _write_durably(staging / "manifest.json", json.dumps(manifest, indent=1, default=str).encode())
+    except OSError as exc:
+        # A half-written folder is no use to anyone, and on a full disk it holds the space the user must free.
+        shutil.rmtree(staging, ignore_errors=True)
+        if is_disk_full(exc):
+            raise DiskFull(exc.filename or staging, "nothing was published; the store is unchanged") from None
+        raise
     os.rename(staging, final)
     _fsync_dir(published_dir)
     return final
@@ -180,8 +189,11 @@ def read_snapshot(path: Path) -> Snapshot:
     manifest_path = path / "manifest.json"
     if not manifest_path.exists():
         raise PublishError(f"{path} has no manifest.json: not a complete snapshot")
-    manifest = json.loads(manifest_path.read_text())
-    files = {name: (path / name).read_bytes() for name in manifest["files"]}
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        files = {name: (path / name).read_bytes() for name in manifest["files"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a file gone, a manifest cut or edited by hand
+        raise PublishError(f"{path} cannot be read as a snapshot ({type(exc).__name__}: {exc})") from None
     actual = checksum_of(files)
     if actual != manifest["checksum"]:
         raise PublishError(f"checksum mismatch in {path}: manifest {manifest['checksum']}, files {actual}")

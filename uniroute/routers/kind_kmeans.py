@@ -1,6 +1,7 @@
 """The cluster router's kinds (gamma = Phi(x) . Psi(m), Psi measured on K-means clusters) and the two K-means
-kinds: `kmeans` (UniRoute K-means) and `kmeans_shrunk` (count-aware Psi: each cell shrunk toward the model's
-overall loss, its strength s chosen with K).
+kinds: `kmeans` (UniRoute K-means) and `kmeans_shrunk` (count-aware Psi: each cell shrunk toward the pool prior,
+psi.pool_prior, the pool's loss in the cluster weighed against the model's overall loss by its evidence; its
+strength s chosen with K).
 
 Shapes: n_val validation prompts, P pool models, K clusters.
 """
@@ -22,7 +23,7 @@ from uniroute.routers.router import Router
 
 log = logging.getLogger(__name__)
 
-SHRINK_STRENGTHS = (0.0, 2.0, 5.0, 10.0, 20.0, 50.0)  # pseudo-prompts of the overall loss per Psi cell (0: none)
+SHRINK_STRENGTHS = (0.0, 2.0, 5.0, 10.0, 20.0, 50.0)  # pseudo-prompts of the pool prior per Psi cell (0: none)
 MAP_PREFIX = "map."  # the cluster map's arrays in a stored router
 
 

@@ -3,10 +3,13 @@
 Shapes: M models, K clusters. values (M, K) float64 in [0, 1]; counts (M, K) int64.
 
 Fallback (documented): a cell with no labelled prompt behind it (count 0: the cluster holds no validation
-prompt, or none that this model answered) takes the model's overall mean loss over all its labelled prompts.
-The paper's eq. 9 is undefined for an empty C_k; the overall mean is the K = 1 (ZeroRouter) estimate, so an
-empty cluster routes that model as the cluster-free router would. A model with no labels at all has no
-estimate and is an error.
+prompt, or none that this model answered) takes the model's pool prior (pool_prior): the pool's mean loss in
+that cluster, weighted against the model's overall mean loss by how many answers the model has. The paper's
+eq. 9 is undefined for an empty C_k. The model's own overall mean alone (what this fallback was) let a model
+with three lucky answers claim loss 0.0 on every cluster it never answered and take most of the traffic; the
+pool prior is what the pool knows about the cluster, and a model with hundreds of answers keeps (almost) its
+own overall mean there, the K = 1 (ZeroRouter) estimate. Cells with answers keep the paper's plain mean. A model
+with no labels at all has no estimate and is an error.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ class Psi:
     """Per-cluster mean loss of each model, with the number of labelled prompts behind each cell."""
 
     models: tuple[str, ...]
-    values: np.ndarray  # (M, K) float64 mean loss; count-0 cells hold the model's overall mean loss
+    values: np.ndarray  # (M, K) float64 mean loss; count-0 cells hold the model's pool prior (pool_prior)
     counts: np.ndarray  # (M, K) int64
 
     def __post_init__(self) -> None:
@@ -68,12 +71,11 @@ def _psi_from_sums(models: Sequence[str], sums: np.ndarray, counts: np.ndarray) 
     empty = [m for m, t in zip(models, totals, strict=True) if t == 0]
     if empty:
         raise ValueError(f"no labelled prompts at all for models {empty}: cannot estimate their Psi")
-    overall = sums.sum(axis=1) / totals  # (M,) each model's overall mean loss
-    with np.errstate(invalid="ignore", divide="ignore"):
-        values = np.where(counts > 0, sums / np.maximum(counts, 1), overall[:, None])
+    means = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
+    values = np.where(counts > 0, means, pool_prior(means, counts))
     n_fallback = int((counts == 0).sum())
     if n_fallback:
-        log.info("Psi: %d of %d cells have no labelled prompt and use the model's overall mean loss",
+        log.info("Psi: %d of %d cells have no labelled prompt and use the pool's prior for the cluster",
                  n_fallback, counts.size)
     return Psi(models=tuple(models), values=values, counts=counts)
 
@@ -123,24 +125,54 @@ def psi_from_frame(frame: pd.DataFrame, k: int) -> Psi:
     return _psi_from_sums([str(m) for m in models], sums, counts)
 
 
+# Answers at which a model's own record and the pool's view of a cluster weigh the same in its prior there: a
+# model with 3 answers keeps 3/23 of how far it stands from the pool, one with 500 keeps 500/520 of it.
+POOL_PRIOR_ANSWERS = 20.0
+
+
+def pool_prior(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(M, K) what each cell is shrunk toward and what an empty cell holds: pool_k + N / (N + A) * (overall - seen).
+
+    pool_k = the pool's mean loss over every answer in cluster k (every model in values; the pool's overall mean
+    where nobody answered there); overall = the model's mean loss over its N labelled prompts; seen = the pool's
+    loss on those same clusters, weighted as the model's answers are; A = POOL_PRIOR_ANSWERS; clipped to [0, 1].
+    So a model starts from what the pool knows about the cluster and moves by how much better or worse than the
+    pool it has shown itself to be, in proportion to its evidence. Why not its own mean alone (the fallback
+    before): a model known by 1-3 answers was pulled toward nothing but those answers (three correct ones: loss
+    0.0 on every cluster) and took most of the traffic. Only cells with counts > 0 are read.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    weighted = np.where(counts > 0, counts * values, 0.0)
+    totals = counts.sum(axis=1)  # (M,)
+    answered = counts.sum(axis=0)  # (K,)
+    if answered.sum() == 0:  # nobody has an answer (a router stored without counts): nothing to lean on
+        return values.copy()
+    pool_overall = weighted.sum() / answered.sum()
+    pool = np.where(answered > 0, weighted.sum(axis=0) / np.maximum(answered, 1), pool_overall)  # (K,)
+    safe = np.maximum(totals, 1)
+    overall = weighted.sum(axis=1) / safe  # (M,)
+    seen = (counts @ pool) / safe  # (M,) the pool's loss where each model answered
+    # A model without answers (a row stored without counts) has shown nothing: it gets the pool's view alone.
+    lead = totals / (totals + POOL_PRIOR_ANSWERS) * (overall - seen)  # (M,)
+    return np.clip(pool[None, :] + lead[:, None], 0.0, 1.0)
+
+
 def shrunk_values(values: np.ndarray, counts: np.ndarray, strength: float) -> np.ndarray:
-    """(M, K) Psi cells shrunk toward each model's overall mean loss: (n * cell + s * overall) / (n + s).
+    """(M, K) Psi cells shrunk toward the pool prior: (n * cell + s * prior) / (n + s), prior = pool_prior.
 
     A cell backed by n labelled prompts keeps the weight n / (n + s) on its own mean, so a sparse cell leans on
-    the model's overall error and a well-measured one keeps its own; s = 0 returns values unchanged. The
-    overall mean is the count-weighted mean of the cells (every labelled prompt once).
+    the prior and a well-measured one keeps its own; an empty cell is the prior whatever s. s = 0 is the paper's
+    Psi: answered cells unchanged, empty ones the prior (the count-0 fallback of _psi_from_sums).
     """
     values = np.asarray(values, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.float64)
     if strength < 0 or not np.isfinite(strength):
         raise ValueError(f"shrinkage strength must be finite and >= 0, got {strength}")
+    prior = pool_prior(values, counts)
     if strength == 0:
-        return values.copy()
-    totals = counts.sum(axis=1, keepdims=True)
-    if (totals == 0).any():
-        raise ValueError("shrinking Psi needs at least one labelled prompt per model")
-    overall = (counts * values).sum(axis=1, keepdims=True) / totals
-    return (counts * values + strength * overall) / (counts + strength)
+        return np.where(counts > 0, values, prior)
+    return (np.where(counts > 0, counts * values, 0.0) + strength * prior) / (counts + strength)
 
 
 SPARSE_CELL = 10  # a Psi cell backed by fewer labelled prompts is flagged sparse

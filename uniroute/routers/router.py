@@ -2,9 +2,12 @@
 
 Phi is the assigner's (n, K) cluster membership (one-hot nearest centroid for K-means, the LearnedMap's
 softmax); Psi is (M, K), each model's mean validation loss per cluster with the number of labelled prompts
-behind each cell. A router may shrink its cells toward each model's overall loss by `shrinkage`
-pseudo-prompts (count-aware Psi, psi.shrunk_values): routing uses the shrunk cells (`routing_psi`), while
-`psi` keeps what validation measured, so a new model's measured row is shrunk the same way when it joins.
+behind each cell. A router may shrink its cells toward the pool prior (psi.pool_prior: the pool's loss in the
+cluster weighed against the model's overall loss by its evidence) by `shrinkage` pseudo-prompts (count-aware
+Psi, psi.shrunk_values): routing uses the shrunk cells (`routing_psi`), while `psi` keeps what validation
+measured, so a new model's measured row is shrunk the same way when it joins. With counts, an empty cell routes
+by the pool prior in every kind: a row measured alone (onboarding) filled its empty cells with its own mean,
+which the pool never saw.
 Shapes: X (n, d) float32, costs (M,).
 """
 
@@ -49,7 +52,7 @@ class Router(RoutingRule):
     psi: np.ndarray  # (M, K) per-cluster mean loss as measured
     assigner: Centroids | LearnedMap
     psi_counts: np.ndarray | None = None  # (M, K) labelled prompts behind each Psi cell
-    shrinkage: float = 0.0  # pseudo-prompts of the model's overall loss added to every cell (needs psi_counts)
+    shrinkage: float = 0.0  # pseudo-prompts of the pool prior added to every cell (needs psi_counts)
     reference: np.ndarray | None = None  # (n, d) validation prompts for budgets (soft maps; one-hot derive theirs)
 
     def __post_init__(self) -> None:
@@ -84,7 +87,8 @@ class Router(RoutingRule):
             raise ValueError(f"shrinkage must be finite and >= 0, got {self.shrinkage}")
         if self.shrinkage > 0 and self.psi_counts is None:
             raise ValueError("a router with shrinkage needs psi_counts (the evidence behind each cell)")
-        routing = psi if self.shrinkage == 0 else _frozen_copy(
+        # Recomputed from the whole pool, so a newcomer's empty cells take what the pool knows (not its own mean).
+        routing = psi if self.psi_counts is None else _frozen_copy(
             shrunk_values(psi, self.psi_counts, self.shrinkage), np.float64
         )
         object.__setattr__(self, "_routing_psi", routing)
@@ -154,7 +158,7 @@ class Router(RoutingRule):
 
     @property
     def routing_psi(self) -> np.ndarray:
-        """(M, K) the Psi routing uses: psi itself, or its cells shrunk toward each model's overall loss."""
+        """(M, K) the Psi routing uses: psi with empty cells at the pool prior, shrunk toward it by `shrinkage`."""
         return self._routing_psi
 
     def psi_clusters(self) -> Centroids:

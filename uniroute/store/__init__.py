@@ -9,7 +9,7 @@ reaches DuckDB through here and never formats a value into SQL. It imports no ot
 """
 
 from uniroute.store.connection import Connection, DamagedStore, StoreError, connect, opened
-from uniroute.store.lock import Holder, StoreBusy, current_holder
+from uniroute.store.lock import Holder, ReadOnlyHome, StoreBusy, current_holder
 from uniroute.store.queries import (
     execute,
     memory_limited,
@@ -34,7 +34,7 @@ from uniroute.store.sandbox import (
     sandboxed_over,
 )
 from uniroute.store.schema import SQL_DIR, apply_schema, schema_files
-from uniroute.store.session import Session, session
+from uniroute.store.session import Session, inspection, session
 from uniroute.store.sql_stream import SqlInterrupted, StreamedQuery
 from uniroute.store.sql_temp import private_temp_dir, remove_temp_dir, stale_temp_dirs
 
@@ -48,6 +48,7 @@ __all__ = [
     "Session",
     "SqlRefused",
     "SqlTimeout",
+    "ReadOnlyHome",
     "StoreBusy",
     "SqlInterrupted",
     "StoreError",
@@ -75,5 +76,6 @@ __all__ = [
     "sandboxed_over",
     "schema_files",
     "session",
+    "inspection",
     "write_frame",
 ]

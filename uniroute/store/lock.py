@@ -9,6 +9,7 @@ so a stale holder never blocks anyone: its note is simply overwritten by the nex
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -31,6 +32,23 @@ _held_in_this_process = threading.local()
 
 class StoreBusy(StoreError):
     """Another operation held the store for longer than this one was willing to wait."""
+
+
+class ReadOnlyHome(StoreError):
+    """The store's folder cannot be written (a read-only mount or no write permission): writers refuse in one line
+    naming the folder, why, and what still works."""
+
+    def __init__(self, folder: Path, operation: str, reason: str) -> None:
+        self.folder, self.reason = Path(folder), reason
+        super().__init__(
+            f"{folder} is read-only ({reason}): `{operation}` writes there and changed nothing; make the folder "
+            "writable (or work in a writable copy: cp -a), while `uniroute route`, `uniroute sql` and "
+            "`uniroute doctor --check` answer from it as it is"
+        )
+
+
+# What a folder that cannot be written answers: a read-only file system, no permission (EPERM: some mounts).
+READ_ONLY_ERRNOS = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 @dataclass(frozen=True)
@@ -109,8 +127,13 @@ def acquire_writer_lock(
     if getattr(_held_in_this_process, "held", False):
         raise StoreError(f"`{operation}` tried to open the store while this process already holds it (nested session)")
     path = lock_path(db_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno in READ_ONLY_ERRNOS:  # the first write every writer makes: refuse before anything else
+            raise ReadOnlyHome(path.parent, operation, exc.strerror or str(exc)) from None
+        raise
     deadline = time.monotonic() + wait_seconds
     delay = FIRST_RETRY_SECONDS
     told = False

@@ -62,11 +62,18 @@ class Sandbox:
     # in-memory database is `.tmp` in the caller's working directory; the CLI gives a folder in the state folder.
     temp_directory: Path | None = None
     max_temp_size: str = DEFAULT_MAX_TEMP_SIZE
+    # False: never spill (a home that cannot be written has no folder for it; a query larger than memory fails
+    # in one line instead of writing `.tmp` wherever the caller stands).
+    spill: bool = True
 
 
 def _spill_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
     """The spill folder and its cap, set when connecting: DuckDB refuses them once external access is off."""
-    if sandbox is None or sandbox.temp_directory is None:
+    if sandbox is None:
+        return {}
+    if not sandbox.spill:
+        return {"temp_directory": ""}  # DuckDB's "no temp directory": nothing is offloaded to disk
+    if sandbox.temp_directory is None:
         return {}
     return {"temp_directory": str(sandbox.temp_directory), "max_temp_directory_size": sandbox.max_temp_size}
 

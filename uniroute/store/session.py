@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 
-from uniroute.store.connection import DamagedStore, StoreError, connect
+from uniroute.store.connection import DamagedStore, StoreError, connect, opened
 from uniroute.store.lock import DEFAULT_WAIT_SECONDS, LAST_RETRY_SECONDS, acquire_writer_lock
 from uniroute.store.queries import execute, query
 
@@ -133,3 +133,11 @@ def session(
     finally:
         lock.release()
 
+
+
+@contextmanager
+def inspection(db_path: Path, operation: str) -> Iterator[Session]:
+    """A read-only stand-in for a session, for checks on a home that cannot be written (`doctor --check` on a
+    read-only replica): no lock, no record, no transaction; any write fails in DuckDB."""
+    with opened(db_path, read_only=True) as con:
+        yield Session(con, Path(db_path), operation, op_id="")

@@ -4,7 +4,7 @@ DuckDB spills a sort or join larger than its memory limit to its temp_directory,
 own folder (a read-only store: next to it) or, for an in-memory database, `.tmp` in the caller's working
 directory. Each `uniroute sql` gets `tmp/sql-<pid>` instead, capped in size, and removes it when it ends; a run
 killed with SIGKILL cannot, so the next one (and `uniroute doctor`) removes the folders of processes that are
-gone.
+gone. A home that cannot be written gets no folder (None): the query runs without spilling.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+
+from uniroute.store.lock import READ_ONLY_ERRNOS
 
 PREFIX = "sql-"
 
@@ -50,13 +52,20 @@ def remove_temp_dir(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def private_temp_dir(tmp_root: Path) -> Iterator[Path]:
-    """tmp_root/sql-<pid>, created empty for this process and removed afterwards (leftovers of dead runs first)."""
-    for stale in stale_temp_dirs(tmp_root):
-        remove_temp_dir(stale)
+def private_temp_dir(tmp_root: Path) -> Iterator[Path | None]:
+    """tmp_root/sql-<pid>, created empty for this process and removed afterwards (leftovers of dead runs first);
+    None when tmp_root cannot be written (a read-only home still answers queries, without spilling)."""
     path = Path(tmp_root) / f"{PREFIX}{os.getpid()}"
-    remove_temp_dir(path)  # a folder of an earlier process with this pid
-    path.mkdir(parents=True)
+    try:
+        for stale in stale_temp_dirs(tmp_root):
+            remove_temp_dir(stale)
+        remove_temp_dir(path)  # a folder of an earlier process with this pid
+        path.mkdir(parents=True)
+    except OSError as exc:
+        if exc.errno not in READ_ONLY_ERRNOS:
+            raise
+        yield None
+        return
     try:
         yield path
     finally:

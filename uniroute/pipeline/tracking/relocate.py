@@ -56,7 +56,7 @@ class Location:
                 "and `uniroute doctor` logs this store's routers to a fresh one")
 
 
-def _sqlite_file(tracking_uri: str) -> Path | None:
+def tracking_store_file(tracking_uri: str) -> Path | None:
     """The database file of a sqlite:/// tracking URI (None for any other kind of store)."""
     prefix = "sqlite:///"
     return Path(tracking_uri[len(prefix):]) if tracking_uri.startswith(prefix) else None
@@ -91,7 +91,7 @@ def _like_prefix(uri: str) -> str:
 def tracking_location(tracking_uri: str, artifact_root: Path) -> Location | None:
     """None when the tracking store's artifacts are where this home keeps them (or nothing is recorded yet);
     else the recorded and the wanted root, and whether the artifacts moved here with the home."""
-    db_file = _sqlite_file(tracking_uri)
+    db_file = tracking_store_file(tracking_uri)
     if db_file is None or not db_file.exists():
         return None
     new = Path(artifact_root).resolve().as_uri()

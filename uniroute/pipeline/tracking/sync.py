@@ -10,17 +10,21 @@ killed before the store recorded it is found again by its `router_id` tag and ad
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pandas as pd
 
 from uniroute import store
-from uniroute.faults import crashpoint
+from uniroute.faults import crashpoint, disk_full
 from uniroute.pipeline import registry
 from uniroute.pipeline.tracking.client import (
     CHALLENGER,
@@ -96,6 +100,25 @@ def _build_artifacts(con: store.Connection, version: registry.RouterVersion, can
     return artifacts
 
 
+@contextmanager
+def _run_or_nothing(**start: Any) -> Iterator[Any]:
+    """An MLflow run whose artifacts are removed when its body fails (start_run's exit marks it FAILED).
+
+    A full disk mid-run left a 43 MB artifact folder no version pointed at and the space still taken; the next
+    sync logs the version again in a new run, so nothing of the failed one is worth keeping.
+    """
+    import mlflow
+
+    with mlflow.start_run(**start) as run:
+        try:
+            yield run
+        except BaseException:
+            uri = urlparse(mlflow.get_artifact_uri())
+            if uri.scheme in ("file", ""):
+                shutil.rmtree(unquote(uri.path), ignore_errors=True)
+            raise
+
+
 def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, experiment_id: str,
                 registered_name: str) -> tuple[str, str]:
     """One run for a router version, the router registered as a new model version: (run id, version)."""
@@ -119,7 +142,7 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             "embedder_id": router.embedder_id}
     if version.parent_id:
         tags["parent_router_id"] = version.parent_id
-    with tempfile.TemporaryDirectory(prefix="uniroute-run-") as tmp, mlflow.start_run(
+    with tempfile.TemporaryDirectory(prefix="uniroute-run-") as tmp, _run_or_nothing(
         experiment_id=experiment_id, run_name=f"{row.origin} {row.router_id}", tags=tags
     ) as run:
         params = {"k": router.k, "embedder_id": router.embedder_id, "pool": ",".join(router.models),
@@ -128,6 +151,7 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             params["candidate_kinds"] = ",".join(sorted(candidates.kind))
             params["default_kind"] = str(candidates.default_kind.iloc[0])
         log_run_contents(params, flat, _build_artifacts(con, version, candidates, Path(tmp)))
+        disk_full("mlflow:artifacts", mlflow.get_artifact_uri())
         version_tags = {
             "router_id": row.router_id, "kind": row.origin, "router_kind": row.kind,
             "embedder_id": router.embedder_id, "data_fingerprint": row.data_fingerprint,
@@ -147,14 +171,12 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
 
 def _log_publication(row: pd.Series, experiment_id: str, published_dir: Path | None) -> str:
     """One run for a publication, its snapshot files as artifacts; the run id."""
-    import mlflow
-
     # The folder is found by version under this home's published/: the recorded path names where it was written,
     # which a copied or moved home no longer is.
     path = Path(published_dir) / row.version if published_dir is not None else Path(row.path)
     files = {p.name: p for p in sorted(path.iterdir())} if path.is_dir() else {}
-    with mlflow.start_run(experiment_id=experiment_id, run_name=f"publish {row.version}",
-                          tags={"kind": "publish", "router_id": row.router_id, "version": row.version}) as run:
+    with _run_or_nothing(experiment_id=experiment_id, run_name=f"publish {row.version}",
+                         tags={"kind": "publish", "router_id": row.router_id, "version": row.version}) as run:
         log_run_contents({"version": row.version, "pool": ",".join(row.pool), "fingerprint": row.fingerprint}, {},
                          files)
     return run.info.run_id
