@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import traceback
 from collections.abc import Iterator
 
 from prefect import get_run_logger, task
@@ -65,11 +66,28 @@ def library_log_in_run() -> Iterator[None]:
         handler.addFilter(quiet)
     try:
         yield
+    except BaseException as exc:
+        release_frames(exc)
+        raise
     finally:
         for handler in consoles:
             handler.removeFilter(quiet)
         library.setLevel(level)
         library.removeHandler(to_api)
+
+
+def release_frames(exc: BaseException) -> None:
+    """Drop the locals of the finished frames in a failing run's tracebacks (the printed traceback keeps its lines).
+
+    They held the store's DuckDB connection and the values it returned; Prefect keeps the exception in the run's
+    state to the end of the process, so the flow-run process exited with them alive and DuckDB's bindings
+    (nanobind) printed some 80 "nanobind: leaked ..." lines under every failed run.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # the exception and the ones it was raised from or during
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
 
 
 @task(name="reconcile")
