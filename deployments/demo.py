@@ -82,7 +82,9 @@ def show(title: str, frame: pd.DataFrame) -> None:
 
 
 def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
-    """Poll the Prefect API until a run of the onboarding deployment started after `since` completes."""
+    """Poll the Prefect API until a run of the onboarding deployment started after `since` completes, saying each
+    state it reaches on the way (the trigger, the runner's launch and the run take 20 s: silent, they looked stuck).
+    """
     import asyncio
 
     from prefect.client.orchestration import get_client
@@ -95,10 +97,17 @@ def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
             )
 
     deadline = time.monotonic() + timeout
+    said = None
     while time.monotonic() < deadline:
         for run in asyncio.run(latest()):
-            if run.created.timestamp() >= since - 1 and run.state and run.state.is_final():
+            if run.created.timestamp() < since - 1 or not run.state:
+                continue
+            if run.state.is_final():
                 return {"flow_run": run.name, "state": run.state.name, "created": str(run.created)}
+            if run.state.name != said:
+                said = run.state.name
+                print(f"onboarding run {run.name}: {said.lower()} ({time.time() - since:.1f} s after the file was "
+                      "ingested)", flush=True)
         time.sleep(1)
     raise TimeoutError(f"no onboarding run completed within {timeout:.0f} s (Prefect API {api_url})")
 

@@ -12,6 +12,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
 from uniroute import operations
+from uniroute.progress import PROGRESS
 from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
 
 
@@ -37,10 +38,12 @@ class _InRun(logging.Filter):
 
 
 class _LibraryWarningsOnly(logging.Filter):
-    """On the console, the library says only what a user must act on; its INFO lines are for the run's log."""
+    """On the console, the library says only what a user must act on, and how far a long step is (a line every
+    few seconds: `make run` sat a minute in silence while embedding); its other INFO lines are for the run's log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or not record.name.startswith(LIBRARY_LOGGER)
+        return (record.levelno >= logging.WARNING or not record.name.startswith(LIBRARY_LOGGER)
+                or getattr(record, PROGRESS, False))
 
 
 LIBRARY_LOGGER = "uniroute"
