@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from deployments.serve import prefect_server, server_environment
 
+    # The server takes 10-60 s to answer, depending on the machine's load: say so rather than sit silent.
+    print(f"Starting a Prefect server for this run (its log: {logs_dir / 'prefect-server.log'})", flush=True)
     with prefect_server(settings, logs_dir / "prefect-server.log") as api_url:
         # Before anything imports Prefect: its settings are read once, and every flow of this run must talk to
         # this server, never to a temporary one Prefect would start on its own.
@@ -167,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING],
                                       env=runner_env, stdout=runner_log, stderr=subprocess.STDOUT)
         try:
+            print("serving the onboarding deployment; waiting for its trigger to be registered", flush=True)
             wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
             landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]
