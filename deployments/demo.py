@@ -82,7 +82,9 @@ def show(title: str, frame: pd.DataFrame) -> None:
 
 
 def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
-    """Poll the Prefect API until a run of the onboarding deployment started after `since` completes."""
+    """Poll the Prefect API until a run of the onboarding deployment started after `since` completes, saying each
+    state it reaches on the way (the trigger, the runner's launch and the run take 20 s: silent, they looked stuck).
+    """
     import asyncio
 
     from prefect.client.orchestration import get_client
@@ -95,10 +97,17 @@ def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
             )
 
     deadline = time.monotonic() + timeout
+    said = None
     while time.monotonic() < deadline:
         for run in asyncio.run(latest()):
-            if run.created.timestamp() >= since - 1 and run.state and run.state.is_final():
+            if run.created.timestamp() < since - 1 or not run.state:
+                continue
+            if run.state.is_final():
                 return {"flow_run": run.name, "state": run.state.name, "created": str(run.created)}
+            if run.state.name != said:
+                said = run.state.name
+                print(f"onboarding run {run.name}: {said.lower()} ({time.time() - since:.1f} s after the file was "
+                      "ingested)", flush=True)
         time.sleep(1)
     raise TimeoutError(f"no onboarding run completed within {timeout:.0f} s (Prefect API {api_url})")
 
@@ -120,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from deployments.serve import prefect_server, server_environment
 
+    # The server takes 10-60 s to answer, depending on the machine's load: say so rather than sit silent.
+    print(f"Starting a Prefect server for this run (its log: {logs_dir / 'prefect-server.log'})", flush=True)
     with prefect_server(settings, logs_dir / "prefect-server.log") as api_url:
         # Before anything imports Prefect: its settings are read once, and every flow of this run must talk to
         # this server, never to a temporary one Prefect would start on its own.
@@ -158,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
             runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING],
                                       env=runner_env, stdout=runner_log, stderr=subprocess.STDOUT)
         try:
+            print("serving the onboarding deployment; waiting for its trigger to be registered", flush=True)
             wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
             landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]

@@ -20,6 +20,9 @@ from uniroute.settings import Settings, apply_offline_environment
 
 BIN = Path(sys.executable).parent
 HOST = "127.0.0.1"
+# Warnings about a library's own code that a uniroute user can do nothing about, each matched by the start of its
+# message: the MLflow UI imports starlette.middleware.wsgi, which Starlette deprecates (every `make serve` logged it).
+QUIET_WARNINGS = ("ignore:starlette.middleware.wsgi is deprecated",)
 
 
 def free_port() -> int:
@@ -77,6 +80,8 @@ def server_environment(settings: Settings) -> dict[str, str]:
         # never uses, and hold a stop for over 20 s.
         MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",
         PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",  # `mlflow models serve` needs the venv's bin
+        # The user's own filters come last: a later filter takes precedence.
+        PYTHONWARNINGS=",".join(filter(None, [*QUIET_WARNINGS, env.get("PYTHONWARNINGS")])),
     )
     return env
 

@@ -20,8 +20,10 @@ def embed_new_prompts(settings: Settings, embedder: str) -> int:
     # worker_client secedes this task from its worker's thread pool while the encode tasks it submits run, and
     # rejoins after: with prefect_dask's get_dask_client (a plain new Client) the task kept its thread while it
     # waited, so a cluster with one worker thread in all deadlocked here, holding the store's writer lock.
-    with worker_client() as client:
-        return operations.embed_new_prompts(flow_context(settings), embedder, client=client)
+    # In the worker's process too: the library's progress lines reach the console and the run's log (a first
+    # embedding, building the static model, was a minute of silence in `make run`).
+    with library_log_in_run(), worker_client() as client:
+        return operations.embed_new_prompts(flow_context(settings), embedder, client=client, progress=True)
 
 # The in-process scheduler and the nannies log every start, connection and stop at INFO, and those lines reach
 # the console through the root handler Prefect installs: LocalCluster's silence_logs does not cover them. On a
@@ -66,7 +68,7 @@ def nightly_build() -> dict:
         on_dask = 0
         if operations.embeds_ahead(inputs):  # TF-IDF is fitted on this build's training prompts, inside the build
             on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(settings, settings.embedder)
-        result = operations.build(ctx, settings.embedder, settings.seed, settings.build_kinds)
+        result = operations.build(ctx, settings.embedder, settings.seed, settings.build_kinds, progress=True)
         logger.info(result.line())
         logger.info(result.selection)
         compared = result.candidates_table().drop(columns=["build_router_id"], errors="ignore")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import traceback
 from collections.abc import Iterator
 
 from prefect import get_run_logger, task
@@ -11,6 +12,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
 from uniroute import operations
+from uniroute.progress import PROGRESS
 from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
 
 
@@ -36,10 +38,12 @@ class _InRun(logging.Filter):
 
 
 class _LibraryWarningsOnly(logging.Filter):
-    """On the console, the library says only what a user must act on; its INFO lines are for the run's log."""
+    """On the console, the library says only what a user must act on, and how far a long step is (a line every
+    few seconds: `make run` sat a minute in silence while embedding); its other INFO lines are for the run's log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or not record.name.startswith(LIBRARY_LOGGER)
+        return (record.levelno >= logging.WARNING or not record.name.startswith(LIBRARY_LOGGER)
+                or getattr(record, PROGRESS, False))
 
 
 LIBRARY_LOGGER = "uniroute"
@@ -65,11 +69,28 @@ def library_log_in_run() -> Iterator[None]:
         handler.addFilter(quiet)
     try:
         yield
+    except BaseException as exc:
+        release_frames(exc)
+        raise
     finally:
         for handler in consoles:
             handler.removeFilter(quiet)
         library.setLevel(level)
         library.removeHandler(to_api)
+
+
+def release_frames(exc: BaseException) -> None:
+    """Drop the locals of the finished frames in a failing run's tracebacks (the printed traceback keeps its lines).
+
+    They held the store's DuckDB connection and the values it returned; Prefect keeps the exception in the run's
+    state to the end of the process, so the flow-run process exited with them alive and DuckDB's bindings
+    (nanobind) printed some 80 "nanobind: leaked ..." lines under every failed run.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # the exception and the ones it was raised from or during
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
 
 
 @task(name="reconcile")

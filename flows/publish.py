@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
+from flows.budget_artifact import report_budgets
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
 from flows.report import publish_run_name, rename_run, report_publish, started
 from uniroute import operations
@@ -19,5 +20,7 @@ def publish_routing_tables(force: bool = False) -> dict:
         result = operations.publish(flow_context(settings), force=force)
         logger.info("%s: %s", result.version, result.reason)
         report_publish(result, settings)
+        if result.published:
+            report_budgets(str(result.version), settings)
         rename_run(publish_run_name(result))
         return result.as_dict()

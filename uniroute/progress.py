@@ -13,6 +13,11 @@ import sys
 import time
 from typing import Any
 
+# Set on every progress record (`extra`): a console that shows only what a user must act on (a flow run's,
+# flows/common.py) still shows these, so no long step is silent there.
+PROGRESS = "uniroute_progress"
+MARK = {PROGRESS: True}
+
 
 class LoggedProgress:
     """The part of tqdm's interface the pipeline uses (update, set_postfix_str, close, with), as log lines."""
@@ -41,7 +46,7 @@ class LoggedProgress:
         now = time.monotonic()
         if now - self.last >= self.every and self.n < self.total:
             self.last = now
-            self.logger.info(self.line())
+            self.logger.info(self.line(), extra=MARK)
 
     def set_postfix_str(self, text: str) -> None:
         self.postfix = text
@@ -49,7 +54,7 @@ class LoggedProgress:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.logger.info(f"{self.line()} in {time.monotonic() - self.started:,.1f} s")
+            self.logger.info(f"{self.line()} in {time.monotonic() - self.started:,.1f} s", extra=MARK)
 
     def __enter__(self) -> LoggedProgress:
         return self
@@ -97,7 +102,7 @@ class Ticking:
                 sys.stderr.flush()
             elif time.monotonic() - self.last >= self.every:
                 self.last = time.monotonic()
-                self.logger.info(self._text())
+                self.logger.info(self._text(), extra=MARK)
 
     def __call__(self, stage: str, own_bar: bool = False) -> None:
         if self.terminal and own_bar and not self.silent:
@@ -108,7 +113,7 @@ class Ticking:
             sys.stderr.flush()
         if self.logged:
             self.last = time.monotonic()
-            self.logger.info(self._text())
+            self.logger.info(self._text(), extra=MARK)
 
     def __enter__(self) -> Ticking:
         if self.thread is not None:

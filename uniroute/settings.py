@@ -121,6 +121,11 @@ class Settings(BaseSettings):
         return self.home / "logs"
 
     @property
+    def reports_dir(self) -> Path:
+        """Plots the commands and flows draw for people (a publication's budget plot), outside published/."""
+        return self.home / "reports"
+
+    @property
     def mlflow_ui_url(self) -> str:
         return f"http://127.0.0.1:{self.mlflow_port}"
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.log_noise import noisy_logs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,5 +33,16 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
     assert "router kinds compared on validation prompts" in output
     noisy = [line for line in output.splitlines()
              if "Warning" in line or "warnings.warn" in line or "| distributed." in line
-             or "Starting temporary server" in line]
+             or "Starting temporary server" in line or "WARNING" in line or "Traceback" in line]
     assert not noisy, noisy[:10]
+    # The logs of what it started (the Prefect server, the onboarding runner and the flow run it launched): the
+    # runner's stop at the end used to leave an asyncio CancelledError traceback there.
+    logs = tmp_path / "home" / "logs"
+    assert {p.name for p in logs.glob("*.log")} == {"prefect-server.log", "onboarding-runner.log"}
+    assert noisy_logs(logs) == {}
+    # Each line the library logged to a flow run says something new (the learned map's half maps read as one
+    # line logged twice): the run logs the Prefect server kept.
+    with sqlite3.connect(tmp_path / "home" / "prefect" / "prefect.db") as db:
+        lines = db.execute("select flow_run_id, message from log where name = ?",
+                           ["uniroute.routers.learned_map"]).fetchall()
+    assert lines and len(lines) == len(set(lines)), lines

@@ -140,3 +140,22 @@ def test_learned_map_rejects_bad_inputs():
         fit_learned_map(X, losses * 2, PSI, seed=0)
     with pytest.raises(ValueError, match="at least 2 labelled"):
         fit_learned_map(X, np.full_like(losses, NAN), PSI, seed=0)
+
+
+def test_a_builds_learned_map_lines_say_which_map_each_is(caplog):
+    """A build fits the full map and two half maps of one K; the halves' lines used to read as one line twice."""
+    from uniroute.selection.candidates import CandidateFits, TuningData
+
+    X, losses, _ = _data(n=200)
+    Xv, val_losses, _ = _data(n=40, seed=1)
+    costs = np.where(np.isnan(losses), np.nan, 1.0)
+    val_costs = np.where(np.isnan(val_losses), np.nan, 1.0)
+    fits = CandidateFits(TuningData(X, np.nan_to_num(losses, nan=0.5), np.nan_to_num(costs, nan=1.0), Xv,
+                                    val_losses, val_costs, seed=0), learned_map_epochs=1)
+    with caplog.at_level("INFO", logger="uniroute.routers.learned_map"):
+        fits.heldout_phi(2)
+        fits.learned_map(2)
+    lines = [r.getMessage() for r in caplog.records if r.name == "uniroute.routers.learned_map"]
+    assert len(lines) == len(set(lines)) == 3, lines
+    assert lines[0].startswith("learned map (training half 1 of 2, routes the other): K=2 on ")
+    assert lines[2] == "learned map (all training prompts): K=2 on 200 prompts, 1 epochs"

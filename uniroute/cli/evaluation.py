@@ -19,6 +19,7 @@ from uniroute.embed.kinds import embedder_kind
 from uniroute.experiments.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
 from uniroute.ingest import IngestError, is_pairwise_file
 from uniroute.pipeline import registry
+from uniroute.pipeline.budget_report import load_budget_report, write_budget_plot
 from uniroute.progress import progress_bar
 from uniroute.routers.psi import Psi
 from uniroute.routers.similarity import model_similarity
@@ -259,13 +260,20 @@ def report(
     embedder: Annotated[str | None, typer.Option(help="Embedder for --data (default: UNIROUTE_EMBEDDER).")] = None,
     prompt_part: Annotated[str, typer.Option(help="full or last-block (for --data).")] = "full",
     seed: Annotated[int, typer.Option(help="K-means seed (for --data).")] = 0,
+    budgets: Annotated[Path | None, typer.Option(
+        help="Print what each budget of the current publication (or --publication) buys: expected score, cost and "
+        "each model's traffic share; and draw it to this PNG.")] = None,
+    publication: Annotated[str | None, typer.Option(help="The publication --budgets reports on (default: the "
+                                                     "current one).")] = None,
     as_json: JsonFlag = False,
 ):
     """Print a saved evaluation as Markdown (method table, sign tests, validation-size study), and/or write the
-    LLM-similarity map, flagging near-duplicate LLMs. --json: {"markdown": ..., "similarity": {...}}."""
+    LLM-similarity map, flagging near-duplicate LLMs, and/or what each published budget buys.
+    --json: {"markdown": ..., "similarity": {...}, "budgets": {...}}."""
 
-    if result is None and similarity is None:
-        fail("give a saved evaluation to print, or --similarity PNG to draw the LLM-similarity map")
+    if result is None and similarity is None and budgets is None:
+        fail("give a saved evaluation to print, --similarity PNG to draw the LLM-similarity map, or --budgets PNG "
+             "to draw what each budget of the current publication buys")
     if result is not None:
         try:
             saved = json.loads(result.read_text())
@@ -281,8 +289,30 @@ def report(
         if similarity.suffix.lower() != ".png" or similarity.is_dir():
             fail(f"--similarity {similarity}: name the .png file to draw, e.g. {similarity.with_suffix('.png')}")
         drawn = _similarity_map(similarity, data, k, embedder, prompt_part, seed, quiet=as_json)
+    bought = None
+    if budgets is not None:
+        if budgets.suffix.lower() != ".png" or budgets.is_dir():
+            fail(f"--budgets {budgets}: name the .png file to draw, e.g. {budgets.with_suffix('.png')}")
+        bought = _budget_report(budgets, publication, quiet=as_json)
     if as_json:
-        typer.echo(json.dumps({"markdown": markdown if result is not None else None, "similarity": drawn}))
+        typer.echo(json.dumps({"markdown": markdown if result is not None else None, "similarity": drawn,
+                               "budgets": bought}))
+
+
+def _budget_report(png: Path, version: str | None, quiet: bool = False) -> dict:
+    """`uniroute report --budgets`: print the publication's budget table, draw its plot; what it wrote."""
+    settings = settings_from_env()
+    if not settings.db_path.exists():
+        fail(f"no store at {settings.db_path}: ingest, build and publish first")
+    with one_line_errors(), store.opened(settings.db_path, read_only=True) as con:
+        report = load_budget_report(con, version)
+    with one_line_errors(OSError):
+        write_budget_plot(report, png)
+    if not quiet:
+        typer.echo(report.markdown())
+        typer.echo(f"wrote {png}")
+    return {"version": report.version, "router_id": report.router_id, "file": str(png),
+            "rows": json.loads(report.table().to_json(orient="records"))}
 
 
 def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -12,6 +13,9 @@ from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
 from uniroute.pipeline.build import BuildResult, run_build
 from uniroute.pipeline.build_data import prompt_texts
+from uniroute.progress import ticking
+
+log = logging.getLogger(__name__)
 
 
 def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
@@ -28,7 +32,7 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
         from distributed import Client
 
         with Client(dask_address, timeout=60) as client:
-            looked_up = embed_new_prompts(ctx, inputs.embedder.name, client=client)
+            looked_up = embed_new_prompts(ctx, inputs.embedder.name, client=client, progress=progress)
         on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
     with ctx.session("build", inputs=inputs.line()) as s:
         result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
@@ -45,11 +49,14 @@ def embeds_ahead(inputs: BuildInputs) -> bool:
     return not inputs.embedder.fitted
 
 
-def embed_new_prompts(ctx: Context, embedder: str, client: Any = None) -> int:
+def embed_new_prompts(ctx: Context, embedder: str, client: Any = None, progress: bool = False) -> int:
     """Embed the stored prompts the cache lacks (on a Dask client's workers when given); the prompts looked up.
 
-    A cache fill: each chunk commits on its own, so a run killed half-way keeps what it embedded.
+    A cache fill: each chunk commits on its own, so a run killed half-way keeps what it embedded. progress: the
+    stage (preparing the embedder: the static model's first build takes half a minute) and a bar or log lines.
     """
-    with ctx.session("embed", inputs=embedder, atomic=False) as s:
-        model = make_embedder(embedder, progress=False, cache_dir=ctx.cache_dir)
+    with ctx.session("embed", inputs=embedder, atomic=False) as s, ticking("embed", log, enabled=progress) as stage:
+        stage(f"preparing the {embedder} embedder")
+        model = make_embedder(embedder, progress=progress, cache_dir=ctx.cache_dir)
+        stage(f"embedding the new prompts with {embedder}", own_bar=True)
         return len(embed_cached(s.con, prompt_texts(s.con), model, client=client))

@@ -104,14 +104,17 @@ def _check_inputs(X: np.ndarray, losses: np.ndarray, psi_values: np.ndarray) -> 
 
 def fit_learned_map(
     X: np.ndarray, losses: np.ndarray, psi_values: np.ndarray, seed: int, epochs: int = 5, lr: float = 0.005,
-    batch_size: int = 64, clusters: Centroids | None = None,
+    batch_size: int = 64, clusters: Centroids | None = None, purpose: str = "",
 ) -> LearnedMap:
     """Fit Phi on training prompts X (n, d) against training LLMs' losses (n, M) with their Psi (M, K).
 
     The paper trains the dynamic-pool map for a fixed 5 epochs ("training for too long can lead to
     overfitting") with no early stopping, and so does this; clusters are the K-means clusters Psi is measured on.
+    `purpose` goes into the log line: a build fits several maps of one K on prompt sets of one size, and their
+    lines read as one line logged twice when nothing tells them apart.
     """
     X, losses, psi_values = _check_inputs(X, losses, psi_values)
     layers = train_learned_map_net(X, losses, psi_values, seed=seed, epochs=epochs, lr=lr, batch_size=batch_size)
-    log.info("learned map: K=%d on %d prompts, %d epochs", psi_values.shape[1], X.shape[0], epochs)
+    log.info("learned map%s: K=%d on %d prompts, %d epochs", f" ({purpose})" if purpose else "", psi_values.shape[1],
+             X.shape[0], epochs)
     return LearnedMap(**layers, clusters=clusters)

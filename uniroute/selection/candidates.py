@@ -139,7 +139,8 @@ class CandidateFits:
 
         if k not in self._maps:
             self._maps[k] = fit_learned_map(self.data.X_train, self.data.train_losses, self.psi_train(k),
-                                            seed=self.data.seed, epochs=self.epochs, clusters=self.centroids(k))
+                                            seed=self.data.seed, epochs=self.epochs, clusters=self.centroids(k),
+                                            purpose="all training prompts")
             self._val_phi[k] = self._maps[k].membership(self.data.X_val).astype(np.float64)
         return self._maps[k]
 
@@ -203,10 +204,10 @@ class CandidateFits:
             phi = np.empty((d.X_train.shape[0], k))
             cluster = self.train_cluster(k)
             names = [str(i) for i in range(d.train_losses.shape[1])]
-            for fit_rows in (half, ~half):
+            for i, fit_rows in enumerate((half, ~half), start=1):
                 psi = psi_from_losses(cluster[fit_rows], d.train_losses[fit_rows], k, names).values
                 lmap = fit_learned_map(d.X_train[fit_rows], d.train_losses[fit_rows], psi, seed=d.seed,
-                                       epochs=self.epochs)
+                                       epochs=self.epochs, purpose=f"training half {i} of 2, routes the other")
                 phi[~fit_rows] = lmap.membership(d.X_train[~fit_rows])
             self._heldout_phi[k] = phi
         return self._heldout_phi[k]

@@ -1,0 +1,80 @@
+"""`make run` as a user watches it: the longest stretch with no new output line (issue 23: no phase silent over 10 s).
+
+Runs `python -m deployments.demo` (what `make run` runs) in a fresh UNIROUTE_HOME under `--work`, unbuffered, and
+stamps every output line as it arrives (stdout and stderr merged, as on a terminal). Records the wall seconds, the
+number of lines, the longest gaps between consecutive lines and the line each gap came after. `--cold` also drops
+the built embedder models (the first `make run` on a machine builds the static model from MiniLM); by default the
+demo's own rule applies: a rerun keeps `cache/`.
+
+Results: benchmarks/results/make_run_silence.json. Target: the longest gap under 10 s (on a quiet machine: the
+load average before and after is recorded; under load every phase stretches).
+
+Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.make_run_silence [--cold] [--work DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.runner import REPO, RESULTS_DIR, SINGLE_THREAD, load_average, machine_info, now_utc, write_result
+
+RESULTS = RESULTS_DIR / "make_run_silence.json"
+TARGET_SECONDS = 10.0
+
+
+def stamped_lines(env: dict[str, str]) -> tuple[list[tuple[float, str]], int]:
+    """Every output line of the demo with the seconds since its start when it arrived, and its exit code."""
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "deployments.demo"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    lines = [(time.monotonic() - started, line.rstrip("\n")) for line in proc.stdout]
+    return lines, proc.wait()
+
+
+def gaps(lines: list[tuple[float, str]], top: int = 5) -> list[dict]:
+    """The `top` longest silences: seconds, and the line after which nothing was printed for that long."""
+    found = [{"seconds": round(b[0] - a[0], 1), "after": a[1][:160], "at": round(a[0], 1)}
+             for a, b in zip(lines, lines[1:], strict=False)]
+    if lines:
+        found.insert(0, {"seconds": round(lines[0][0], 1), "after": "(start)", "at": 0.0})
+    return sorted(found, key=lambda g: -g["seconds"])[:top]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/uniroute-bench-make-run"))
+    parser.add_argument("--cold", action="store_true", help="drop the built embedder models first")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    home = args.work / "home"
+    if args.cold and home.exists():
+        shutil.rmtree(home)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "UNIROUTE_", "MLFLOW_"))}
+    env.update(SINGLE_THREAD, UNIROUTE_HOME=str(home), PYTHONUNBUFFERED="1")  # unbuffered: lines arrive when said
+    load_before = load_average()
+    started = time.perf_counter()
+    lines, code = stamped_lines(env)
+    wall = time.perf_counter() - started
+    if code:
+        sys.exit("the demo failed:\n" + "\n".join(line for _, line in lines[-30:]))
+    longest = gaps(lines)
+    result = {
+        "benchmark": "make_run_silence", "measured_at": now_utc(), "machine": machine_info(),
+        "load_average_before": load_before, "load_average_after": load_average(),
+        "cold": args.cold, "wall_seconds": round(wall, 1), "lines": len(lines),
+        "target_seconds": TARGET_SECONDS, "longest_gap_seconds": longest[0]["seconds"] if longest else None,
+        "longest_gaps": longest,
+    }
+    write_result(result, args.out)
+    print(f"make run: {wall:.0f} s, {len(lines)} lines; longest silence {result['longest_gap_seconds']} s after "
+          f"{longest[0]['after']!r} -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
