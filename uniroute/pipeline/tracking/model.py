@@ -65,7 +65,7 @@ def _router_signature() -> Any:
         inputs=Schema([ColSpec("string", "prompt")]),
         outputs=Schema([ColSpec("long", "prompt_index"), ColSpec("string", "model"), ColSpec("long", "cluster"),
                         ColSpec("double", "lam"), ColSpec("double", "budget"), ColSpec("string", "setting"),
-                        ColSpec("string", "router_id")]),
+                        ColSpec("string", "router_id"), ColSpec("string", "decision_id")]),
         params=ParamSchema(
             [
                 ParamSpec("lambda", "double", UNUSED_LAMBDA),  # not given: the default budget, unless a budget
