@@ -138,3 +138,14 @@ def test_the_inbox_takes_outcomes_files(traffic_home, decided):
     result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
     assert result.exit_code == 0 and "thumbs.csv: ingested" in result.output, result.output
     assert len(_sql(traffic_home, "select * from routing_outcomes")) == 5
+
+
+def test_one_inbox_run_lands_spooled_decisions_before_the_outcomes_that_name_them(traffic_home, prompts):
+    routed = operations.route(Context.of(Settings(home=traffic_home, mlflow=False)), prompts[:6],
+                              RoutingRequest(lam=0.0)).decisions
+    inbox = traffic_home / "inbox"
+    inbox.mkdir(exist_ok=True)
+    pd.DataFrame({"decision_id": routed.decision_id, "score": 0.5}).to_parquet(inbox / "judged.parquet")
+    result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
+    assert result.exit_code == 0 and "judged.parquet: ingested" in result.output, result.output
+    assert len(_sql(traffic_home, "select * from routing_outcomes")) == 6

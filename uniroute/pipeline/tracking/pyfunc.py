@@ -8,10 +8,11 @@ the serving process's spool ($UNIROUTE_HOME/spool/decisions) unless UNIROUTE_REC
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,10 +132,26 @@ def _load_context(model: Any, context: Any) -> None:
     model.embedder = embedder
     model.router_id = meta["router_id"]
     model.X_val = None
-    model.spool, model.recording = served_spool(settings_from_environment())
+    model.spool, model.recording = (None, Recording(enabled=False)) if _not_recording else \
+        served_spool(settings_from_environment())
     if val_path is not None:
         with np.load(val_path, allow_pickle=False) as saved:
             model.X_val = np.repeat(saved["rows"], saved["counts"], axis=0)  # (n, d) as logged
+
+
+_not_recording = False  # set while MLflow checks a model being logged: its routing of the example is no traffic
+
+
+@contextlib.contextmanager
+def not_recorded() -> Iterator[None]:
+    """Models loaded in this block record nothing (MLflow loads a model being logged and routes its input example
+    once; that decision must not land in the build's home as if a user had asked it)."""
+    global _not_recording
+    before, _not_recording = _not_recording, True
+    try:
+        yield
+    finally:
+        _not_recording = before
 
 
 def served_spool(settings: Settings) -> tuple[DecisionSpool | None, Recording]:
@@ -173,9 +190,9 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
                          lam=float(lam or 0.0), budget=budget, setting=setting, router_id=model.router_id)
     if spool is not None:
         served = Served("pyfunc", model.router_id, model.embedder.embedder_id)
-        records = decision_records(frame.assign(text_hash=[text_hash(p) for p in prompts]), X, model.router,
-                                   served, texts=prompts if recording.keep_prompt else None,
-                                   propensity=propensity, explore=explore)
+        records = decision_records(frame, X, model.router, served, texts=prompts if recording.keep_prompt else None,
+                                   propensity=propensity, explore=explore,
+                                   text_hashes=[text_hash(p) for p in prompts])
         spool.write(records)
     return frame
 
