@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
         print("-- the champion routes per prompt (LearnedMap or K-NN): no per-cluster routing table to show")
     show("realised quality of the routed batch against what the router expected (realized_quality)",
          sql(settings, """
-        select model, sum(n_outcomes) as outcomes,
+        select model, cast(sum(n_outcomes) as integer) as outcomes,
                round(sum(realized_score * n_outcomes) / sum(n_outcomes), 3) as realized_score,
                round(sum(expected_score * n_outcomes) / sum(n_outcomes), 3) as expected_score
         from realized_quality group by model order by outcomes desc"""))
