@@ -37,8 +37,8 @@ def traffic_format(path: Path) -> str | None:
     if text.startswith("{"):
         try:
             first = json.loads(first_line)
-        except json.JSONDecodeError:
-            return None
+        except (json.JSONDecodeError, RecursionError):
+            return None  # broken or hostile JSON: the benchmark-log readers report it, naming the line
         if first_object_is_decision(first):
             return FORMAT_DECISIONS
         return FORMAT_OUTCOMES if isinstance(first, dict) and looks_like_outcomes(list(first)) else None
