@@ -9,11 +9,15 @@
    `uniroute.results.landed`, the served onboarding deployment is triggered by it and makes the LLM
    routable without refitting (a Psi row on the frozen clusters, or its labels in the K-NN table).
 5. Republish, and show with SQL where the new LLM now takes traffic; end with the evaluation table.
+6. Traffic: a batch of test prompts is routed (`uniroute route --file`, each decision recorded to the spool),
+   their outcomes (the logs' scores of the chosen LLMs) land in the inbox, the inbox flow ingests both, and one
+   SQL query compares the realised quality with what the router expected.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import subprocess
@@ -79,6 +83,26 @@ def show(title: str, frame: pd.DataFrame) -> None:
     print(f"-- {title}")
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 40):
         print(frame.to_string(index=False) if len(frame) else "(no rows)")
+
+
+def routed_traffic(settings: Settings, logs: pd.DataFrame, work: Path, n: int = 300) -> None:
+    """Route n test prompts as a user would (`uniroute route --file`: decisions recorded to the spool), then drop
+    their outcomes into the inbox: each chosen LLM's score and cost on the prompt, from the logs."""
+    test_ids = set(sql(settings, "select prompt_id from prompt_splits where split = 'test'").prompt_id)
+    prompts = logs[logs.prompt_id.isin(test_ids)].drop_duplicates("prompt_id").head(n)
+    batch = work / "traffic.jsonl"
+    prompts[["prompt_id", "prompt"]].to_json(batch, orient="records", lines=True)
+    done = subprocess.run([sys.executable, "-m", "uniroute", "route", "--file", str(batch), "--budget", "0.5"],
+                          capture_output=True, text=True, env=os.environ | {"UNIROUTE_HOME": str(settings.home)})
+    if done.returncode:
+        sys.exit(f"error: uniroute route --file failed: {done.stderr.strip()}")
+    routed = pd.read_json(io.StringIO(done.stdout), lines=True)
+    print(f"routed {len(routed):,} prompts; spooled decision files: "
+          f"{len(list(settings.spool_dir.glob('*.jsonl')))}; models chosen: "
+          f"{', '.join(f'{m} {c}' for m, c in routed.model.value_counts().items())}")
+    outcomes = routed.merge(logs, on=["prompt_id", "model"])[["decision_id", "score", "cost"]]
+    drop_into_inbox(outcomes, settings.inbox_dir / "traffic_outcomes.parquet")
+    print(f"{len(outcomes):,} outcomes (the chosen LLM's logged score and cost) dropped into the inbox")
 
 
 def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
@@ -190,6 +214,11 @@ def main(argv: list[str] | None = None) -> None:
         say("5. Republish and look at the new routing table")
         second = publish_routing_tables()
         print(f"published {second['version']}")
+
+        say("6. Traffic: route a batch, its outcomes come back, the inbox flow ingests both")
+        routed_traffic(settings, logs, work)
+        for outcome in ingest_inbox():
+            print(f"inbox: {outcome['name']} {outcome['status']}")
         # Send what the flows logged and emitted while the server still runs (else: errors at exit).
         from prefect.events.worker import EventsWorker
         from prefect.logging.handlers import APILogWorker
@@ -203,6 +232,12 @@ def main(argv: list[str] | None = None) -> None:
             from current_routing_table where grid = 'budget' group by budget order by budget"""))
     else:
         print("-- the champion routes per prompt (LearnedMap or K-NN): no per-cluster routing table to show")
+    show("realised quality of the routed batch against what the router expected (realized_quality)",
+         sql(settings, """
+        select model, cast(sum(n_outcomes) as integer) as outcomes,
+               round(sum(realized_score * n_outcomes) / sum(n_outcomes), 3) as realized_score,
+               round(sum(expected_score * n_outcomes) / sum(n_outcomes), 3) as expected_score
+        from realized_quality group by model order by outcomes desc"""))
     show("pool leaderboard", sql(settings, "select * from pool_leaderboard"))
     show("held-out evaluation of the nightly build (test prompts, whole pool)", sql(settings, """
         select method,

@@ -1,13 +1,16 @@
-"""Inbox flow: ingest every new file in $UNIROUTE_HOME/inbox and announce models whose validation results landed."""
+"""Inbox flow: ingest every new file in $UNIROUTE_HOME/inbox and the decision spool, announce models whose validation
+results landed, and summarise yesterday's traffic as an artifact."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
 
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
-from flows.report import inbox_run_name, rename_run, started
+from flows.report import inbox_run_name, rename_run, report_traffic, started
 from uniroute import operations
 
 
@@ -31,4 +34,5 @@ def ingest_inbox() -> list[dict]:
                 )
                 logger.info("emitted %s for %s", RESULTS_LANDED, ", ".join(outcome.landed_models))
         rename_run(inbox_run_name(outcomes))
+        report_traffic(settings, datetime.now(UTC).date() - timedelta(days=1))  # yesterday's, as of this run
         return [outcome.as_dict() for outcome in outcomes]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -27,6 +28,7 @@ from prefect.runtime import flow_run
 from uniroute import store
 from uniroute.formats import markdown_table
 from uniroute.pipeline.build_candidates import TABLE_COLUMNS
+from uniroute.pipeline.traffic_summary import traffic_day, traffic_markdown
 from uniroute.settings import Settings
 
 if TYPE_CHECKING:  # the result types only; importing the pipeline would slow the every-minute inbox flow
@@ -218,6 +220,18 @@ def report_publish(result: PublishResult, settings: Settings) -> None:
         create_markdown_artifact(publish_markdown(result, changes, traffic), key="uniroute-publication",
                                  description=f"Routing tables {result.version}")
 
+
+
+def report_traffic(settings: Settings, day: date) -> None:
+    """Artifact of the inbox: a day's traffic (decisions, spend, realised quality, drift)."""
+    try:
+        with store.opened(settings.db_path, read_only=True) as con:
+            traffic = traffic_day(con, day)
+    except store.StoreError as exc:
+        get_run_logger().warning("artifact skipped, the store is busy: %s", exc)
+        return
+    create_markdown_artifact(traffic_markdown(traffic), key="uniroute-traffic",
+                             description=f"Traffic on {day:%Y-%m-%d}: {traffic.decisions:,} decisions")
 
 
 def started(what: str):

@@ -60,6 +60,14 @@ class Settings(BaseSettings):
     store_wait_seconds: float = 120.0  # how long a writer waits for another operation to release the store
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0
+    # Decision records (pipeline/decisions.py): every routed prompt is recorded to the spool unless switched off
+    # (UNIROUTE_RECORD_DECISIONS=false, or `route --no-log`); the prompt text only when opted in; exploration off.
+    record_decisions: bool = True
+    record_prompts: bool = False
+    explore_share: float = 0.0
+    explore_margin: float = 0.02
+    spool_max_bytes: int = 16 * 1024 * 1024  # a server's spool file is finished at this size ...
+    spool_max_seconds: float = 60.0  # ... or this age, so a killed server loses at most this much
     sql_memory_limit: str = "1GB"
     sql_temp_limit: str = "2GB"  # how much a `uniroute sql` query may spill to $UNIROUTE_HOME/tmp
     # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.
@@ -86,6 +94,11 @@ class Settings(BaseSettings):
     @property
     def inbox_dir(self) -> Path:
         return self.home / "inbox"
+
+    @property
+    def spool_dir(self) -> Path:
+        """Where serving writes decision records (finished files are ingested by the inbox)."""
+        return self.home / "spool" / "decisions"
 
     @property
     def published_dir(self) -> Path:

@@ -6,6 +6,7 @@ newcomer is held back and arrives with its validation results, as a new model wo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import mlflow
@@ -59,7 +60,8 @@ def _routed(source: serving.RoutingSource, **request) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path):
+def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv("UNIROUTE_HOME", str(tmp_path / "served"))  # where the served model records decisions
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with store.session(pool.db_path, "reconcile") as s:
         sync_mlflow(s.con, uri, tmp_path / "artifacts")
@@ -69,6 +71,13 @@ def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path):
     for params in ({"lambda": 0.0}, {"lambda": 5.0}, {"budget": 0.5}):
         served = model.predict(request, params=params)["model"].tolist()
         assert served == _routed(source, lam=params.get("lambda"), budget=params.get("budget")), params
+    # Every kind's decisions are recorded: K-NN names its nearest references instead of a cluster.
+    model.unwrap_python_model().spool.close()
+    records = [json.loads(line) for path in (tmp_path / "served" / "spool" / "decisions").glob("*.jsonl")
+               for line in path.read_text().splitlines()]
+    assert len(records) == 3 * len(PROMPTS) and {r["source"] for r in records} == {"pyfunc"}
+    knn = source.router.kind == "knn"
+    assert all((r["neighbours"] is not None) == knn and (r["cluster"] is None) == knn for r in records)
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     version = client.get_model_version_by_alias(REGISTERED_NAME, CHAMPION)
     run = client.get_run(version.run_id)

@@ -27,6 +27,7 @@ import pytest
 from tests import needs
 from uniroute import embed
 from uniroute import store as uniroute_store
+from uniroute.ingest import process_inbox
 from uniroute.pipeline import registry
 from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, sync_mlflow
 from uniroute.routers.kmeans import fit_centroids
@@ -93,7 +94,9 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
 
     port = _free_port()
     bin_dir = Path(sys.executable).parent  # `mlflow models serve` starts uvicorn from PATH (STACK.md)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking[0], "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    served_home = tmp_path / "served-home"  # the server's UNIROUTE_HOME: its decision spool
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking[0], "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "UNIROUTE_HOME": str(served_home), "UNIROUTE_SPOOL_MAX_SECONDS": "1"}
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
         server = subprocess.Popen(
@@ -116,9 +119,21 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
         answer = _post(f"http://127.0.0.1:{port}/invocations", body)
         default = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_split": {
             "columns": ["prompt"], "data": [[p] for p in NEW_PROMPTS]}})
+        batch = [{"prompt": f"{NEW_PROMPTS[i % len(NEW_PROMPTS)]} {i}"} for i in range(200)]
+        many = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_records": batch})
+        # The server finishes its spool file within UNIROUTE_SPOOL_MAX_SECONDS, idle or not.
+        spool, served = served_home / "spool" / "decisions", 2 * len(NEW_PROMPTS) + 200
+        while sum(len(p.read_text().splitlines()) for p in spool.glob("*.jsonl")) < served:
+            assert time.monotonic() < deadline + 60, f"decisions not spooled: {list(spool.iterdir())}"
+            time.sleep(0.2)
     finally:
         _stop(server)
     assert server.returncode is not None
+    ids = [row["decision_id"] for reply in (answer, default, many) for row in reply["predictions"]]
+    assert process_inbox(served_home / "uniroute.duckdb", spool, settle_seconds=0.0)
+    with uniroute_store.opened(served_home / "uniroute.duckdb", read_only=True) as con:
+        landed = con.execute("select decision_id, source from routing_decisions").fetchall()
+    assert sorted(landed) == sorted((i, "pyfunc") for i in ids) and len(set(ids)) == served
 
     routed = [row["model"] for row in answer["predictions"]]
     assert set(routed) <= set(MODELS)

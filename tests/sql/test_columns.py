@@ -14,6 +14,7 @@ import pytest
 from uniroute import store
 from uniroute.ingest import load, pairwise_load
 from uniroute.ingest.checks import checked_rows
+from uniroute.ingest.decisions import RECORD_SCHEMA
 from uniroute.ingest.pairwise import PAIR_STAGE_SCHEMA
 from uniroute.ingest.pairwise_checks import checked_pairs
 from uniroute.ingest.staging import STAGE_SCHEMA
@@ -22,6 +23,8 @@ from uniroute.pipeline.user_sql import LATER_PSI_COLUMNS, SNAPSHOT_VIEWS, snapsh
 
 REPO = Path(__file__).resolve().parents[2]
 # Relations the code registers from frames before running a statement (store.registered), by their columns.
+OUTCOME_COLUMNS = ("row_number bigint, decision_id varchar, score double, cost double, input_tokens bigint, "
+                   "output_tokens bigint")
 REGISTERED = {
     "prompt_clusters": "prompt_id varchar, cluster integer",  # pipeline/psi_data.py
     "wanted_texts": "pos bigint, text varchar",  # embed/cache.py
@@ -29,12 +32,16 @@ REGISTERED = {
     "new_embeddings": "text_hash varchar, vector float[]",  # embed/cache.py
     "wanted_attribute_hashes": "text_hash varchar",  # embed/annotator.py
     "ingest_sample_keys": "key varchar, prompt_id varchar, models varchar[]",  # ingest/merge.py
+    # ingest/outcomes.py: the checked rows, and the state sql/queries/outcomes_state.sql builds from them
+    "outcomes_staged": OUTCOME_COLUMNS,
+    "outcomes_state": f"{OUTCOME_COLUMNS}, state varchar, stored_score double",
 }
 
 
 def _registered(con: duckdb.DuckDBPyConnection) -> None:
     for name, columns in REGISTERED.items():
         con.execute(f"create temp table {name} ({columns})")
+    con.register("decisions_staged", RECORD_SCHEMA.empty_table())  # ingest/decisions.py
 
 
 def _staged_results(con: duckdb.DuckDBPyConnection) -> None:

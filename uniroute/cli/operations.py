@@ -183,7 +183,11 @@ def route(
                                  'a name with a comma goes in double quotes, CSV-style: \'"GPT, mini",other\'.')
     ] = None,
     log_decisions: Annotated[
-        bool, typer.Option("--log", help="Append the decisions to the routing_log table.")
+        bool, typer.Option("--log", help="Also append the decisions to the routing_log table (in a store session).")
+    ] = False,
+    no_log: Annotated[
+        bool, typer.Option("--no-log", help="Do not record the decisions (by default each is recorded to "
+                           "$UNIROUTE_HOME/spool/decisions, which `uniroute inbox` loads into routing_decisions).")
     ] = False,
     router: Annotated[str | None, typer.Option("--router", help="Route with this stored router version instead of "
                                                "the champion (a challenger, a candidate kind, an older version).")]
@@ -199,7 +203,8 @@ def route(
         extras: list[dict] = []
         if file is not None:
             texts, extras = operations.prompts_from_file(file)
-        routed = operations.route(context(settings), texts or [], request, log=log_decisions, router_id=router)
+        routed = operations.route(context(settings), texts or [], request, log=log_decisions, router_id=router,
+                                  record=not no_log, source="file" if file is not None else "cli")
     if routed.from_snapshot:
         say(f"answered from the {routed.source}")
     if len(routed.decisions) and routed.decisions["setting"].iloc[0] == DEFAULT_SETTING:

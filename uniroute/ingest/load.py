@@ -17,8 +17,10 @@ from typing import Any
 from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.ingest.checks import COST_CEILING, checked_rows
+from uniroute.ingest.decisions import FORMAT_DECISIONS, load_decisions
 from uniroute.ingest.formats import staged_file
 from uniroute.ingest.merge import cross_file_merges, merged_into_staged, rows_pointed_at_stored
+from uniroute.ingest.outcomes import FORMAT_OUTCOMES, check_size, load_outcomes
 from uniroute.ingest.pairwise import StagedPairs
 from uniroute.ingest.pairwise_load import load_pairs
 from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH, ROUTERBENCH_KEY_KIND
@@ -27,6 +29,7 @@ from uniroute.ingest.staging import (
     IngestError,
     file_sha256,
 )
+from uniroute.ingest.traffic import traffic_format
 from uniroute.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -111,6 +114,9 @@ def ingest_file(
     if split is not None and split not in SPLITS:
         raise IngestError(f"split must be one of {list(SPLITS)}, not {split!r}")
     started = time.perf_counter()
+    traffic = traffic_format(path) if regular_file(path) else None
+    if traffic == FORMAT_OUTCOMES:
+        check_size(path, path.stat().st_size)  # before hashing or reading a file too large to take
     size, file_hash = readable_file(path)
     source = source or str(path.resolve())
     seen = store.query(con, "ingest_file_seen", file_hash=file_hash)
@@ -119,6 +125,11 @@ def ingest_file(
         models = tuple(store.query(con, "ingest_file_models", file_hash=file_hash).model.tolist())
         return IngestSummary(source, file_hash, str(seen.format.iloc[0]), "skipped", models=models,
                              seconds=round(time.perf_counter() - started, 3))
+    if traffic is not None:
+        summary = _traffic_summary(con, path, traffic, source, file_hash)
+        _record_file(con, summary)
+        crashpoint("ingest:written")
+        return replace(summary, seconds=round(time.perf_counter() - started, 3))
     with _progress(path, size, progress) as bar:
         bar.set_postfix_str(STAGES[0])
         staged = staged_file(path, split)
@@ -185,6 +196,20 @@ def ingest_file(
     summary = replace(summary, seconds=round(time.perf_counter() - started, 3))
     log.info("%s", summary.line())
     return summary
+
+
+def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, file_hash: str) -> IngestSummary:
+    """Write a decisions or outcomes file (their own tables and checks; the same one-transaction guarantees)."""
+    if fmt == FORMAT_DECISIONS:
+        loaded = load_decisions(con, path, source, file_hash)
+        return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
+                             rows_read=loaded.rows_read, rows_accepted=loaded.rows_accepted,
+                             rows_duplicate=loaded.rows_duplicate, unit="decisions")
+    outcomes = load_outcomes(con, path, source, file_hash)
+    return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
+                         rows_read=outcomes.rows_read, rows_accepted=outcomes.rows_accepted,
+                         rows_duplicate=outcomes.rows_duplicate, rows_quarantined=outcomes.rows_quarantined,
+                         first_problem=outcomes.first_problem, unit="outcomes")
 
 
 def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any) -> IngestSummary:

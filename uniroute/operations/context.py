@@ -10,6 +10,7 @@ from pathlib import Path
 
 from uniroute import store
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.decisions import Recording, recording_of
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.settings import Settings
 from uniroute.store.lock import DEFAULT_WAIT_SECONDS
@@ -47,6 +48,8 @@ class Context:
     onboard_missing: bool = True
     min_val_answers: int = MIN_VAL_ANSWERS  # evidence before traffic (pipeline.evidence)
     tmp_dir: Path | None = None  # where `uniroute sql` spills; reconciliation removes a killed run's folders
+    spool_dir: Path | None = None  # where routing records its decisions (None: nowhere); the inbox ingests it
+    recording: Recording = Recording()  # how decisions are recorded (on by default, no prompt text, no exploration)
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,
@@ -55,13 +58,14 @@ class Context:
         tracking_uri, artifact_root = settings.tracking
         return cls(settings.db_path, settings.published_dir, settings.cache_dir, settings.inbox_dir, tracking_uri,
                    artifact_root, settings.store_wait_seconds, settings.inbox_settle_seconds, on_wait, on_warning,
-                   onboard_missing, settings.min_val_answers, settings.tmp_dir)
+                   onboard_missing, settings.min_val_answers, settings.tmp_dir, settings.spool_dir,
+                   recording_of(settings))
 
     @classmethod
     def at(cls, db_path: Path, published_dir: Path | None = None, cache_dir: Path | None = None) -> Context:
         """The store at db_path alone (no MLflow, no inbox), its snapshots beside it unless told otherwise."""
         return cls(Path(db_path), Path(published_dir) if published_dir is not None else Path(db_path).parent
-                   / "published", cache_dir)
+                   / "published", cache_dir, spool_dir=Path(db_path).parent / "spool" / "decisions")
 
     @contextmanager
     def session(self, operation: str, inputs: str = "", atomic: bool = True) -> Iterator[store.Session]:

@@ -89,12 +89,17 @@ class InboxRun:
 
 
 def inbox(ctx: Context, onboard_landed: bool = True) -> InboxRun:
-    """Ingest every complete inbox file (one session each; files move to done/ or failed/), then onboard the
-    models whose validation results landed."""
+    """Ingest every complete inbox file and every finished file of the decision spool (one session each; files
+    move to done/ or failed/ of their folder), then onboard the models whose validation results landed."""
     if ctx.inbox_dir is None:
         raise OperationError(f"no inbox folder for the store at {ctx.db_path}")
-    outcomes = tuple(process_inbox(ctx.db_path, ctx.inbox_dir, settle_seconds=ctx.settle_seconds,
-                                   on_wait=ctx.on_wait))
+    outcomes: tuple = ()
+    if ctx.spool_dir is not None and ctx.spool_dir.is_dir():
+        # The serving spool first, so outcomes in the inbox find their decisions; its files are renamed from
+        # .part only when finished, so none needs to settle.
+        outcomes = tuple(process_inbox(ctx.db_path, ctx.spool_dir, settle_seconds=0.0, on_wait=ctx.on_wait))
+    outcomes += tuple(process_inbox(ctx.db_path, ctx.inbox_dir, settle_seconds=ctx.settle_seconds,
+                                    on_wait=ctx.on_wait))
     run = InboxRun(outcomes, None)
     if onboard_landed and run.landed:
         run = InboxRun(outcomes, onboard(ctx, run.landed))

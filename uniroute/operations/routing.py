@@ -1,5 +1,6 @@
 """Routing as an operation (the read side): the champion, or the published snapshot while the store is busy,
-answers a checked request; the decisions are logged in one session when asked."""
+answers a checked request; every decision is recorded to the spool (pipeline/decisions.py) unless switched off,
+and the batch is also appended to routing_log in one session when asked (`route --log`)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,21 @@ from pathlib import Path
 import pandas as pd
 
 from uniroute.operations.context import Context
-from uniroute.pipeline.serving import RoutingError, RoutingRequest, log_decisions, route_texts, routing_source
+from uniroute.pipeline.decisions import Recording, Served, decision_records
+from uniroute.pipeline.serving import RoutingError, RoutingRequest, log_decisions, route_batch, routing_source
+from uniroute.pipeline.spool import DecisionSpool
 
 
 @dataclass(frozen=True, eq=False)
 class Routed:
-    """The decisions (one row per prompt), where they came from, and the logged batch (None: not logged)."""
+    """The decisions (one row per prompt), where they came from, the logged batch (None: not logged) and the
+    spool file its decision records went to (None: not recorded)."""
 
     decisions: pd.DataFrame
     router_id: str
     source: str  # the store's champion, or the published version answering while the store is busy
     batch_id: str | None
+    recorded_to: Path | None = None
 
     @property
     def from_snapshot(self) -> bool:
@@ -31,18 +36,30 @@ class Routed:
 
 
 def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool = False,
-          router_id: str | None = None) -> Routed:
+          router_id: str | None = None, record: bool = True, source: str = "api") -> Routed:
     """Route texts as requested (RoutingError in one line for a bad request) with the champion, or with the stored
-    version router_id; log the decisions when asked."""
-    source = routing_source(ctx.db_path, ctx.published_dir, router_id)
-    decisions = route_texts(source, texts, lam=request.lam, budget=request.budget, pool=request.pool,
-                            cache_dir=ctx.cache_dir)
+    version router_id. Each decision is recorded to the spool (ctx.spool_dir, as ctx.recording says; never the
+    store, so routing never waits for its writer) unless record is False; `source` names the serving path (cli,
+    file, api). `log` also appends the batch to the routing_log table, in a store session."""
+    answering = routing_source(ctx.db_path, ctx.published_dir, router_id)
+    recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
+    batch = route_batch(answering, texts, lam=request.lam, budget=request.budget, pool=request.pool,
+                        cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None)
+    recorded_to = None
+    if recording.enabled:
+        served = Served(source, answering.router_id, batch.embedder_id, answering.publication_version)
+        records = decision_records(batch.decisions, batch.X, answering.router, served,
+                                   texts=list(texts) if recording.keep_prompt else None,
+                                   propensity=batch.propensity, explore=batch.explored)
+        with DecisionSpool(ctx.spool_dir) as spool:
+            spool.write(records)
+        recorded_to = spool.finished[-1] if spool.finished else None
     batch_id = None
     if log:
-        with ctx.session("route-log", inputs=source.router_id) as s:
-            batch_id = log_decisions(s.con, decisions)
+        with ctx.session("route-log", inputs=answering.router_id) as s:
+            batch_id = log_decisions(s.con, batch.decisions)
             s.detail = f"batch {batch_id}"
-    return Routed(decisions, source.router_id, source.source, batch_id)
+    return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to)
 
 
 def prompts_from_file(path: Path) -> tuple[list[str], list[dict]]:

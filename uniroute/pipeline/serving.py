@@ -23,6 +23,7 @@ from uniroute import embed, store
 from uniroute.embed import text_hash
 from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
+from uniroute.pipeline.decisions import OPTIONAL_FRAME_FIELDS, Recording, explored, new_decision_ids
 from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter
 from uniroute.routers.tables import DEFAULT_QUALITY_TOLERANCE, default_budget, validation_proxy
@@ -42,6 +43,7 @@ class RoutingSource:
     retired: frozenset[str]  # models taken out of the pool (refused by name)
     embedder_state: bytes | None  # the stored embedder (embed.portable), or None when it is built by name
     source: str  # one line: the store's champion, or the published version answering while the store is busy
+    publication_version: str | None = None  # the publication of this router answering (decision records say it)
 
     def embedder(self, cache_dir: Path | None = None) -> Any:
         """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
@@ -64,8 +66,11 @@ def _from_store(con: store.Connection, router_id: str | None = None) -> RoutingS
     active = set(store.query(con, "active_models").model)
     retired = frozenset(store.query(con, "retired_models").model)
     pool = tuple(m for m in version.router.models if m in active)
+    latest = store.query(con, "latest_publication")
+    published = (str(latest.version.iloc[0]) if len(latest) and latest.router_id.iloc[0] == version.router_id
+                 else None)
     return RoutingSource(version.router, version.router_id, pool, retired, version.embedder_state,
-                         f"{what} {version.router_id}")
+                         f"{what} {version.router_id}", published)
 
 
 def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
@@ -77,7 +82,8 @@ def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
     pool = tuple(snap.manifest["pool"])
     retired = frozenset(m for m in router.models if m not in pool)
     return RoutingSource(router, snap.manifest["router_id"], pool, retired, snap.embedder_state(),
-                         f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}")
+                         f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}",
+                         str(snap.version))
 
 
 def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None) -> RoutingSource:
@@ -189,7 +195,20 @@ def default_setting_line(budget: float) -> str:
             f"{DEFAULT_QUALITY_TOLERANCE:g} of the best (choose with --budget or --lambda)")
 
 
-def route_texts(
+@dataclass(frozen=True, eq=False)
+class RoutedBatch:
+    """A routed batch: the decisions (one row per prompt, each with its decision_id), the prompts' embeddings
+    (what a decision record keeps for replay), and per prompt the probability of the logged choice and whether
+    exploration drew it (all 1 and False unless exploration is on)."""
+
+    decisions: pd.DataFrame
+    X: np.ndarray
+    propensity: np.ndarray
+    explored: np.ndarray
+    embedder_id: str
+
+
+def route_batch(
     source: RoutingSource,
     texts: Sequence[str],
     lam: float | None = None,
@@ -197,9 +216,10 @@ def route_texts(
     pool: Sequence[str] | None = None,
     embedder: Any = None,
     cache_dir: Path | None = None,
-) -> pd.DataFrame:
-    """One row per prompt: the chosen model and its cluster (lambda, or the lambda that meets a budget)."""
-
+    recording: Recording | None = None,
+) -> RoutedBatch:
+    """Route texts (lambda, or the lambda that meets a budget); with exploration on in `recording`, a share of
+    prompts goes to a near-best model drawn at random, its probability kept."""
     texts, pool = checked_request(source, texts, lam, budget, pool)
     router = source.router
     embedder = embedder or source.embedder(cache_dir)
@@ -213,8 +233,10 @@ def route_texts(
             raise RoutingError(str(exc)) from exc
     lam = 0.0 if lam is None else float(lam)
     chosen = router.route(X, lam, pool)
-    return pd.DataFrame(
+    chosen, propensity, explore = explored(router, X, lam, pool, chosen, recording or Recording())
+    frame = pd.DataFrame(
         {
+            "decision_id": new_decision_ids(len(texts)),
             "prompt_index": np.arange(len(texts), dtype=np.int32),
             "text_hash": [text_hash(t) for t in texts],
             "cluster": cluster_of(router, X),
@@ -225,6 +247,21 @@ def route_texts(
             "router_id": source.router_id,
         }
     )
+    return RoutedBatch(frame, X, propensity, explore, embedder.embedder_id)
+
+
+def route_texts(
+    source: RoutingSource,
+    texts: Sequence[str],
+    lam: float | None = None,
+    budget: float | None = None,
+    pool: Sequence[str] | None = None,
+    embedder: Any = None,
+    cache_dir: Path | None = None,
+) -> pd.DataFrame:
+    """One row per prompt: its decision_id, the chosen model and its cluster (lambda, or the lambda that meets a
+    budget)."""
+    return route_batch(source, texts, lam, budget, pool, embedder, cache_dir).decisions
 
 
 def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
@@ -240,7 +277,7 @@ def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     """Append a batch of decisions to routing_log (in the caller's session); the batch id."""
     batch_id = uuid.uuid4().hex
     # routing_log keeps lambda and budget; which setting chose them (`setting`) is said to the user, not stored.
-    rows = decisions.drop(columns=["setting"], errors="ignore")
+    rows = decisions.drop(columns=["setting", "decision_id", *OPTIONAL_FRAME_FIELDS], errors="ignore")
     store.write_frame(con, "routing_log", rows.assign(batch_id=batch_id,
                                                       routed_at=datetime.now(UTC).replace(tzinfo=None)))
     return batch_id

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from uniroute.routers.serialize import AnyRouter
 
 from uniroute.pipeline.tracking.client import LOGGED_MODEL_NAME, model_versions, tracking_store
-from uniroute.pipeline.tracking.pyfunc import UNUSED_LAMBDA
+from uniroute.pipeline.tracking.pyfunc import UNUSED_LAMBDA, not_recorded
 from uniroute.routers.serialize import router_to_bytes
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def _router_signature() -> Any:
         inputs=Schema([ColSpec("string", "prompt")]),
         outputs=Schema([ColSpec("long", "prompt_index"), ColSpec("string", "model"), ColSpec("long", "cluster"),
                         ColSpec("double", "lam"), ColSpec("double", "budget"), ColSpec("string", "setting"),
-                        ColSpec("string", "router_id")]),
+                        ColSpec("string", "router_id"), ColSpec("string", "decision_id")]),
         params=ParamSchema(
             [
                 ParamSpec("lambda", "double", UNUSED_LAMBDA),  # not given: the default budget, unless a budget
@@ -121,15 +121,16 @@ def register_router(
             rows, counts = compact_val(val_embeddings)
             np.savez(folder / "val_embeddings.npz", rows=rows, counts=counts)
             files["val_embeddings"] = str(folder / "val_embeddings.npz")
-        info = mlflow.pyfunc.log_model(
-            name=LOGGED_MODEL_NAME,
-            python_model=str(MODEL_CODE),
-            artifacts=files,
-            signature=_router_signature(),
-            # MLflow checks the example by loading the model and routing it once, before registering.
-            input_example=INPUT_EXAMPLE,
-            pip_requirements=_model_requirements(),
-        )
+        with not_recorded():
+            info = mlflow.pyfunc.log_model(
+                name=LOGGED_MODEL_NAME,
+                python_model=str(MODEL_CODE),
+                artifacts=files,
+                signature=_router_signature(),
+                # MLflow checks the example by loading the model and routing it once, before registering.
+                input_example=INPUT_EXAMPLE,
+                pip_requirements=_model_requirements(),
+            )
     # Registered through the client rather than log_model(registered_model_name=...), which prints to stderr.
     client = mlflow.MlflowClient()
     if not model_versions(client, registered_name) and not _registered(client, registered_name):

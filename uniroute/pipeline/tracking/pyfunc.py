@@ -1,26 +1,38 @@
 """The pyfunc's behaviour at serve time: prompts in, the chosen model per prompt out.
 
 `predict` takes a DataFrame with a `prompt` column and the params `lambda` (float), `budget` (float, -1 =
-unused) and `pool` (comma-separated names), and returns a DataFrame with columns prompt_index, model;
-`mlflow models serve --env-manager local` answers the same requests."""
+unused) and `pool` (comma-separated names), and returns a DataFrame with columns prompt_index, model, decision_id
+and the setting; `mlflow models serve --env-manager local` answers the same requests. Each decision is recorded to
+the serving process's spool ($UNIROUTE_HOME/spool/decisions) unless UNIROUTE_RECORD_DECISIONS=false."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from uniroute.embed import embedder_from_state, make_embedder
+from uniroute.embed import embedder_from_state, make_embedder, text_hash
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.decisions import (
+    Recording,
+    Served,
+    decision_records,
+    explored,
+    new_decision_ids,
+    recording_of,
+)
 from uniroute.pipeline.serving import RoutingRequest, checked_prompts, cluster_of, pool_names, resolved_setting
+from uniroute.pipeline.spool import DecisionSpool
 from uniroute.routers.serialize import router_from_bytes
-from uniroute.settings import apply_offline_environment
+from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
 
 if TYPE_CHECKING:
 
@@ -120,9 +132,38 @@ def _load_context(model: Any, context: Any) -> None:
     model.embedder = embedder
     model.router_id = meta["router_id"]
     model.X_val = None
+    model.spool, model.recording = (None, Recording(enabled=False)) if _not_recording else \
+        served_spool(settings_from_environment())
     if val_path is not None:
         with np.load(val_path, allow_pickle=False) as saved:
             model.X_val = np.repeat(saved["rows"], saved["counts"], axis=0)  # (n, d) as logged
+
+
+_not_recording = False  # set while MLflow checks a model being logged: its routing of the example is no traffic
+
+
+@contextlib.contextmanager
+def not_recorded() -> Iterator[None]:
+    """Models loaded in this block record nothing (MLflow loads a model being logged and routes its input example
+    once; that decision must not land in the build's home as if a user had asked it)."""
+    global _not_recording
+    before, _not_recording = _not_recording, True
+    try:
+        yield
+    finally:
+        _not_recording = before
+
+
+def served_spool(settings: Settings) -> tuple[DecisionSpool | None, Recording]:
+    """The spool a served model records its decisions to ($UNIROUTE_HOME of the serving process; none when
+    UNIROUTE_RECORD_DECISIONS=false), finished on size or age by a timer so a killed server loses one file at most,
+    and how it records."""
+    recording = recording_of(settings)
+    if not recording.enabled:
+        return None, recording
+    spool = DecisionSpool(settings.spool_dir, settings.spool_max_bytes, settings.spool_max_seconds, timer=True)
+    atexit.register(spool.close)  # a server stopped cleanly finishes its file
+    return spool, recording
 
 
 def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -136,11 +177,24 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
         lam = model.router.lambda_for_budget(model.X_val, budget, chosen)
     X = np.asarray(model.embedder.encode(prompts), dtype=np.float32)
     frame = routed_frame(model.router, X, lam=lam or 0.0, pool=chosen, X_val=model.X_val)
+    spool, recording = getattr(model, "spool", None), getattr(model, "recording", Recording(enabled=False))
+    propensity = explore = None
+    if spool is not None and recording.explore_share > 0:
+        picks, propensity, explore = explored(model.router, X, float(lam or 0.0), chosen,
+                                              model.router.route(X, float(lam or 0.0), chosen), recording)
+        frame["model"] = np.asarray(model.router.models, dtype=object)[picks]
     # The fields `uniroute route` returns, so a gateway reads the same answer from either surface (a kind
     # without clusters has none: null, which JSON carries where pandas' NA would not serialise).
     clusters = cluster_of(model.router, X).astype(object)
-    return frame.assign(cluster=clusters.where(clusters.notna(), None), lam=float(lam or 0.0), budget=budget,
-                        setting=setting, router_id=model.router_id)
+    frame = frame.assign(decision_id=new_decision_ids(len(frame)), cluster=clusters.where(clusters.notna(), None),
+                         lam=float(lam or 0.0), budget=budget, setting=setting, router_id=model.router_id)
+    if spool is not None:
+        served = Served("pyfunc", model.router_id, model.embedder.embedder_id)
+        records = decision_records(frame, X, model.router, served, texts=prompts if recording.keep_prompt else None,
+                                   propensity=propensity, explore=explore,
+                                   text_hashes=[text_hash(p) for p in prompts])
+        spool.write(records)
+    return frame
 
 
 @functools.cache

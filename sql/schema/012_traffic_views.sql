@@ -1,0 +1,138 @@
+-- SQL over traffic: the decisions serving recorded (routing_decisions) and their outcomes (routing_outcomes),
+-- next to what the router expected. Each comment states the grain; tests/traffic/test_traffic_views.py checks
+-- every view by hand. Costs are the per-query costs the router used (router_costs), in the logs' unit; realised
+-- figures come from outcomes files and cover only the decisions that have one.
+
+-- Grain: one row per (day, router_id, model): the decisions routed to the model that day (UTC) and their share of
+-- all the day's decisions.
+create or replace view traffic_by_day as
+with daily as (
+    select cast(decided_at as date) as day, router_id, model, count(*) as decisions,
+           count(*) filter (where explored) as explored
+    from decisions group by 1, 2, 3
+)
+select day, router_id, model, decisions, decisions / sum(decisions) over (partition by day) as share_of_day,
+       explored
+from daily;
+
+-- Grain: one row per (router_id, cluster, model): the decisions of the cluster routed to the model and their share
+-- of the cluster's decisions (cluster null: a kind without clusters, K-NN).
+create or replace view traffic_by_cluster as
+with per_cluster as (
+    select router_id, cluster, model, count(*) as decisions from decisions group by 1, 2, 3
+)
+select router_id, cluster, model, decisions,
+       decisions / sum(decisions) over (partition by router_id, cluster) as share_of_cluster
+from per_cluster;
+
+-- Grain: one row per day (UTC): the spend the router expected for the day's decisions (each chosen model's cost),
+-- and, over the decisions with an observed cost, the expected and the realised spend side by side.
+create or replace view traffic_spend_by_day as
+select cast(d.decided_at as date) as day, count(*) as decisions,
+       sum(c.cost) as expected_spend,
+       count(o.cost) as decisions_with_cost,
+       sum(c.cost) filter (where o.cost is not null) as expected_spend_with_cost,
+       sum(o.cost) as realized_spend,
+       sum(o.cost) / nullif(sum(c.cost) filter (where o.cost is not null), 0) as realized_over_expected
+from decisions as d
+left join router_costs as c on c.router_id = d.router_id and c.model = d.model
+left join outcomes as o on o.decision_id = d.decision_id
+group by 1;
+
+-- Grain: one row per (router_id, model, cluster) with at least one outcome: the realised score of the decisions
+-- routed there (mean of the observed scores, with a 95% normal interval clipped to [0, 1]) next to the score the
+-- router expected (1 - Psi's measured loss of the cell, its Wilson interval; for a kind without clusters, the mean
+-- expected_score its records carry). The calibration of the router on its own traffic.
+create or replace view realized_quality as
+with observed as (
+    select d.router_id, d.model, d.cluster, count(*) as n_outcomes, avg(o.score) as realized_score,
+           stddev_samp(o.score) as sd, avg(d.expected_score) as recorded_expected
+    from outcomes as o join decisions as d on d.decision_id = o.decision_id
+    group by 1, 2, 3
+)
+select ob.router_id, ob.model, ob.cluster, ob.n_outcomes, ob.realized_score,
+       greatest(ob.realized_score - 1.96 * coalesce(ob.sd, 0) / sqrt(ob.n_outcomes), 0) as realized_lo,
+       least(ob.realized_score + 1.96 * coalesce(ob.sd, 0) / sqrt(ob.n_outcomes), 1) as realized_hi,
+       coalesce(1 - p.loss, ob.recorded_expected) as expected_score,
+       1 - p.error_hi as expected_lo,
+       1 - p.error_lo as expected_hi,
+       ob.realized_score - coalesce(1 - p.loss, ob.recorded_expected) as realized_minus_expected
+from observed as ob
+left join psi as p on p.router_id = ob.router_id and p.model = ob.model and p.cluster = ob.cluster;
+
+-- Grain: one row per (day, router_id): what the day's routed traffic cost against sending every decision to the
+-- router's best single model (highest validation score in its pool, as publication_models computes it), and the
+-- expected score of both on the same prompts' clusters. savings = 1 - routed_cost / best_model_cost.
+create or replace view traffic_savings as
+with scores as (
+    select psi.router_id, psi.model, sum(s.share * (1 - psi.loss)) as val_score
+    from psi join cluster_shares as s on s.router_id = psi.router_id and s.cluster = psi.cluster
+    where psi.router_id in (select distinct router_id from decisions)
+    group by 1, 2
+),
+best as (
+    select router_id, arg_max(model, val_score) as best_model from scores group by 1
+),
+per_decision as (
+    select cast(d.decided_at as date) as day, d.router_id, b.best_model, c.cost as routed_cost,
+           cb.cost as best_cost, 1 - pc.loss as routed_expected, 1 - pb.loss as best_expected
+    from decisions as d
+    join best as b on b.router_id = d.router_id
+    left join router_costs as c on c.router_id = d.router_id and c.model = d.model
+    left join router_costs as cb on cb.router_id = d.router_id and cb.model = b.best_model
+    left join psi as pc on pc.router_id = d.router_id and pc.model = d.model and pc.cluster = d.cluster
+    left join psi as pb on pb.router_id = d.router_id and pb.model = b.best_model and pb.cluster = d.cluster
+)
+select day, router_id, best_model, count(*) as decisions, sum(routed_cost) as routed_cost,
+       sum(best_cost) as best_model_cost, 1 - sum(routed_cost) / nullif(sum(best_cost), 0) as savings,
+       avg(routed_expected) as routed_expected_score, avg(best_expected) as best_model_expected_score
+from per_decision
+group by 1, 2, 3;
+
+-- Grain: one row per (router_id, cluster) of a router that served traffic: the cluster's share of the traffic
+-- against its share of the training prompts the router's clusters were fitted on.
+create or replace view traffic_cluster_mix as
+with traffic as (
+    select router_id, cluster, count(*) as decisions from decisions where cluster is not null group by 1, 2
+),
+training as (
+    select r.router_id, a.cluster, count(*) as training_prompts
+    from routers as r
+    join cluster_assignments as a on a.clustering_id = r.clustering_id
+    join prompt_splits as s on s.prompt_id = a.prompt_id and s.split = 'train'
+    where r.router_id in (select router_id from traffic)
+    group by 1, 2
+)
+select coalesce(t.router_id, g.router_id) as router_id, coalesce(t.cluster, g.cluster) as cluster,
+       coalesce(t.decisions, 0) as decisions,
+       coalesce(t.decisions, 0) / sum(coalesce(t.decisions, 0)) over w as traffic_share,
+       coalesce(g.training_prompts, 0) as training_prompts,
+       coalesce(g.training_prompts, 0) / nullif(sum(coalesce(g.training_prompts, 0)) over w, 0) as training_share,
+       coalesce(t.decisions, 0) / sum(coalesce(t.decisions, 0)) over w
+         - coalesce(coalesce(g.training_prompts, 0) / nullif(sum(coalesce(g.training_prompts, 0)) over w, 0), 0)
+         as share_difference
+from traffic as t full join training as g on g.router_id = t.router_id and g.cluster = t.cluster
+window w as (partition by coalesce(t.router_id, g.router_id));
+
+-- Grain: one row per (day, router_id) of a router with centroids: the share of the day's decisions farther from
+-- their nearest centroid than 95% of the router's training prompts are from theirs (far_threshold), i.e. traffic
+-- the clusters were not fitted on.
+create or replace view traffic_drift as
+with training as (
+    select r.router_id, quantile_cont(list_distance(e.vector, c.center), 0.95) as far_threshold,
+           avg(list_distance(e.vector, c.center)) as training_mean_distance
+    from routers as r
+    join cluster_assignments as a on a.clustering_id = r.clustering_id
+    join prompt_splits as s on s.prompt_id = a.prompt_id and s.split = 'train'
+    join prompts as p on p.prompt_id = a.prompt_id
+    join embeddings as e on e.text_hash = p.text_hash and e.embedder_id = r.embedder_id
+    join centroids as c on c.clustering_id = r.clustering_id and c.cluster = a.cluster
+    where r.router_id in (select distinct router_id from decisions where centroid_distance is not null)
+    group by 1
+)
+select cast(d.decided_at as date) as day, d.router_id, count(*) as decisions,
+       avg((d.centroid_distance > t.far_threshold)::int) as far_share,
+       t.far_threshold, avg(d.centroid_distance) as mean_distance, t.training_mean_distance
+from decisions as d join training as t on t.router_id = d.router_id
+where d.centroid_distance is not null
+group by 1, 2, t.far_threshold, t.training_mean_distance;

@@ -1,0 +1,165 @@
+"""Outcomes: what happened after a routed decision (a judge's score, a user's thumbs, a test), as CSV, JSON lines or
+Parquet with the columns `decision_id`, `score` in [0, 1] and optionally `cost`, `input_tokens`, `output_tokens`.
+
+One file, one transaction, in the caller's session. The whole file is refused, in one line naming the file, row
+and value, for a missing id, a score that is not a number in [0, 1] (NaN included), a negative or non-finite cost,
+token counts that are not whole numbers >= 0, one id given two different scores, or a file over MAX_OUTCOME_BYTES.
+Against the store: an outcome repeating a stored one is skipped (so a file ingested twice changes nothing); an
+unknown decision id, or a stored decision given another score, is quarantined with the reason; a file none of
+whose ids is known is refused (nothing to land, most likely outcomes sent before their decisions were ingested).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from uniroute import store
+from uniroute.ingest.staging import IngestError
+
+FORMAT_OUTCOMES = "outcomes"
+OUTCOME_REQUIRED = ("decision_id", "score")
+OUTCOME_OPTIONAL = ("cost", "input_tokens", "output_tokens")
+# Outcomes are ~60 bytes a row: 512 MiB is some eight million, more than a file should carry in one transaction.
+MAX_OUTCOME_BYTES = 512 * 1024 * 1024
+
+
+def looks_like_outcomes(columns: list[str]) -> bool:
+    """Whether a file's columns (or first object's keys) are those of outcomes."""
+    names = set(columns)
+    return set(OUTCOME_REQUIRED) <= names and "record" not in names and "model" not in names
+
+
+@dataclass(frozen=True)
+class OutcomesLoaded:
+    rows_read: int
+    rows_accepted: int
+    rows_duplicate: int  # repeated in the file or already stored with the same score
+    rows_quarantined: int
+    first_problem: str | None
+
+
+def check_size(path: Path, size: int) -> None:
+    """IngestError for an outcomes file too large for one transaction (before it is read or hashed)."""
+    if size > MAX_OUTCOME_BYTES:
+        raise IngestError(f"{path}: an outcomes file of {size / 2**20:,.0f} MiB, over the limit of "
+                          f"{MAX_OUTCOME_BYTES / 2**20:,.0f} MiB: split it into smaller files")
+
+
+def load_outcomes(con: store.Connection, path: Path, source_file: str, file_hash: str) -> OutcomesLoaded:
+    """Check an outcomes file and write what it adds, in the caller's transaction; IngestError for a bad file."""
+    frame = checked_outcomes(path, _read(path))
+    rows_read = len(frame)
+    frame = frame.drop_duplicates("decision_id")  # exact repeats (same score): checked_outcomes refused the rest
+    with store.registered(con, "outcomes_staged", frame):
+        store.execute(con, "outcomes_state")
+        counts = store.query(con, "outcomes_counts").iloc[0]
+        if int(counts.known) == 0:
+            raise IngestError(f"{path}: none of its {len(frame):,} decision ids is a recorded decision (e.g. "
+                              f"{frame.decision_id.iloc[0]!r}): ingest the decisions first (`uniroute inbox` loads "
+                              "the spool)")
+        first = store.query(con, "outcomes_first_problem")
+        now = datetime.now()
+        store.execute(con, "outcomes_insert", source_file=source_file, file_hash=file_hash, now=now)
+        store.execute(con, "outcomes_quarantine", source_file=source_file, file_hash=file_hash, now=now)
+    return OutcomesLoaded(rows_read, int(counts.new), rows_read - int(counts.new) - int(counts.quarantined),
+                          int(counts.quarantined),
+                          None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}")
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """The file's rows as text-or-number columns, with their 1-based row numbers (CSV data rows, JSON lines)."""
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    if head == b"PAR1":
+        frame = pq.read_table(path).to_pandas()
+        frame.insert(0, "row_number", np.arange(1, len(frame) + 1))
+        return frame
+    text = path.read_text(encoding="utf-8-sig")
+    if text.lstrip().startswith("{"):
+        rows, numbers = [], []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise IngestError(f"{path}: line {number} is not JSON ({exc.msg}): {line[:80]!r}") from None
+            if not isinstance(row, dict):
+                raise IngestError(f"{path}: line {number} is not a JSON object: {line[:80]!r}")
+            rows.append(row)
+            numbers.append(number)
+        frame = pd.DataFrame(rows)
+        frame.insert(0, "row_number", numbers)
+        return frame
+    frame = pd.read_csv(io.StringIO(text), dtype=object, keep_default_na=False)
+    frame.insert(0, "row_number", np.arange(1, len(frame) + 1))
+    return frame
+
+
+def checked_outcomes(path: Path, raw: pd.DataFrame) -> pd.DataFrame:
+    """The rows as (row_number, decision_id, score, cost, input_tokens, output_tokens); IngestError naming the
+    first bad row and value."""
+    out = pd.DataFrame({"row_number": raw["row_number"].astype(np.int64)})
+    ids = raw["decision_id"]
+    blank = ids.map(lambda v: v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip())
+    _refuse(path, raw, blank, "decision_id", "has no decision_id")
+    out["decision_id"] = ids.map(lambda v: str(v).strip())
+    out["score"] = _numbers(path, raw, "score", "score must be a number in [0, 1]", lambda x: (x >= 0) & (x <= 1))
+    if "cost" in raw.columns:
+        out["cost"] = _numbers(path, raw, "cost", "cost must be a finite number >= 0", lambda x: x >= 0,
+                               optional=True)
+    else:
+        out["cost"] = np.nan
+    for name in ("input_tokens", "output_tokens"):
+        if name in raw.columns:
+            out[name] = _numbers(path, raw, name, f"{name} must be a whole number >= 0",
+                                 lambda x: (x >= 0) & (np.floor(x) == x), optional=True).astype("Int64")
+        else:
+            out[name] = pd.array([pd.NA] * len(out), dtype="Int64")
+    scores = out.groupby("decision_id")["score"].transform("nunique")
+    clash = scores > 1
+    if clash.any():
+        i = int(np.argmax(clash.to_numpy()))
+        decision = out.decision_id.iloc[i]
+        rows = out.loc[out.decision_id == decision, ["row_number", "score"]]
+        given = ", ".join(f"row {r}: {s:g}" for r, s in rows.itertuples(index=False))
+        raise IngestError(f"{path}: decision_id {decision!r} is given different scores ({given}); keep one")
+    return out
+
+
+def _numbers(path: Path, raw: pd.DataFrame, column: str, rule: str, valid, optional: bool = False) -> pd.Series:
+    """A column as floats; IngestError naming the first row whose value is not a number obeying `valid`."""
+    values = raw[column]
+    given = values.map(lambda v: not (v is None or v == "" or (isinstance(v, float) and math.isnan(v))))
+    numbers = pd.to_numeric(values.where(given, np.nan).map(_number_or_nan), errors="coerce").astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(numbers) & valid(numbers)
+    bad = ~ok & (given if optional else True)
+    _refuse(path, raw, bad, column, rule)
+    return numbers.where(given, np.nan)
+
+
+def _number_or_nan(value: object) -> float:
+    if isinstance(value, bool):
+        return math.nan  # true/false is not a score; a judge's thumbs are given as 1 or 0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _refuse(path: Path, raw: pd.DataFrame, bad: pd.Series, column: str, rule: str) -> None:
+    if bool(np.asarray(bad, dtype=bool).any()):
+        i = int(np.argmax(np.asarray(bad, dtype=bool)))
+        row, value = raw["row_number"].iloc[i], raw[column].iloc[i]
+        raise IngestError(f"{path}: row {row}: {rule}, not {value!r}" if column != "decision_id" or value not in
+                          (None, "") else f"{path}: row {row} {rule}")
