@@ -6,15 +6,18 @@ newcomer is held back and arrives with its validation results, as a new model wo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from tests.helpers import build, embedded, ingest, onboard, publish, retire
 from uniroute import store
+from uniroute.cli import app
 from uniroute.pipeline import registry, serving, snapshot
 from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, load_router_model, sync_mlflow
 from uniroute.routers.knn import KnnRouter
@@ -153,3 +156,34 @@ def test_model_cluster_errors_shows_intervals_routing_errors_and_sparse_cells(po
     np.testing.assert_allclose(view.routing_error, router.routing_psi[order, view.cluster])
     if router.kind == "kmeans_shrunk" and router.shrinkage > 0:
         assert not np.allclose(view.routing_error, view.error)
+
+
+def test_explain_reproduces_the_decision_for_every_kind(pool, monkeypatch):
+    """`route --explain --json`: the argmin recomputed from the printed terms (total = error + lambda x cost, ties
+    to the cheaper) is the printed model, the router's own route agrees, and the human table shows every rank."""
+    monkeypatch.setenv("UNIROUTE_HOME", str(pool.home))
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    X = source.embedder().encode(PROMPTS)
+    for args in (["--lambda", "0"], ["--lambda", "5"], ["--budget", "0.5"], []):
+        result = CliRunner().invoke(app, ["route", *PROMPTS, "--explain", "--json", *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        decisions = json.loads(result.stdout)
+        for decision in decisions:
+            terms, lam = decision["explain"], decision["lam"]
+            assert sorted(t["model"] for t in terms) == sorted(source.pool)
+            for t in terms:
+                assert t["lam_cost"] == lam * t["cost"] and t["total"] == t["expected_error"] + t["lam_cost"]
+            best = min(terms, key=lambda t: (t["expected_error"] + lam * t["cost"], t["cost"]))
+            assert best["model"] == decision["model"] and best["rank"] == 1
+            assert [t["model"] for t in terms[1:]] == decision["fallbacks"]
+            assert decision["expected_score"] == 1 - best["expected_error"]
+            assert decision["expected_cost"] == best["cost"]
+            totals = [t["total"] for t in terms]
+            assert totals == sorted(totals) and [t["rank"] for t in terms] == list(range(1, len(terms) + 1))
+            interval = [t["error_lo"] is not None for t in terms]
+            assert all(interval) == (source.router.kind != "knn") and any(interval) == all(interval)
+        routed = source.router.route_names(X, decisions[0]["lam"], source.pool).tolist()
+        assert [d["model"] for d in decisions] == routed, args
+    human = CliRunner().invoke(app, ["route", PROMPTS[0], "--explain", "--lambda", "5"], catch_exceptions=False)
+    assert human.exit_code == 0 and "lambda x cost" in human.stdout and "rank" in human.stdout
+    assert len([line for line in human.stdout.splitlines() if line.strip()[:1].isdigit()]) == len(source.pool)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from uniroute.operations.context import Context
 from uniroute.pipeline.serving import RoutingError, RoutingRequest, log_decisions, route_texts, routing_source
+from uniroute.routers.explain import EXPLAIN_COLUMNS
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,14 +30,25 @@ class Routed:
     def from_snapshot(self) -> bool:
         return self.source.startswith("published")
 
+    def explanation(self) -> pd.DataFrame:
+        """One row per prompt and candidate model (prompt_index, then routers.explain.EXPLAIN_COLUMNS), rank 1
+        the chosen model; empty unless routed with explain=True."""
+        columns = ["prompt_index", *EXPLAIN_COLUMNS]
+        if "explain" not in self.decisions.columns:
+            return pd.DataFrame(columns=columns)
+        rows = [{"prompt_index": int(i), **term}
+                for i, terms in zip(self.decisions["prompt_index"], self.decisions["explain"], strict=True)
+                for term in terms]
+        return pd.DataFrame(rows, columns=columns)
+
 
 def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool = False,
-          router_id: str | None = None) -> Routed:
+          router_id: str | None = None, explain: bool = False) -> Routed:
     """Route texts as requested (RoutingError in one line for a bad request) with the champion, or with the stored
-    version router_id; log the decisions when asked."""
+    version router_id; log the decisions when asked; with explain, the terms of each argmin (Routed.explanation)."""
     source = routing_source(ctx.db_path, ctx.published_dir, router_id)
     decisions = route_texts(source, texts, lam=request.lam, budget=request.budget, pool=request.pool,
-                            cache_dir=ctx.cache_dir)
+                            cache_dir=ctx.cache_dir, explain=explain)
     batch_id = None
     if log:
         with ctx.session("route-log", inputs=source.router_id) as s:

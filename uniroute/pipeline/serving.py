@@ -169,6 +169,8 @@ def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | No
 
 
 DEFAULT_SETTING = "default budget"
+# Columns of every routed decisions frame beside the choice, read by name by the decision records.
+DECISION_EXTRAS = ("fallbacks", "expected_score", "expected_cost")
 
 
 def resolved_setting(router: AnyRouter, pool: Sequence[str], lam: float | None,
@@ -197,8 +199,11 @@ def route_texts(
     pool: Sequence[str] | None = None,
     embedder: Any = None,
     cache_dir: Path | None = None,
+    explain: bool = False,
 ) -> pd.DataFrame:
-    """One row per prompt: the chosen model and its cluster (lambda, or the lambda that meets a budget)."""
+    """One row per prompt: the chosen model, its ranked fall-backs, expected score and cost, and its cluster
+    (lambda, or the lambda that meets a budget); with explain, an `explain` column of the argmin's terms per
+    candidate (routers.explain)."""
 
     texts, pool = checked_request(source, texts, lam, budget, pool)
     router = source.router
@@ -212,19 +217,27 @@ def route_texts(
         except ValueError as exc:
             raise RoutingError(str(exc)) from exc
     lam = 0.0 if lam is None else float(lam)
-    chosen = router.route(X, lam, pool)
-    return pd.DataFrame(
+    # The decision is rank 1 of the terms an explanation prints, never a separate computation.
+    terms = router.route_terms(X, lam, pool)
+    decided = terms.summary()
+    frame = pd.DataFrame(
         {
             "prompt_index": np.arange(len(texts), dtype=np.int32),
             "text_hash": [text_hash(t) for t in texts],
             "cluster": cluster_of(router, X),
-            "model": np.asarray(router.models, dtype=object)[chosen],
+            "model": decided["model"],
+            "fallbacks": decided["fallbacks"],
+            "expected_score": decided["expected_score"],
+            "expected_cost": decided["expected_cost"],
             "lam": lam,
             "budget": budget,
             "setting": setting,
             "router_id": source.router_id,
         }
     )
+    if explain:
+        frame["explain"] = terms.explained()
+    return frame
 
 
 def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
@@ -239,8 +252,9 @@ def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     """Append a batch of decisions to routing_log (in the caller's session); the batch id."""
     batch_id = uuid.uuid4().hex
-    # routing_log keeps lambda and budget; which setting chose them (`setting`) is said to the user, not stored.
-    rows = decisions.drop(columns=["setting"], errors="ignore")
+    # routing_log keeps lambda and budget; which setting chose them (`setting`), the fall-backs, the expectations
+    # and an explanation are said to the user, not stored here (decision records keep them).
+    rows = decisions.drop(columns=["setting", *DECISION_EXTRAS, "explain"], errors="ignore")
     store.write_frame(con, "routing_log", rows.assign(batch_id=batch_id,
                                                       routed_at=datetime.now(UTC).replace(tzinfo=None)))
     return batch_id

@@ -180,6 +180,29 @@ class Router(RoutingRule):
         """(n, M) estimated loss of every model on each prompt: membership(X) (n, K) @ routing_psi.T."""
         return self.assigner.membership(X).astype(np.float64) @ self.routing_psi.T
 
+    def candidate_errors(self, X: np.ndarray,
+                         candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(error, error_lo, error_hi) (n, P): Phi(x) . routing Psi of the candidates, and Phi(x) . the 95% Wilson
+        interval of each measured cell (psi.cell_frame; None without psi_counts). For count-aware Psi the error is
+        the shrunk cell while the interval is the measured cell's: how far validation alone pins the error down."""
+        bounds = None
+        if self.psi_counts is not None:
+            cells = cell_frame(self.models, self.psi, self.psi_counts)
+            shape = self.psi.shape
+            bounds = (cells["error_lo"].to_numpy().reshape(shape), cells["error_hi"].to_numpy().reshape(shape))
+        if self.one_hot:
+            # A prompt's terms are its cluster's cells exactly (no matmul), as cluster_table uses them.
+            clusters = self.assigner.assign(X)
+            error = self.routing_psi[candidates][:, clusters].T
+            if bounds is None:
+                return error, None, None
+            return error, bounds[0][candidates][:, clusters].T, bounds[1][candidates][:, clusters].T
+        error, _, _ = super().candidate_errors(X, candidates)
+        if bounds is None:
+            return error, None, None
+        phi = self.assigner.membership(X).astype(np.float64)
+        return error, phi @ bounds[0][candidates].T, phi @ bounds[1][candidates].T
+
     def cluster_table(self, lam: float, pool: Sequence[str] | None = None) -> np.ndarray:
         """(K,) index of the model each cluster routes to at this lambda (one-hot assigners only)."""
         if not self.one_hot:

@@ -65,12 +65,14 @@ def _router_signature() -> Any:
         inputs=Schema([ColSpec("string", "prompt")]),
         outputs=Schema([ColSpec("long", "prompt_index"), ColSpec("string", "model"), ColSpec("long", "cluster"),
                         ColSpec("double", "lam"), ColSpec("double", "budget"), ColSpec("string", "setting"),
-                        ColSpec("string", "router_id")]),
+                        ColSpec("string", "router_id"),
+                        ColSpec("double", "expected_score"), ColSpec("double", "expected_cost")]),
         params=ParamSchema(
             [
                 ParamSpec("lambda", "double", UNUSED_LAMBDA),  # not given: the default budget, unless a budget
                 ParamSpec("budget", "double", -1.0),
                 ParamSpec("pool", "string", ""),
+                ParamSpec("explain", "boolean", False),  # the argmin's terms per candidate (routers.explain)
             ]
         ),
     )

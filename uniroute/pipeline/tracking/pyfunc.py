@@ -1,7 +1,9 @@
 """The pyfunc's behaviour at serve time: prompts in, the chosen model per prompt out.
 
 `predict` takes a DataFrame with a `prompt` column and the params `lambda` (float), `budget` (float, -1 =
-unused) and `pool` (comma-separated names), and returns a DataFrame with columns prompt_index, model;
+unused), `pool` (comma-separated names) and `explain` (bool), and returns a DataFrame with columns
+prompt_index, model, cluster, lam, budget, setting, router_id, fallbacks, expected_score, expected_cost (and
+`explain`, the argmin's terms per candidate, when asked);
 `mlflow models serve --env-manager local` answers the same requests."""
 
 from __future__ import annotations
@@ -135,12 +137,27 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     if setting == "budget":  # the served model's validation sample, or the router's own stand-in
         lam = model.router.lambda_for_budget(model.X_val, budget, chosen)
     X = np.asarray(model.embedder.encode(prompts), dtype=np.float32)
-    frame = routed_frame(model.router, X, lam=lam or 0.0, pool=chosen, X_val=model.X_val)
+    # As `uniroute route`: the decision is rank 1 of the argmin's terms (routers.explain), with its fall-backs.
+    terms = model.router.route_terms(X, float(lam or 0.0), chosen)
+    decided = terms.summary()
     # The fields `uniroute route` returns, so a gateway reads the same answer from either surface (a kind
     # without clusters has none: null, which JSON carries where pandas' NA would not serialise).
     clusters = cluster_of(model.router, X).astype(object)
-    return frame.assign(cluster=clusters.where(clusters.notna(), None), lam=float(lam or 0.0), budget=budget,
-                        setting=setting, router_id=model.router_id)
+    frame = pd.DataFrame({"prompt_index": np.arange(len(prompts), dtype=np.int64), "model": decided["model"]})
+    frame = frame.assign(cluster=clusters.where(clusters.notna(), None), lam=float(lam or 0.0), budget=budget,
+                         setting=setting, router_id=model.router_id, fallbacks=decided["fallbacks"],
+                         expected_score=decided["expected_score"], expected_cost=decided["expected_cost"])
+    if explain_asked(params or {}):
+        frame["explain"] = terms.explained()
+    return frame
+
+
+def explain_asked(params: Mapping[str, Any]) -> bool:
+    """The `explain` param: true, or a string an HTTP client sends for it ("true", "1"); false when absent."""
+    value = params.get("explain", False)
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
 
 
 @functools.cache
