@@ -125,7 +125,8 @@ create table if not exists published_routes (
     grid     varchar not null check (grid in ('budget', 'lambda')),
     budget   double,                    -- fraction of the most expensive pool model's cost (grid = budget)
     lam        double not null,     -- lambda (a DuckDB keyword, hence the short name)
-    model    varchar not null
+    model    varchar not null,
+    fallbacks varchar[]              -- the rest of the pool, best first (null: published before they were kept)
 );
 
 -- Grain: one row per (version, grid, budget/lambda): expected quality and cost of routing at that setting.

@@ -187,3 +187,24 @@ def test_explain_reproduces_the_decision_for_every_kind(pool, monkeypatch):
     human = CliRunner().invoke(app, ["route", PROMPTS[0], "--explain", "--lambda", "5"], catch_exceptions=False)
     assert human.exit_code == 0 and "lambda x cost" in human.stdout and "rank" in human.stdout
     assert len([line for line in human.stdout.splitlines() if line.strip()[:1].isdigit()]) == len(source.pool)
+
+
+def test_published_routes_rank_the_fallbacks_in_the_store_and_the_snapshot(pool):
+    """One-hot kinds publish, per cluster and setting, the rest of the pool ranked after the chosen model (rank 1
+    of router.cluster_terms), alike in routes.parquet, routes.json and the store; per-prompt kinds publish none."""
+    snap = snapshot.read_current(pool.published_dir)
+    router, active = snap.router(), snap.manifest["pool"]
+    if not router.one_hot:
+        assert snap.routes.empty
+        return
+    in_json = json.loads(snap.files["routes.json"])
+    assert [r["fallbacks"] for r in in_json] == [list(f) for f in snap.routes.fallbacks]
+    for row in snap.routes.itertuples():
+        terms = router.cluster_terms(row.lam, active)
+        assert [row.model, *row.fallbacks] == [terms.models[p] for p in terms.order[row.cluster]]
+    with store.opened(pool.db_path, read_only=True) as con:
+        stored = con.execute("select cluster, grid, budget, model, fallbacks from current_routing_table "
+                             "order by grid, budget nulls last, lam, cluster").df()
+    published = snap.routes.sort_values(["grid", "budget", "lam", "cluster"], na_position="last")
+    assert stored.model.tolist() == published.model.tolist()
+    assert [list(f) for f in stored.fallbacks] == [list(f) for f in published.fallbacks]
