@@ -35,7 +35,8 @@ create table if not exists routers (
     reason        varchar not null,
     data_fingerprint varchar not null,
     router        blob not null,        -- the fitted router as npz arrays (uniroute.routers.serialize), no pickle
-    created_at    timestamp not null
+    created_at    timestamp not null,
+    price_snapshot varchar              -- which prices its costs came from (pipeline.prices); null: before prices
 );
 
 -- Grain: one row per fitted embedder (TF-IDF) that cannot be rebuilt by name: every router, parent or child,
@@ -108,7 +109,8 @@ create table if not exists publications (
     fingerprint   varchar not null,     -- router + pool + grid: an unchanged fingerprint publishes nothing
     checksum      varchar not null,     -- sha256 over the published files
     path          varchar not null,
-    created_at    timestamp not null
+    created_at    timestamp not null,
+    price_snapshot varchar              -- the published router's (routers.price_snapshot)
 );
 
 -- Grain: one row per publication logged as an MLflow run: derived from the store by reconciliation.

@@ -42,6 +42,7 @@ class RoutingSource:
     retired: frozenset[str]  # models taken out of the pool (refused by name)
     embedder_state: bytes | None  # the stored embedder (embed.portable), or None when it is built by name
     source: str  # one line: the store's champion, or the published version answering while the store is busy
+    price_snapshot: str | None = None  # which prices the router's costs came from (registry.price_snapshot)
 
     def embedder(self, cache_dir: Path | None = None) -> Any:
         """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
@@ -65,7 +66,7 @@ def _from_store(con: store.Connection, router_id: str | None = None) -> RoutingS
     retired = frozenset(store.query(con, "retired_models").model)
     pool = tuple(m for m in version.router.models if m in active)
     return RoutingSource(version.router, version.router_id, pool, retired, version.embedder_state,
-                         f"{what} {version.router_id}")
+                         f"{what} {version.router_id}", version.price_snapshot)
 
 
 def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
@@ -77,7 +78,8 @@ def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
     pool = tuple(snap.manifest["pool"])
     retired = frozenset(m for m in router.models if m not in pool)
     return RoutingSource(router, snap.manifest["router_id"], pool, retired, snap.embedder_state(),
-                         f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}")
+                         f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}",
+                         snap.manifest.get("price_snapshot"))
 
 
 def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None) -> RoutingSource:
@@ -170,7 +172,7 @@ def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | No
 
 DEFAULT_SETTING = "default budget"
 # Columns of every routed decisions frame beside the choice, read by name by the decision records.
-DECISION_EXTRAS = ("fallbacks", "expected_score", "expected_cost")
+DECISION_EXTRAS = ("fallbacks", "expected_score", "expected_cost", "price_snapshot")
 
 
 def resolved_setting(router: AnyRouter, pool: Sequence[str], lam: float | None,
@@ -233,6 +235,7 @@ def route_texts(
             "budget": budget,
             "setting": setting,
             "router_id": source.router_id,
+            "price_snapshot": source.price_snapshot,
         }
     )
     if explain:

@@ -121,6 +121,7 @@ def _load_context(model: Any, context: Any) -> None:
     model.router = router
     model.embedder = embedder
     model.router_id = meta["router_id"]
+    model.price_snapshot = meta.get("price_snapshot")  # None in models logged before prices
     model.X_val = None
     if val_path is not None:
         with np.load(val_path, allow_pickle=False) as saved:
@@ -146,7 +147,8 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     frame = pd.DataFrame({"prompt_index": np.arange(len(prompts), dtype=np.int64), "model": decided["model"]})
     frame = frame.assign(cluster=clusters.where(clusters.notna(), None), lam=float(lam or 0.0), budget=budget,
                          setting=setting, router_id=model.router_id, fallbacks=decided["fallbacks"],
-                         expected_score=decided["expected_score"], expected_cost=decided["expected_cost"])
+                         expected_score=decided["expected_score"], expected_cost=decided["expected_cost"],
+                         price_snapshot=getattr(model, "price_snapshot", None))
     if explain_asked(params or {}):
         frame["explain"] = terms.explained()
     return frame

@@ -139,7 +139,7 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             # The stand-in for validation prompts that `uniroute route --budget` uses, so the served model turns
             # a budget into the same lambda (one-hot routers).
             validation_proxy(router) if router.one_hot else None, registered_name,
-            tags={k: str(v) for k, v in version_tags.items() if v is not None},
+            tags={k: str(v) for k, v in version_tags.items() if v is not None}, price_snapshot=version.price_snapshot,
         )
         mlflow.set_tags({"model_version": number})
     return run.info.run_id, number
