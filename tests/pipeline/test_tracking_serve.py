@@ -116,6 +116,7 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
         answer = _post(f"http://127.0.0.1:{port}/invocations", body)
         default = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_split": {
             "columns": ["prompt"], "data": [[p] for p in NEW_PROMPTS]}})
+        explained = _post(f"http://127.0.0.1:{port}/invocations", {**body, "params": {"lambda": 0.1, "explain": True}})
     finally:
         _stop(server)
     assert server.returncode is not None
@@ -125,3 +126,9 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
     assert routed == router.route_names(embedder.encode(NEW_PROMPTS), 0.1).tolist()
     assert [row["prompt_index"] for row in answer["predictions"]] == list(range(len(NEW_PROMPTS)))
     assert [row["model"] for row in default["predictions"]] == router.route_names(embedder.encode(NEW_PROMPTS)).tolist()
+    # The served model explains over HTTP: per prompt the candidates' terms, rank 1 the answer, the rest its fall-backs.
+    for row in explained["predictions"]:
+        terms = row["explain"]
+        assert [t["rank"] for t in terms] == list(range(1, len(MODELS) + 1)) and terms[0]["model"] == row["model"]
+        assert [t["model"] for t in terms[1:]] == row["fallbacks"] and "lam_cost" in terms[0]
+    assert "explain" not in answer["predictions"][0]
