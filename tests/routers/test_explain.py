@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.routers.test_router import X3, SoftAssigner, _router
-from uniroute.routers.explain import ranked_order
+from uniroute.routers.explain import fallback_lists, ranked_order
 from uniroute.routers.knn import KnnRouter
 from uniroute.routers.psi import cell_frame
 
@@ -77,3 +77,12 @@ def test_ranked_order_breaks_ties_by_cost_then_index():
     total = np.array([[1.0, 1.0, 1.0, 0.5]])
     order = ranked_order(total, np.array([2.0, 1.0, 1.0, 9.0]), np.array([0, 3, 5, 7]))
     assert order.tolist() == [[3, 1, 2, 0]]
+
+
+def test_fallback_lists_survive_colliding_keys():
+    names = np.array(["a", "b", "c"], dtype=object)
+    order = np.array([[0, 1, 2], [2, 1, 0], [0, 1, 2]])
+    expected = [["b", "c"], ["b", "a"], ["b", "c"]]
+    assert fallback_lists(names, order) == expected
+    # Every row on one key (weights 0): the check sees the collision and builds each list from its own row.
+    assert fallback_lists(names, order, np.zeros(3, dtype=np.int64)) == expected
