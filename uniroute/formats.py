@@ -34,6 +34,28 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _plain(value: Any) -> Any:
+    """A cell as a JSON value: missing -> None, NumPy scalars -> Python, lists and dicts element-wise."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_plain(v) for v in value]
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float | np.floating)
+                                                              and math.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value
+
+
+def exact_records(frame: pd.DataFrame) -> list[dict]:
+    """The frame's rows as JSON-ready dicts whose floats round-trip exactly (pandas' to_json keeps 10 digits,
+    too few for a reader to recompute an argmin from printed terms)."""
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
 def render(frame: pd.DataFrame, fmt: str) -> str:
     """The frame as text in one of FORMATS (CSV keeps its trailing newline)."""
     if fmt == "json":

@@ -1,2 +1,2 @@
 -- Models currently in the pool.
-select model, default_cost from models where status = 'active' order by model
+select model, default_cost from priced_models where status = 'active' order by model

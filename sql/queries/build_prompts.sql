@@ -2,7 +2,7 @@
 -- with their text and (fixed) split. The costed models are found once (as in build_results), not per result.
 with costed as (
     select m.model
-    from models as m
+    from priced_models as m
     where m.status = 'active'
       and (m.default_cost is not null
            or exists (select 1 from results as r where r.model = m.model and r.cost is not null))

@@ -5,7 +5,7 @@
 -- every result: a window partitions and materialises all rows (10 GB at 100M results), a join streams.
 with costed as (
     select m.model, m.default_cost
-    from models as m
+    from priced_models as m
     where m.status = 'active'
       and (m.default_cost is not null
            or exists (select 1 from results as r where r.model = m.model and r.cost is not null))

@@ -1,2 +1,2 @@
 -- Status of the named models.
-select model, status, default_cost from models where list_contains($models, model) order by model
+select model, status, default_cost from priced_models where list_contains($models, model) order by model

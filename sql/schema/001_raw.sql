@@ -1,4 +1,4 @@
--- Raw benchmark logs as ingested. Append-only except models.status (retire) and models.default_cost.
+-- Raw benchmark logs as ingested. Append-only except models.status (retire) (models.default_cost is superseded by prices).
 
 -- Grain: one row per prompt (prompt_id is unique; the same text under two ids is two prompts).
 create table if not exists prompts (
@@ -14,7 +14,7 @@ create table if not exists prompts (
 -- Grain: one row per LLM.
 create table if not exists models (
     model        varchar primary key,
-    default_cost double check (default_cost >= 0),  -- used where a result row has no cost
+    default_cost double check (default_cost >= 0),  -- superseded by prices (012_prices.sql): neither read nor written
     status       varchar not null default 'active' check (status in ('active', 'retired')),
     first_seen   timestamp not null
 );

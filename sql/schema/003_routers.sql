@@ -36,7 +36,8 @@ create table if not exists routers (
     reason        varchar not null,
     data_fingerprint varchar not null,
     router        blob not null,        -- the fitted router as npz arrays (uniroute.routers.serialize), no pickle
-    created_at    timestamp not null
+    created_at    timestamp not null,
+    price_snapshot varchar              -- which prices its costs came from (pipeline.prices); null: before prices
 );
 
 -- Grain: one row per rollback (`uniroute rollback`): the champion moved back to an earlier version. The routers
@@ -126,7 +127,8 @@ create table if not exists publications (
     fingerprint   varchar not null,     -- router + pool + grid: an unchanged fingerprint publishes nothing
     checksum      varchar not null,     -- sha256 over the published files
     path          varchar not null,
-    created_at    timestamp not null
+    created_at    timestamp not null,
+    price_snapshot varchar              -- the published router's (routers.price_snapshot)
 );
 
 -- Grain: one row per publication logged as an MLflow run: derived from the store by reconciliation.
@@ -143,7 +145,8 @@ create table if not exists published_routes (
     grid     varchar not null check (grid in ('budget', 'lambda')),
     budget   double,                    -- fraction of the most expensive pool model's cost (grid = budget)
     lam        double not null,     -- lambda (a DuckDB keyword, hence the short name)
-    model    varchar not null
+    model    varchar not null,
+    fallbacks varchar[]              -- the rest of the pool, best first (null: published before they were kept)
 );
 
 -- Grain: one row per (version, grid, budget/lambda): expected quality and cost of routing at that setting.

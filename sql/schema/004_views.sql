@@ -6,9 +6,10 @@ create or replace view champion_router as
 select r.* exclude (router) from routers as r
 join (select router_id from champion_history order by became_at desc, router_id desc limit 1) using (router_id);
 
--- Grain: one row per (cluster, grid, budget or lambda) of the newest publication.
+-- Grain: one row per (cluster, grid, budget or lambda) of the newest publication: the model and its ranked
+-- fall-backs (the rest of the pool, best first; null for a publication written before they were kept).
 create or replace view current_routing_table as
-select p.version, p.router_id, r.cluster, r.grid, r.budget, r.lam, r.model
+select p.version, p.router_id, r.cluster, r.grid, r.budget, r.lam, r.model, r.fallbacks
 from published_routes as r
 join (select * from publications order by created_at desc limit 1) as p on p.version = r.version;
 

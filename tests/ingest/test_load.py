@@ -69,13 +69,18 @@ def set_cost(db_path, model, cost):
 def test_set_default_cost(db_path, tmp_path):
     ingest(db_path, write(tmp_path / "a.csv", long_csv("p1,Q,gpt-x,1,")), progress=False)
     set_cost(db_path, "gpt-x", 0.002)
-    assert rows(db_path, "select default_cost from models") == [(0.002,)]
+    # One source of costs: set-cost records an undated per-call price, which priced_models shows as default_cost.
+    assert rows(db_path, "select default_cost from priced_models") == [(0.002,)]
+    assert rows(db_path, "select model, valid_from::varchar, per_call, source from prices") == [
+        ("gpt-x", "1970-01-01", 0.002, "set-cost")]
+    set_cost(db_path, "gpt-x", 0.002)  # the same price again records nothing
+    assert rows(db_path, "select count(*) from prices") == [(1,)]
     with pytest.raises(IngestError, match=r"unknown model 'gpt-y'.*did you mean \['gpt-x'\]"):
         set_cost(db_path, "gpt-y", 1.0)
     for bad in (-1.0, float("nan"), float("inf"), 1e308):
         with pytest.raises(IngestError, match=r"finite number in \[0, 1e\+06\]"):
             set_cost(db_path, "gpt-x", bad)
-    assert rows(db_path, "select default_cost from models") == [(0.002,)]
+    assert rows(db_path, "select default_cost from priced_models") == [(0.002,)]
 
 
 # ---------------------------------------------------------------------------------------------- command line

@@ -174,6 +174,11 @@ def test_a_kind_registered_in_a_test_publishes_routes_onboards_and_retires(pool,
     best = champion.router.models[int(np.argmin(champion.router.losses))]
     assert _routed(source, lam=0.0) == [best] * len(PROMPTS)
     assert serving.route_texts(source, PROMPTS)["cluster"].isna().all()
+    # Explain works for a kind that defines gamma alone: rank 1 is the choice, its terms the argmin's.
+    explained = serving.route_texts(source, PROMPTS, lam=5.0, explain=True)
+    for model, terms in zip(explained["model"], explained["explain"], strict=True):
+        assert terms[0]["model"] == model and terms[0]["total"] == min(t["total"] for t in terms)
+    assert explained["model"].tolist() == _routed(source, lam=5.0)
 
     # Onboard: the newcomer's row is its mean validation loss, from its labels alone (nothing embedded).
     with store.opened(pool.db_path, read_only=True) as con:

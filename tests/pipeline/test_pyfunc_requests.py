@@ -65,3 +65,17 @@ def test_the_pyfunc_refuses_what_the_cli_refuses_with_its_words(served, case):
 def test_the_signature_defaults_mean_not_given(served):
     routed = served.predict(None, {"prompt": ["a", "b"]}, params={"lambda": 0.0, "budget": 0.5, "pool": ""})
     assert routed["prompt_index"].tolist() == [0, 1] and set(routed["model"]) <= {"cheap", "big", "mid"}
+
+
+def test_the_pyfunc_explains_when_asked_and_always_ranks_the_fallbacks(served):
+    plain = served.predict(None, {"prompt": ["a", "b"]}, params={"lambda": 0.05})
+    # "a" is odd: cluster 0 (cheap .1 + .05, big .5 + .5, mid .6 + .25); "b" even: cluster 1 (big .1 + .5 first).
+    assert plain["model"].tolist() == ["cheap", "big"] and "explain" not in plain.columns
+    assert plain["fallbacks"].tolist() == [["mid", "big"], ["mid", "cheap"]]
+    assert plain["expected_score"].tolist() == pytest.approx([0.9, 0.9]) and plain["expected_cost"].tolist() == [1, 10]
+    for flag in (True, "true"):
+        explained = served.predict(None, {"prompt": ["a", "b"]}, params={"lambda": 0.05, "explain": flag})
+        terms = explained["explain"][0]
+        assert [t["model"] for t in terms] == ["cheap", "mid", "big"] and [t["rank"] for t in terms] == [1, 2, 3]
+        assert terms[0]["total"] == pytest.approx(0.15) and terms[2]["lam_cost"] == pytest.approx(0.5)
+        assert terms[0]["error_lo"] is None  # this router keeps no counts: no interval

@@ -13,9 +13,11 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from tests.helpers import build, embedded, ingest, onboard, publish, retire
 from uniroute import store
+from uniroute.cli import app
 from uniroute.pipeline import registry, serving, snapshot
 from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, load_router_model, sync_mlflow
 from uniroute.routers.knn import KnnRouter
@@ -166,3 +168,55 @@ def test_model_cluster_errors_shows_intervals_routing_errors_and_sparse_cells(po
     np.testing.assert_allclose(view.routing_error, router.routing_psi[order, view.cluster])
     if router.kind == "kmeans_shrunk" and router.shrinkage > 0:
         assert not np.allclose(view.routing_error, view.error)
+
+
+def test_explain_reproduces_the_decision_for_every_kind(pool, monkeypatch):
+    """`route --explain --json`: the argmin recomputed from the printed terms (total = error + lambda x cost, ties
+    to the cheaper) is the printed model, the router's own route agrees, and the human table shows every rank."""
+    monkeypatch.setenv("UNIROUTE_HOME", str(pool.home))
+    source = serving.routing_source(pool.db_path, pool.published_dir)
+    X = source.embedder().encode(PROMPTS)
+    for args in (["--lambda", "0"], ["--lambda", "5"], ["--budget", "0.5"], []):
+        result = CliRunner().invoke(app, ["route", *PROMPTS, "--explain", "--json", *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        decisions = json.loads(result.stdout)
+        for decision in decisions:
+            terms, lam = decision["explain"], decision["lam"]
+            assert sorted(t["model"] for t in terms) == sorted(source.pool)
+            for t in terms:
+                assert t["lam_cost"] == lam * t["cost"] and t["total"] == t["expected_error"] + t["lam_cost"]
+            best = min(terms, key=lambda t: (t["expected_error"] + lam * t["cost"], t["cost"]))
+            assert best["model"] == decision["model"] and best["rank"] == 1
+            assert [t["model"] for t in terms[1:]] == decision["fallbacks"]
+            assert decision["expected_score"] == 1 - best["expected_error"]
+            assert decision["expected_cost"] == best["cost"]
+            totals = [t["total"] for t in terms]
+            assert totals == sorted(totals) and [t["rank"] for t in terms] == list(range(1, len(terms) + 1))
+            interval = [t["error_lo"] is not None for t in terms]
+            assert all(interval) == (source.router.kind != "knn") and any(interval) == all(interval)
+        routed = source.router.route_names(X, decisions[0]["lam"], source.pool).tolist()
+        assert [d["model"] for d in decisions] == routed, args
+    human = CliRunner().invoke(app, ["route", PROMPTS[0], "--explain", "--lambda", "5"], catch_exceptions=False)
+    assert human.exit_code == 0 and "lambda x cost" in human.stdout and "rank" in human.stdout
+    assert len([line for line in human.stdout.splitlines() if line.strip()[:1].isdigit()]) == len(source.pool)
+
+
+def test_published_routes_rank_the_fallbacks_in_the_store_and_the_snapshot(pool):
+    """One-hot kinds publish, per cluster and setting, the rest of the pool ranked after the chosen model (rank 1
+    of router.cluster_terms), alike in routes.parquet, routes.json and the store; per-prompt kinds publish none."""
+    snap = snapshot.read_current(pool.published_dir)
+    router, active = snap.router(), snap.manifest["pool"]
+    if not router.one_hot:
+        assert snap.routes.empty
+        return
+    in_json = json.loads(snap.files["routes.json"])
+    assert [r["fallbacks"] for r in in_json] == [list(f) for f in snap.routes.fallbacks]
+    for row in snap.routes.itertuples():
+        terms = router.cluster_terms(row.lam, active)
+        assert [row.model, *row.fallbacks] == [terms.models[p] for p in terms.order[row.cluster]]
+    with store.opened(pool.db_path, read_only=True) as con:
+        stored = con.execute("select cluster, grid, budget, model, fallbacks from current_routing_table "
+                             "order by grid, budget nulls last, lam, cluster").df()
+    published = snap.routes.sort_values(["grid", "budget", "lam", "cluster"], na_position="last")
+    assert stored.model.tolist() == published.model.tolist()
+    assert [list(f) for f in stored.fallbacks] == [list(f) for f in published.fallbacks]

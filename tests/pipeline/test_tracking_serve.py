@@ -119,17 +119,18 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
         answer = _post(f"http://127.0.0.1:{port}/invocations", body)
         default = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_split": {
             "columns": ["prompt"], "data": [[p] for p in NEW_PROMPTS]}})
+        explained = _post(f"http://127.0.0.1:{port}/invocations", {**body, "params": {"lambda": 0.1, "explain": True}})
         batch = [{"prompt": f"{NEW_PROMPTS[i % len(NEW_PROMPTS)]} {i}"} for i in range(200)]
         many = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_records": batch})
         # The server finishes its spool file within UNIROUTE_SPOOL_MAX_SECONDS, idle or not.
-        spool, served = served_home / "spool" / "decisions", 2 * len(NEW_PROMPTS) + 200
+        spool, served = served_home / "spool" / "decisions", 3 * len(NEW_PROMPTS) + 200
         while sum(len(p.read_text().splitlines()) for p in spool.glob("*.jsonl")) < served:
             assert time.monotonic() < deadline + 60, f"decisions not spooled: {list(spool.iterdir())}"
             time.sleep(0.2)
     finally:
         _stop(server)
     assert server.returncode is not None
-    ids = [row["decision_id"] for reply in (answer, default, many) for row in reply["predictions"]]
+    ids = [row["decision_id"] for reply in (answer, default, explained, many) for row in reply["predictions"]]
     assert process_inbox(served_home / "uniroute.duckdb", spool, settle_seconds=0.0)
     with uniroute_store.opened(served_home / "uniroute.duckdb", read_only=True) as con:
         landed = con.execute("select decision_id, source from routing_decisions").fetchall()
@@ -140,3 +141,9 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
     assert routed == router.route_names(embedder.encode(NEW_PROMPTS), 0.1).tolist()
     assert [row["prompt_index"] for row in answer["predictions"]] == list(range(len(NEW_PROMPTS)))
     assert [row["model"] for row in default["predictions"]] == router.route_names(embedder.encode(NEW_PROMPTS)).tolist()
+    # The served model explains over HTTP: per prompt the candidates' terms, rank 1 the answer, the rest its fall-backs.
+    for row in explained["predictions"]:
+        terms = row["explain"]
+        assert [t["rank"] for t in terms] == list(range(1, len(MODELS) + 1)) and terms[0]["model"] == row["model"]
+        assert [t["model"] for t in terms[1:]] == row["fallbacks"] and "lam_cost" in terms[0]
+    assert "explain" not in answer["predictions"][0]

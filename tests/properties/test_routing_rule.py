@@ -86,6 +86,24 @@ def test_a_soft_routers_choice_is_the_argmin_of_gamma_plus_lambda_cost(case, lam
 
 
 @settings(max_examples=150)
+@given(st.booleans().flatmap(lambda soft: routers(soft=soft)), LAMBDAS)
+def test_the_explained_terms_rank_the_choice_first_then_its_fallbacks(case, lam):
+    """route_terms (what --explain prints and the decision is read from): rank 1 is route's choice, every total is
+    error + lambda x cost, and the ranking is the rule's order (total, then cost, then index) over the pool."""
+    router, X, pool = case
+    terms = router.route_terms(X, lam, pool)
+    np.testing.assert_array_equal(terms.chosen(), router.route(X, lam, pool))
+    for row in terms.explained():
+        assert all(t["total"] == t["expected_error"] + t["lam_cost"] and t["lam_cost"] == lam * t["cost"] for t in row)
+        keys = [(t["total"], t["cost"], router.models.index(t["model"])) for t in row]
+        assert keys == sorted(keys) and {t["model"] for t in row} == set(pool or router.models)
+        assert all(t["error_lo"] <= t["error_hi"] for t in row)
+    if router.one_hot:
+        table = router.cluster_terms(lam, pool)
+        np.testing.assert_array_equal(table.chosen(), router.cluster_table(lam, pool))
+
+
+@settings(max_examples=150)
 @given(routers(), st.lists(LAMBDAS, min_size=2, max_size=8))
 def test_expected_cost_never_rises_with_lambda(case, lams):
     router, X, pool = case

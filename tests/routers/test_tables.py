@@ -66,3 +66,17 @@ def test_the_default_budget_is_the_cheapest_within_the_quality_tolerance():
     assert default_budget(_router(gap), MODELS, tolerance=0.05)[0] == 0.1  # a looser tolerance saves more
     with pytest.raises(ValueError, match="tolerance"):
         default_budget(_router(gap), MODELS, tolerance=-1)
+
+
+def test_routes_carry_the_ranked_fallbacks_of_the_same_terms():
+    router = _router()
+    tables = routing_tables(router, MODELS, np.array([1, 1]))
+    routes = tables.routes.set_index(["grid", "budget", "cluster"])
+    # Budget 1.0, lambda 0: cluster 0 big .05, cheap .1, mid .5; cluster 1 big .1, mid .5, cheap .9.
+    assert routes.loc[("budget", 1.0, 0), "fallbacks"] == ["cheap", "mid"]
+    assert routes.loc[("budget", 1.0, 1), "fallbacks"] == ["mid", "cheap"]
+    for row in tables.routes.itertuples():
+        assert row.model not in row.fallbacks and sorted([row.model, *row.fallbacks]) == sorted(MODELS)
+        assert router.models[router.cluster_table(row.lam)[row.cluster]] == row.model
+    narrowed = routing_tables(router, ("cheap", "big"), np.array([1, 1])).routes
+    assert {len(f) for f in narrowed.fallbacks} == {1}

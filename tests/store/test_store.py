@@ -89,8 +89,12 @@ def test_memory_limited_sets_the_limit_for_the_block_and_restores_it(db_path):
 
 def test_query_batches_streams_every_row_in_batches(db_path):
     with store.opened(db_path) as con:
-        store.write_frame(con, "models", pd.DataFrame({"model": [f"m{i}" for i in range(5)], "default_cost": 1.0,
-                                                       "status": "active", "first_seen": pd.Timestamp.now()}))
+        store.write_frame(con, "models", pd.DataFrame({"model": [f"m{i}" for i in range(5)], "status": "active",
+                                                       "first_seen": pd.Timestamp.now()}))
+        # Each model's cost is an undated per-call price (prices: the one source of model costs).
+        store.write_frame(con, "prices", pd.DataFrame({"model": [f"m{i}" for i in range(5)], "per_call": 1.0,
+                                                       "valid_from": pd.Timestamp("1970-01-01").date(),
+                                                       "source": "test", "set_at": pd.Timestamp.now()}))
         batches = list(store.query_batches(con, "build_models", batch_rows=2))
     assert [b.num_rows for b in batches if b.num_rows] and sum(b.num_rows for b in batches) == 5
     assert [m for b in batches for m in b.column("model").to_pylist()] == [f"m{i}" for i in range(5)]

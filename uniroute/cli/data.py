@@ -29,6 +29,7 @@ from uniroute.formats import FORMATS
 from uniroute.ingest import IngestError
 from uniroute.ingest.cost_file import costs_from_file
 from uniroute.ingest.load import regular_file
+from uniroute.ingest.prices import checked_price, prices_from_file
 from uniroute.pipeline.user_sql import run_user_sql
 from uniroute.store import Sandbox, SqlInterrupted, SqlRefused, private_temp_dir, query_text, read_only_query
 from uniroute.store.sql_stream import size_bytes
@@ -216,6 +217,31 @@ def sql(
             fail(str(exc), code=EXIT_REFUSED)
         except SqlInterrupted as exc:
             fail(str(exc), code=EXIT_INTERRUPTED)
+
+
+@models_app.command("set-price")
+def models_set_price(
+    model: Annotated[str | None, typer.Argument(help="Model name as it appears in the logs.")] = None,
+    input_price: Annotated[float | None, typer.Option("--input", help="Price per million input tokens.")] = None,
+    output_price: Annotated[float | None, typer.Option("--output", help="Price per million output tokens.")] = None,
+    per_call: Annotated[float | None, typer.Option("--per-call", help="Price per call (the unit of the logs' costs); "
+                                                   "what routing charges once in force.")] = None,
+    valid_from: Annotated[str | None, typer.Option("--from", help="The date the price holds from (YYYY-MM-DD).")]
+        = None,
+    file: Annotated[Path | None, typer.Option("--file", help="Set many at once: JSON lines, a JSON list or a CSV with "
+                                              "model, from, and input and output or per_call; all or none.")] = None,
+    as_json: JsonFlag = False,
+):
+    """Record a model's price from a date: --input X --output Y (per million tokens) or --per-call C, and --from
+    DATE; or --file. The next build or onboarding routes with the prices in force (its price_snapshot)."""
+    settings = settings_from_env()
+    if (file is None) == (model is None):
+        fail("give MODEL with --input/--output or --per-call and --from, or --file")
+    with one_line_errors():
+        prices = prices_from_file(file) if file is not None else [
+            checked_price("set-price", model, valid_from, input_price, output_price, per_call)]
+        line = operations.set_prices(context(settings), prices, str(file) if file is not None else "")
+    typer.echo(json.dumps({"prices": [p.line() for p in prices], "summary": line}) if as_json else line)
 
 
 @models_app.command("list")

@@ -15,6 +15,8 @@ import typer
 
 from uniroute import operations
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, print_frame, say, settings_from_env
+from uniroute.cli.explain_output import explanation_text
+from uniroute.formats import exact_records
 from uniroute.pipeline.serving import DEFAULT_SETTING, RoutingRequest, default_setting_line, pool_names
 from uniroute.settings import comma_separated
 
@@ -192,6 +194,10 @@ def route(
     router: Annotated[str | None, typer.Option("--router", help="Route with this stored router version instead of "
                                                "the champion (a challenger, a candidate kind, an older version).")]
         = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show, per prompt and candidate model, the terms of "
+                                          "the argmin: expected error (with its 95% interval where the router "
+                                          "keeps counts), cost, lambda x cost, total and rank; rank 1 is chosen.")]
+        = False,
     as_json: JsonFlag = False,
 ):
     """Route prompts with the champion router (the published snapshot while the store is busy)."""
@@ -204,7 +210,8 @@ def route(
         if file is not None:
             texts, extras = operations.prompts_from_file(file)
         routed = operations.route(context(settings), texts or [], request, log=log_decisions, router_id=router,
-                                  record=not no_log, source="file" if file is not None else "cli")
+                                  record=not no_log, source="file" if file is not None else "cli",
+                                  explain=explain)
     if routed.from_snapshot:
         say(f"answered from the {routed.source}")
     if len(routed.decisions) and routed.decisions["setting"].iloc[0] == DEFAULT_SETTING:
@@ -213,12 +220,17 @@ def route(
     if file is not None:
         # Each line keeps the input's other fields (an id, a user, ...) before the decision; a field named like
         # a decision field comes back as input_<name>, so the decision is never overwritten.
-        decided = json.loads(shown.to_json(orient="records"))
+        decided = exact_records(shown)
         for extra, record in zip(extras, decided, strict=True):
             kept = {(f"input_{k}" if k in record else k): v for k, v in extra.items()}
             sys.stdout.write(json.dumps({**kept, **record}, default=str) + "\n")
         return
-    print_frame(shown, as_json)
+    if explain and not as_json:
+        typer.echo(explanation_text(shown, texts or []))
+    elif as_json:  # exact floats: a reader can recompute each argmin from what was printed
+        typer.echo(json.dumps(exact_records(shown)))
+    else:
+        print_frame(shown, as_json)
 
 
 @app.command()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import difflib
 import logging
 import math
 import os
@@ -23,6 +22,7 @@ from uniroute.ingest.merge import cross_file_merges, merged_into_staged, rows_po
 from uniroute.ingest.outcomes import FORMAT_OUTCOMES, check_size, load_outcomes
 from uniroute.ingest.pairwise import StagedPairs
 from uniroute.ingest.pairwise_load import load_pairs
+from uniroute.ingest.prices import UNDATED, Price, record_prices
 from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH, ROUTERBENCH_KEY_KIND
 from uniroute.ingest.staging import (
     SPLITS,
@@ -261,13 +261,9 @@ def regular_file(path: Path) -> os.stat_result:
 
 
 def set_default_cost(con: store.Connection, model: str, cost: float) -> None:
-    """Set a model's default cost (used where its results carry none); the model must be in the store."""
+    """Set a model's undated per-call price (`uniroute models set-cost`): one row of `prices` valid from
+    prices.UNDATED, the one source of model-level costs; the model must be in the store and active."""
     if isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0 \
             or cost > COST_CEILING:
         raise IngestError(f"the cost of {model!r} must be a finite number in [0, {COST_CEILING:g}], not {cost!r}")
-    known = store.query(con, "ingest_model_names").model.tolist()
-    if model not in known:
-        close = difflib.get_close_matches(model, known, n=3)
-        hint = f"; did you mean {close}?" if close else f" ({len(known)} models known)"
-        raise IngestError(f"unknown model {model!r}: ingest its results first{hint}")
-    store.execute(con, "ingest_set_default_cost", model=model, cost=float(cost))
+    record_prices(con, [Price(model, UNDATED, per_call=float(cost))], "set-cost")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from uniroute.operations.builds import build, embed_new_prompts, embeds_ahead
     from uniroute.operations.context import Context, OperationError
-    from uniroute.operations.data import annotated, embedded, ingest, set_cost, set_costs
+    from uniroute.operations.data import annotated, embedded, ingest, set_cost, set_costs, set_prices
     from uniroute.operations.evaluation import attribute_embeddings, prompt_embeddings
     from uniroute.operations.inputs import BuildInputs, build_inputs, router_kinds
     from uniroute.operations.onboarding import InboxRun, Onboarding, inbox, onboard, onboarding_set, waiting_line
@@ -30,6 +30,7 @@ _MODULE_OF = {
     "build": "builds", "embed_new_prompts": "builds", "embeds_ahead": "builds",
     "Context": "context", "OperationError": "context",
     "annotated": "data", "embedded": "data", "ingest": "data", "set_cost": "data", "set_costs": "data",
+    "set_prices": "data",
     "attribute_embeddings": "evaluation", "prompt_embeddings": "evaluation",
     "BuildInputs": "inputs", "build_inputs": "inputs", "router_kinds": "inputs",
     "InboxRun": "onboarding", "Onboarding": "onboarding", "inbox": "onboarding", "onboard": "onboarding",
@@ -80,5 +81,6 @@ __all__ = [
     "router_kinds",
     "set_cost",
     "set_costs",
+    "set_prices",
     "waiting_line",
 ]

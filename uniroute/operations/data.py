@@ -12,6 +12,7 @@ import pandas as pd
 from uniroute.embed import embed_cached
 from uniroute.embed.annotator import AnnotatorConfig, annotate
 from uniroute.ingest import IngestSummary, ingest_file, set_default_cost
+from uniroute.ingest.prices import Price, record_prices
 from uniroute.operations.context import Context
 
 
@@ -35,6 +36,15 @@ def set_costs(ctx: Context, costs: dict[str, float], source: str = "") -> str:
             set_default_cost(s.con, model, cost)
         s.detail = (f"{next(iter(costs))}: default cost {next(iter(costs.values()))}" if len(costs) == 1
                     else f"default costs of {len(costs)} models set from {source or 'the request'}")
+    return s.detail
+
+
+def set_prices(ctx: Context, prices: Sequence[Price], source: str = "") -> str:
+    """Record dated prices in one transaction (all or none; an unknown or retired model refused in one line); the
+    one-line summary. Routing charges a per-call price from the next build or onboarding (price_snapshot)."""
+    with ctx.session("set-price", inputs=source or ",".join(p.model for p in prices)) as s:
+        record_prices(s.con, prices, source or "set-price")
+        s.detail = prices[0].line() if len(prices) == 1 else f"{len(prices)} prices set from {source or 'the request'}"
     return s.detail
 
 

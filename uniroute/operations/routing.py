@@ -17,6 +17,7 @@ from uniroute.operations.context import Context
 from uniroute.pipeline.decisions import Recording, Served, decision_records
 from uniroute.pipeline.serving import RoutingError, RoutingRequest, log_decisions, route_batch, routing_source
 from uniroute.pipeline.spool import DecisionSpool
+from uniroute.routers.explain import EXPLAIN_COLUMNS
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,17 +35,29 @@ class Routed:
     def from_snapshot(self) -> bool:
         return self.source.startswith("published")
 
+    def explanation(self) -> pd.DataFrame:
+        """One row per prompt and candidate model (prompt_index, then routers.explain.EXPLAIN_COLUMNS), rank 1
+        the chosen model; empty unless routed with explain=True."""
+        columns = ["prompt_index", *EXPLAIN_COLUMNS]
+        if "explain" not in self.decisions.columns:
+            return pd.DataFrame(columns=columns)
+        rows = [{"prompt_index": int(i), **term}
+                for i, terms in zip(self.decisions["prompt_index"], self.decisions["explain"], strict=True)
+                for term in terms]
+        return pd.DataFrame(rows, columns=columns)
+
 
 def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool = False,
-          router_id: str | None = None, record: bool = True, source: str = "api") -> Routed:
+          router_id: str | None = None, record: bool = True, source: str = "api", explain: bool = False) -> Routed:
     """Route texts as requested (RoutingError in one line for a bad request) with the champion, or with the stored
     version router_id. Each decision is recorded to the spool (ctx.spool_dir, as ctx.recording says; never the
     store, so routing never waits for its writer) unless record is False; `source` names the serving path (cli,
-    file, api). `log` also appends the batch to the routing_log table, in a store session."""
+    file, api). `log` also appends the batch to the routing_log table, in a store session. With explain, the
+    terms of each argmin (Routed.explanation)."""
     answering = routing_source(ctx.db_path, ctx.published_dir, router_id)
     recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
     batch = route_batch(answering, texts, lam=request.lam, budget=request.budget, pool=request.pool,
-                        cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None)
+                        cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None, explain=explain)
     recorded_to = None
     if recording.enabled:
         served = Served(source, answering.router_id, batch.embedder_id, answering.publication_version)

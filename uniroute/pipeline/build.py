@@ -248,7 +248,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     metric_rows = pd.DataFrame(
         [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
     )
-    ids = {}
+    ids, prices = {}, registry.price_snapshot(con)  # the prices model_val_costs read above, in this transaction
     for kind, candidate in cands.routers.items():
         served = kind == cands.chosen
         candidate = router if served else candidate  # the served one also routes the battle-only models
@@ -259,6 +259,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
             reason if served else f"{kind} candidate beside {router_id}",
             centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
             embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
+            price_snapshot=prices,
         ))
     rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
                         default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))

@@ -203,6 +203,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         reason=f"onboarded {', '.join(changed)} onto {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
         parent_id=champion.router_id,
         origin="onboard",
+        price_snapshot=registry.price_snapshot(con),
     ))
     crashpoint("onboard:written")
     result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged), embedded,

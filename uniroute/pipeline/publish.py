@@ -90,6 +90,7 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
         "pool": list(pool),
         "fingerprint": fp,
         "created": datetime.now(UTC).isoformat(),
+        "price_snapshot": champion.price_snapshot,  # which prices the router's costs came from
     }
     path = snapshot.write_folder(published_dir, version, files, manifest)
     crashpoint("publish:folder-written")
@@ -97,7 +98,7 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
     store.write_frame(con, "publications", pd.DataFrame([{
         "version": version, "router_id": champion.router_id, "embedder_id": router.embedder_id, "pool": list(pool),
         "fingerprint": fp, "checksum": checksum, "path": str(path.resolve()),
-        "created_at": datetime.now(UTC).replace(tzinfo=None),
+        "created_at": datetime.now(UTC).replace(tzinfo=None), "price_snapshot": champion.price_snapshot,
     }]))
     store.write_frame(con, "published_routes", tables.routes.assign(version=version))
     store.write_frame(con, "published_budgets", tables.budgets.assign(version=version))

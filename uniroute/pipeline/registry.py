@@ -44,6 +44,7 @@ class RouterVersion:
     created_at: datetime
     router: AnyRouter  # a router of the registered kind `kind` (routers.kinds)
     embedder_state: bytes | None = None  # the stored embedder (embed.portable); None when rebuilt by name
+    price_snapshot: str | None = None  # which prices its costs came from (price_snapshot); None: before prices
 
     def embedder(self, progress: bool = False, cache_dir: Path | None = None) -> Any:
         """The embedder this router was fitted with: restored from its stored state, or loaded by its name."""
@@ -113,6 +114,7 @@ class NewVersion:
     metrics: pd.DataFrame | None = None
     curves: pd.DataFrame | None = None
     embedder: Any = None  # a fitted embedder to store (embed.portable), if any
+    price_snapshot: str | None = None  # which prices its costs came from (price_snapshot)
 
 
 def save_router_version(con: store.Connection, version: NewVersion) -> None:
@@ -124,6 +126,7 @@ def save_router_version(con: store.Connection, version: NewVersion) -> None:
         "clustering_id": clustering_id, "kind": v.kind, "embedder_id": router.embedder_id, "k": int(router.k),
         "models": list(router.models), "val_area": v.val_area, "promoted": v.promoted, "reason": v.reason,
         "data_fingerprint": v.data_fingerprint, "router": router_to_bytes(router), "created_at": _now(),
+        "price_snapshot": v.price_snapshot,
     }])
     if centroids is not None and not bool(store.query(con, "centroids_exist", clustering_id=clustering_id).iloc[0, 0]):
         centers = centroids.centers.astype(np.float32)
@@ -159,7 +162,17 @@ def _version_from_row(con: store.Connection, row: pd.Series) -> RouterVersion:
         created_at=row["created_at"],
         router=router,
         embedder_state=stored_embedder_state(con, router.embedder_id),
+        price_snapshot=row.get("price_snapshot") if isinstance(row.get("price_snapshot"), str) else None,
     )
+
+
+def price_snapshot(con: store.Connection) -> str:
+    """Which prices the costs routing reads now (sql/queries/model_val_costs.sql) come from: "AS_OF/SET_BY", the
+    date prices are in force on and the newest price set by then ("AS_OF/no prices": the logs' costs alone). The
+    in-force prices are reproducible from it: rows of `prices` set by SET_BY, valid by AS_OF, the newest per model."""
+    row = store.query(con, "price_snapshot").iloc[0]  # a frame: the result is fetched whole, the connection free
+    as_of, set_by = pd.Timestamp(row["as_of"]).date(), row["set_by"]
+    return f"{as_of}/{'no prices' if pd.isna(set_by) else pd.Timestamp(set_by).isoformat(timespec='microseconds')}"
 
 
 def load_router_version(con: store.Connection, router_id: str) -> RouterVersion:

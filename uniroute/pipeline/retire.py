@@ -68,7 +68,7 @@ def retire_model(con: store.Connection, model: str) -> RetireResult:
         router, router_id, champion.clustering_id, kind=champion.kind, data_fingerprint=registry.data_fingerprint(con),
         val_area=champion.val_area, promoted=True,
         reason=f"retired {model} from {champion.router_id} at {datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}",
-        parent_id=champion.router_id, origin="retire",
+        parent_id=champion.router_id, origin="retire", price_snapshot=champion.price_snapshot,  # costs unchanged
     ))
     log.info("retired %s: router %s without it", model, router_id)
     return RetireResult(model, router_id, champion.router_id, was_active)

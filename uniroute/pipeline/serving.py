@@ -23,7 +23,7 @@ from uniroute import embed, store
 from uniroute.embed import text_hash
 from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
-from uniroute.pipeline.decisions import OPTIONAL_FRAME_FIELDS, Recording, explored, new_decision_ids
+from uniroute.pipeline.decisions import Recording, explored, new_decision_ids
 from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter
 from uniroute.routers.tables import DEFAULT_QUALITY_TOLERANCE, default_budget, validation_proxy
@@ -44,6 +44,7 @@ class RoutingSource:
     embedder_state: bytes | None  # the stored embedder (embed.portable), or None when it is built by name
     source: str  # one line: the store's champion, or the published version answering while the store is busy
     publication_version: str | None = None  # the publication of this router answering (decision records say it)
+    price_snapshot: str | None = None  # which prices the router's costs came from (registry.price_snapshot)
 
     def embedder(self, cache_dir: Path | None = None) -> Any:
         """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
@@ -70,7 +71,7 @@ def _from_store(con: store.Connection, router_id: str | None = None) -> RoutingS
     published = (str(latest.version.iloc[0]) if len(latest) and latest.router_id.iloc[0] == version.router_id
                  else None)
     return RoutingSource(version.router, version.router_id, pool, retired, version.embedder_state,
-                         f"{what} {version.router_id}", published)
+                         f"{what} {version.router_id}", published, version.price_snapshot)
 
 
 def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
@@ -83,7 +84,7 @@ def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
     retired = frozenset(m for m in router.models if m not in pool)
     return RoutingSource(router, snap.manifest["router_id"], pool, retired, snap.embedder_state(),
                          f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}",
-                         str(snap.version))
+                         str(snap.version), snap.manifest.get("price_snapshot"))
 
 
 def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None) -> RoutingSource:
@@ -175,6 +176,8 @@ def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | No
 
 
 DEFAULT_SETTING = "default budget"
+# Columns of every routed decisions frame beside the choice, read by name by the decision records.
+DECISION_EXTRAS = ("fallbacks", "expected_score", "expected_cost", "price_snapshot")
 
 
 def resolved_setting(router: AnyRouter, pool: Sequence[str], lam: float | None,
@@ -217,9 +220,12 @@ def route_batch(
     embedder: Any = None,
     cache_dir: Path | None = None,
     recording: Recording | None = None,
+    explain: bool = False,
 ) -> RoutedBatch:
-    """Route texts (lambda, or the lambda that meets a budget); with exploration on in `recording`, a share of
-    prompts goes to a near-best model drawn at random, its probability kept."""
+    """Route texts (lambda, or the lambda that meets a budget): per prompt its decision_id, the chosen model, its
+    ranked fall-backs, expected score and cost, and its cluster; with exploration on in `recording`, a share of
+    prompts goes to a near-best model drawn at random, its probability kept; with explain, an `explain` column of
+    the argmin's terms per candidate (routers.explain)."""
     texts, pool = checked_request(source, texts, lam, budget, pool)
     router = source.router
     embedder = embedder or source.embedder(cache_dir)
@@ -232,21 +238,30 @@ def route_batch(
         except ValueError as exc:
             raise RoutingError(str(exc)) from exc
     lam = 0.0 if lam is None else float(lam)
-    chosen = router.route(X, lam, pool)
-    chosen, propensity, explore = explored(router, X, lam, pool, chosen, recording or Recording())
+    # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
+    # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
+    terms = router.route_terms(X, lam, pool)
+    served, propensity, explore = explored(router, X, lam, pool, terms.chosen(), recording or Recording())
+    decided = terms.summary(served)
     frame = pd.DataFrame(
         {
             "decision_id": new_decision_ids(len(texts)),
             "prompt_index": np.arange(len(texts), dtype=np.int32),
             "text_hash": [text_hash(t) for t in texts],
             "cluster": cluster_of(router, X),
-            "model": np.asarray(router.models, dtype=object)[chosen],
+            "model": decided["model"],
+            "fallbacks": decided["fallbacks"],
+            "expected_score": decided["expected_score"],
+            "expected_cost": decided["expected_cost"],
             "lam": lam,
             "budget": budget,
             "setting": setting,
             "router_id": source.router_id,
+            "price_snapshot": source.price_snapshot,
         }
     )
+    if explain:
+        frame["explain"] = terms.explained()
     return RoutedBatch(frame, X, propensity, explore, embedder.embedder_id)
 
 
@@ -258,10 +273,10 @@ def route_texts(
     pool: Sequence[str] | None = None,
     embedder: Any = None,
     cache_dir: Path | None = None,
+    explain: bool = False,
 ) -> pd.DataFrame:
-    """One row per prompt: its decision_id, the chosen model and its cluster (lambda, or the lambda that meets a
-    budget)."""
-    return route_batch(source, texts, lam, budget, pool, embedder, cache_dir).decisions
+    """The decisions of route_batch, nothing recorded: one row per prompt (see route_batch)."""
+    return route_batch(source, texts, lam, budget, pool, embedder, cache_dir, explain=explain).decisions
 
 
 def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
@@ -276,8 +291,9 @@ def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     """Append a batch of decisions to routing_log (in the caller's session); the batch id."""
     batch_id = uuid.uuid4().hex
-    # routing_log keeps lambda and budget; which setting chose them (`setting`) is said to the user, not stored.
-    rows = decisions.drop(columns=["setting", "decision_id", *OPTIONAL_FRAME_FIELDS], errors="ignore")
+    # routing_log keeps lambda and budget; which setting chose them (`setting`), the fall-backs, the expectations
+    # and an explanation are said to the user, not stored here (decision records keep them).
+    rows = decisions.drop(columns=["setting", "decision_id", *DECISION_EXTRAS, "explain"], errors="ignore")
     store.write_frame(con, "routing_log", rows.assign(batch_id=batch_id,
                                                       routed_at=datetime.now(UTC).replace(tzinfo=None)))
     return batch_id

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from uniroute.routers.explain import RouteTerms
 from uniroute.routers.kmeans import Centroids, clustering_id_of
 from uniroute.routers.psi import cell_frame, psi_from_losses, shrunk_values
 from uniroute.routers.rule import (  # noqa: F401 - re-exported: the rule's names were defined here before
@@ -183,6 +184,50 @@ class Router(RoutingRule):
     def gamma(self, X: np.ndarray) -> np.ndarray:
         """(n, M) estimated loss of every model on each prompt: membership(X) (n, K) @ routing_psi.T."""
         return self.assigner.membership(X).astype(np.float64) @ self.routing_psi.T
+
+    def _cell_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(M, K) 95% Wilson interval of each measured Psi cell (psi.cell_frame), or None without psi_counts."""
+        if self.psi_counts is None:
+            return None
+        cells = cell_frame(self.models, self.psi, self.psi_counts)
+        shape = self.psi.shape
+        return cells["error_lo"].to_numpy().reshape(shape), cells["error_hi"].to_numpy().reshape(shape)
+
+    def candidate_errors(self, X: np.ndarray,
+                         candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(error, error_lo, error_hi) (n, P): Phi(x) . routing Psi of the candidates, and Phi(x) . the 95% Wilson
+        interval of each measured cell (None without psi_counts). For count-aware Psi the error is the shrunk
+        cell while the interval is the measured cell's: how far validation alone pins the error down."""
+        if self.one_hot:
+            # A prompt's terms are its cluster's cells exactly (no matmul), as cluster_table uses them.
+            clusters = self.assigner.assign(X)
+            error, lo, hi = self._cluster_errors(candidates)
+            return error[clusters], None if lo is None else lo[clusters], None if hi is None else hi[clusters]
+        bounds = self._cell_bounds()
+        error, _, _ = super().candidate_errors(X, candidates)
+        if bounds is None:
+            return error, None, None
+        phi = self.assigner.membership(X).astype(np.float64)
+        return error, phi @ bounds[0][candidates].T, phi @ bounds[1][candidates].T
+
+    def _cluster_errors(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(error, error_lo, error_hi) (K, P) of each cluster (one-hot routers): the candidates' cells."""
+        bounds = self._cell_bounds()
+        error = self.routing_psi[candidates].T
+        if bounds is None:
+            return error, None, None
+        return error, bounds[0][candidates].T, bounds[1][candidates].T
+
+    def cluster_terms(self, lam: float, pool: Sequence[str] | None = None) -> RouteTerms:
+        """The argmin's terms per cluster (K rows; one-hot assigners only): rank 1 is cluster_table's model, the
+        rest its ranked fall-backs, as the published routing tables carry them."""
+        if not self.one_hot:
+            raise TypeError("cluster_terms needs a one-hot (Centroids) assigner; a LearnedMap routes per prompt")
+        lam = check_lambda(lam)
+        candidates = self.pool_indices(pool)
+        error, lo, hi = self._cluster_errors(candidates)
+        return RouteTerms(tuple(self.models[c] for c in candidates), candidates, error, lo, hi,
+                          self.costs[candidates], lam)
 
     def cluster_table(self, lam: float, pool: Sequence[str] | None = None) -> np.ndarray:
         """(K,) index of the model each cluster routes to at this lambda (one-hot assigners only)."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from uniroute.errors import UnirouteError
+from uniroute.routers.explain import RouteTerms
 from uniroute.routers.kmeans import as_float32_matrix
 from uniroute.routers.lambda_path import (  # noqa: F401 - argmin_cheapest re-exported: it was defined here
     argmin_cheapest,
@@ -121,6 +122,23 @@ class RoutingRule:
             gamma = self.gamma(X[start : start + ROUTE_BLOCK])[:, order]
             out[start : start + gamma.shape[0]] = order[np.argmin(gamma + penalty, axis=1)]
         return out
+
+    def candidate_errors(self, X: np.ndarray,
+                         candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(error, error_lo, error_hi), each (n, P): gamma of the candidate columns, and its 95% interval where the
+        kind keeps the evidence behind it (None here: gamma alone)."""
+        blocks = [self.gamma(X[s : s + ROUTE_BLOCK])[:, candidates] for s in range(0, X.shape[0], ROUTE_BLOCK)]
+        error = np.concatenate(blocks) if blocks else np.empty((0, candidates.size), dtype=np.float64)
+        return error, None, None
+
+    def route_terms(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> RouteTerms:
+        """The terms of the argmin for every prompt and pool model (explain.RouteTerms): its rank 1 is what route
+        chooses, computed from the same floats (gamma + lam * cost)."""
+        lam = check_lambda(lam)
+        candidates = self.pool_indices(pool)
+        error, lo, hi = self.candidate_errors(as_float32_matrix(X), candidates)
+        return RouteTerms(tuple(self.models[c] for c in candidates), candidates, error, lo, hi,
+                          self.costs[candidates], lam)
 
     def route_names(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> np.ndarray:
         """(n,) model names chosen for each prompt."""

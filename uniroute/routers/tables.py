@@ -1,8 +1,9 @@
 """Routing tables of a router: the lambda of each budget, with the expected validation score and cost of each
 setting, and (one-hot routers) per cluster the model to use. What gateways read from a published snapshot.
 
-A one-hot (K-means) router routes by a (cluster x setting -> model) table; a LearnedMap or K-NN router routes
-per prompt, so its snapshot carries the router itself and its `routes` table is empty, while its budget rows
+A one-hot (K-means) router routes by a (cluster x setting -> model, ranked fall-backs) table; a LearnedMap or
+K-NN router routes per prompt, so its snapshot carries the router itself and its `routes` table is empty, while its
+budget rows
 (budget -> lambda, expected score and cost) are computed the same way on its validation stand-in.
 """
 
@@ -22,14 +23,15 @@ BUDGETS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 # Lambda in units of loss per (cost / most expensive pool model's cost), so the grid means the same
 # thing whether costs are USD per query or billions of parameters.
 NORMALISED_LAMBDAS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
-ROUTE_COLUMNS = ("cluster", "grid", "budget", "lam", "model")
+ROUTE_COLUMNS = ("cluster", "grid", "budget", "lam", "model", "fallbacks")
 
 
 @dataclass(frozen=True)
 class RoutingTables:
     """What a gateway needs: routes (cluster x setting -> model; one-hot only), expected score/cost per setting."""
 
-    routes: pd.DataFrame  # columns cluster, grid, budget, lam (lambda), model
+    routes: pd.DataFrame  # columns cluster, grid, budget, lam (lambda), model, fallbacks (the rest of the pool, best
+    # first: where a gateway sends the cluster's prompts when the model is down)
     budgets: pd.DataFrame  # columns grid, budget, lam, expected_score, expected_cost
 
 
@@ -88,7 +90,10 @@ def routing_tables(
     rows = np.arange(gamma_rows.shape[0])
     routes, budgets = [], []
     for grid, budget, lam in settings:
-        choice = router.cluster_table(lam, pool) if one_hot else router.route(reference, lam, pool)
+        # One-hot: the ranked terms per cluster (routers.explain), so the chosen model and its fall-backs come
+        # from one ranking; rank 1 is exactly cluster_table's choice.
+        terms = router.cluster_terms(lam, pool) if one_hot else None
+        choice = terms.chosen() if one_hot else router.route(reference, lam, pool)
         budgets.append(
             {
                 "grid": grid,
@@ -99,8 +104,10 @@ def routing_tables(
             }
         )
         if one_hot:
+            fallbacks = terms.summary()["fallbacks"]
             routes += [
-                {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m]}
+                {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m],
+                 "fallbacks": fallbacks[c]}
                 for c, m in enumerate(choice)
             ]
     return RoutingTables(routes=pd.DataFrame(routes, columns=list(ROUTE_COLUMNS)), budgets=pd.DataFrame(budgets))

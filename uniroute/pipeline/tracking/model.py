@@ -65,12 +65,14 @@ def _router_signature() -> Any:
         inputs=Schema([ColSpec("string", "prompt")]),
         outputs=Schema([ColSpec("long", "prompt_index"), ColSpec("string", "model"), ColSpec("long", "cluster"),
                         ColSpec("double", "lam"), ColSpec("double", "budget"), ColSpec("string", "setting"),
-                        ColSpec("string", "router_id"), ColSpec("string", "decision_id")]),
+                        ColSpec("string", "router_id"), ColSpec("string", "decision_id"),
+                        ColSpec("double", "expected_score"), ColSpec("double", "expected_cost")]),
         params=ParamSchema(
             [
                 ParamSpec("lambda", "double", UNUSED_LAMBDA),  # not given: the default budget, unless a budget
                 ParamSpec("budget", "double", -1.0),
                 ParamSpec("pool", "string", ""),
+                ParamSpec("explain", "boolean", False),  # the argmin's terms per candidate (routers.explain)
             ]
         ),
     )
@@ -103,6 +105,7 @@ def register_router(
     val_embeddings: np.ndarray | None,
     registered_name: str,
     tags: dict[str, str] | None = None,
+    price_snapshot: str | None = None,
 ) -> str:
     """Log the router as a models-from-code pyfunc in the active run, register it (with the version's tags);
     the new version number."""
@@ -112,7 +115,8 @@ def register_router(
     with tempfile.TemporaryDirectory(prefix="uniroute-model-") as tmp:
         folder = Path(tmp)
         (folder / "router.npz").write_bytes(router_to_bytes(router))
-        (folder / "meta.json").write_text(json.dumps({"embedder": embedder_name, "router_id": router_id}))
+        (folder / "meta.json").write_text(json.dumps({"embedder": embedder_name, "router_id": router_id,
+                                                          "price_snapshot": price_snapshot}))
         files = {"router": str(folder / "router.npz"), "meta": str(folder / "meta.json")}
         if embedder_state is not None:  # the embedder travels with the model (embed.portable)
             (folder / "embedder.npz").write_bytes(embedder_state)

@@ -1,9 +1,11 @@
 """The pyfunc's behaviour at serve time: prompts in, the chosen model per prompt out.
 
 `predict` takes a DataFrame with a `prompt` column and the params `lambda` (float), `budget` (float, -1 =
-unused) and `pool` (comma-separated names), and returns a DataFrame with columns prompt_index, model, decision_id
-and the setting; `mlflow models serve --env-manager local` answers the same requests. Each decision is recorded to
-the serving process's spool ($UNIROUTE_HOME/spool/decisions) unless UNIROUTE_RECORD_DECISIONS=false."""
+unused), `pool` (comma-separated names) and `explain` (bool), and returns a DataFrame with columns
+prompt_index, model, decision_id, cluster, lam, budget, setting, router_id, fallbacks, expected_score,
+expected_cost, price_snapshot (and `explain`, the argmin's terms per candidate, when asked); `mlflow models serve
+--env-manager local` answers the same requests. Each decision is recorded to the serving process's spool
+($UNIROUTE_HOME/spool/decisions) unless UNIROUTE_RECORD_DECISIONS=false."""
 
 from __future__ import annotations
 
@@ -131,6 +133,7 @@ def _load_context(model: Any, context: Any) -> None:
     model.router = router
     model.embedder = embedder
     model.router_id = meta["router_id"]
+    model.price_snapshot = meta.get("price_snapshot")  # None in models logged before prices
     model.X_val = None
     model.spool, model.recording = (None, Recording(enabled=False)) if _not_recording else \
         served_spool(settings_from_environment())
@@ -176,25 +179,39 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     if setting == "budget":  # the served model's validation sample, or the router's own stand-in
         lam = model.router.lambda_for_budget(model.X_val, budget, chosen)
     X = np.asarray(model.embedder.encode(prompts), dtype=np.float32)
-    frame = routed_frame(model.router, X, lam=lam or 0.0, pool=chosen, X_val=model.X_val)
+    # As `uniroute route`: the decision is rank 1 of the argmin's terms (routers.explain), with its fall-backs;
+    # exploration (off by default) may serve a near-best model instead, its row then describing that model.
+    lam = float(lam or 0.0)
+    terms = model.router.route_terms(X, lam, chosen)
     spool, recording = getattr(model, "spool", None), getattr(model, "recording", Recording(enabled=False))
-    propensity = explore = None
-    if spool is not None and recording.explore_share > 0:
-        picks, propensity, explore = explored(model.router, X, float(lam or 0.0), chosen,
-                                              model.router.route(X, float(lam or 0.0), chosen), recording)
-        frame["model"] = np.asarray(model.router.models, dtype=object)[picks]
+    served, propensity, explore = explored(model.router, X, lam, chosen, terms.chosen(),
+                                           recording if spool is not None else Recording(enabled=False))
+    decided = terms.summary(served)
     # The fields `uniroute route` returns, so a gateway reads the same answer from either surface (a kind
     # without clusters has none: null, which JSON carries where pandas' NA would not serialise).
     clusters = cluster_of(model.router, X).astype(object)
+    frame = pd.DataFrame({"prompt_index": np.arange(len(prompts), dtype=np.int64), "model": decided["model"]})
     frame = frame.assign(decision_id=new_decision_ids(len(frame)), cluster=clusters.where(clusters.notna(), None),
-                         lam=float(lam or 0.0), budget=budget, setting=setting, router_id=model.router_id)
+                         lam=lam, budget=budget, setting=setting, router_id=model.router_id,
+                         fallbacks=decided["fallbacks"], expected_score=decided["expected_score"],
+                         expected_cost=decided["expected_cost"], price_snapshot=getattr(model, "price_snapshot", None))
     if spool is not None:
-        served = Served("pyfunc", model.router_id, model.embedder.embedder_id)
-        records = decision_records(frame, X, model.router, served, texts=prompts if recording.keep_prompt else None,
+        served_by = Served("pyfunc", model.router_id, model.embedder.embedder_id)
+        records = decision_records(frame, X, model.router, served_by, texts=prompts if recording.keep_prompt else None,
                                    propensity=propensity, explore=explore,
                                    text_hashes=[text_hash(p) for p in prompts])
         spool.write(records)
+    if explain_asked(params or {}):
+        frame["explain"] = terms.explained()
     return frame
+
+
+def explain_asked(params: Mapping[str, Any]) -> bool:
+    """The `explain` param: true, or a string an HTTP client sends for it ("true", "1"); false when absent."""
+    value = params.get("explain", False)
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
 
 
 @functools.cache

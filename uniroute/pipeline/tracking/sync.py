@@ -156,14 +156,14 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             "router_id": row.router_id, "kind": row.origin, "router_kind": row.kind,
             "embedder_id": router.embedder_id, "data_fingerprint": row.data_fingerprint,
             "val_area": None if version.val_area is None else repr(version.val_area),
-            "parent_router_id": version.parent_id,
+            "parent_router_id": version.parent_id, "price_snapshot": version.price_snapshot,
         }
         number = register_router(
             router, row.router_id, registry.embedder_name(router.embedder_id), version.embedder_state,
             # The stand-in for validation prompts that `uniroute route --budget` uses, so the served model turns
             # a budget into the same lambda (one-hot routers).
             validation_proxy(router) if router.one_hot else None, registered_name,
-            tags={k: str(v) for k, v in version_tags.items() if v is not None},
+            tags={k: str(v) for k, v in version_tags.items() if v is not None}, price_snapshot=version.price_snapshot,
         )
         mlflow.set_tags({"model_version": number})
     return run.info.run_id, number

@@ -1,0 +1,2 @@
+-- Every model name with its status (active or retired).
+select model, status from models order by model
