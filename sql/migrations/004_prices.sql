@@ -1,4 +1,4 @@
--- Schema version -> 4. Prices with dates (sql/schema/012_prices.sql) replace models.default_cost as the one
+-- Schema version -> 4. Prices with dates (sql/schema/014_prices.sql) replace models.default_cost as the one
 -- source of model-level costs: each default cost a store holds becomes an undated per-call price (valid from
 -- 1970-01-01, as `uniroute models set-cost` now writes them), and the column is no longer read or written. Router
 -- versions and publications say which prices their costs came from (price_snapshot; null for older rows, whose

@@ -14,7 +14,7 @@ create table if not exists prompts (
 -- Grain: one row per LLM.
 create table if not exists models (
     model        varchar primary key,
-    default_cost double check (default_cost >= 0),  -- superseded by prices (012_prices.sql): neither read nor written
+    default_cost double check (default_cost >= 0),  -- superseded by prices (014_prices.sql): neither read nor written
     status       varchar not null default 'active' check (status in ('active', 'retired')),
     first_seen   timestamp not null
 );

@@ -1,4 +1,4 @@
-"""Prices with dates (ingest/prices.py, sql/schema/012_prices.sql): `uniroute models set-price` and `--file`,
+"""Prices with dates (ingest/prices.py, sql/schema/014_prices.sql): `uniroute models set-price` and `--file`,
 refusals in one line that change nothing, the price in force by date as routing's cost, token prices charged
 by `priced_call_cost`, and the price snapshot a build, its publication and `route` name."""
 

@@ -1,5 +1,5 @@
 """Prices with dates (`uniroute models set-price`, `set-cost`): what a model costs from a date on, per million
-input and output tokens or per call, checked and recorded in the `prices` table (sql/schema/012_prices.sql).
+input and output tokens or per call, checked and recorded in the `prices` table (sql/schema/014_prices.sql).
 
 One source of truth for model-level costs: `prices`. `set-cost MODEL C` is the undated per-call price (valid from
 UNDATED), which is what the old per-model default cost meant; models.default_cost is no longer read or written.
