@@ -87,7 +87,12 @@ def test_records_keep_the_embedding_and_no_prompt_text_unless_opted_in(traffic_h
     X = source.embedder().encode(prompts[:2])
     assert np.allclose(embedding_of(records[0]["embedding"]), X[0], atol=1e-3)
     assert records[0]["schema_version"] == 1 and records[0]["propensity"] == 1.0 and records[0]["source"] == "api"
-    assert records[0]["fallbacks"] is None and records[0]["expected_score"] is None  # the explain branch's columns
+    # The record carries what `route --explain` ranks: the other candidates best first, the chosen one's expectations
+    decided = plain.decisions.iloc[0]
+    assert records[0]["model"] == decided["model"] and records[0]["fallbacks"] == list(decided["fallbacks"])
+    assert sorted([records[0]["model"], *records[0]["fallbacks"]]) == sorted(source.pool)
+    assert records[0]["expected_score"] == decided["expected_score"]
+    assert records[0]["expected_cost"] == decided["expected_cost"]
 
 
 def test_no_log_and_the_setting_turn_recording_off(traffic_home, prompts, monkeypatch):

@@ -29,8 +29,8 @@ from uniroute.settings import Settings
 # The record's shape is versioned in ingest/decisions.py (RECORD_VERSION), whose reader refuses a newer version
 # than it knows; bump it when a field changes meaning or disappears (an added optional field needs no bump).
 SCHEMA_VERSION = RECORD_VERSION
-# Fields the explain branch of the routed frame may carry (ranked fall-backs, expected score and cost of the
-# chosen model); absent columns are written as null so records from either branch have one shape.
+# Fields every routed frame carries (ranked fall-backs, expected score and cost of the model served:
+# routers.explain.RouteTerms.summary); a frame without them (built by hand) gets nulls, so records keep one shape.
 OPTIONAL_FRAME_FIELDS = ("fallbacks", "expected_score", "expected_cost")
 NEIGHBOURS_SHOWN = 5  # a K-NN record names its nearest reference prompts, up to this many
 
