@@ -7,60 +7,26 @@ the router it versions equals the one an in-process build makes from the same da
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests.dask_cluster import external_cluster
 from tests.flows.test_pipeline import _env, _restore, _version
 from uniroute.settings import Settings
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
 N_PROMPTS = 300
-
-
-def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    # Its own process group, so the worker's nanny and its child go down with it.
-    return subprocess.Popen([sys.executable, "-m", *args], env=env, cwd=REPO, stdout=log.open("w"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @pytest.fixture
 def external_scheduler(tmp_path, prefect_harness):
     """A scheduler and one worker with ONE thread started outside the flow; yields the scheduler's address.
 
-    One thread in the whole cluster is where a task that waits for tasks it submitted deadlocks (issue 24)."""
-    from distributed import Client
-
-    from deployments.serve import free_port
-
-    address = f"tcp://127.0.0.1:{free_port()}"
-    # The worker imports the flow's task by reference (flows.build), and reports task states to the same API.
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_harness}
-    processes = [
-        _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                "--dashboard-address", "127.0.0.1:0"], env, tmp_path / "scheduler.log"),
-        _start(["distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
-               env, tmp_path / "worker.log"),
-    ]
-    try:
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(1, timeout=60)
-        yield address
-    finally:
-        for process in reversed(processes):
-            os.killpg(process.pid, signal.SIGTERM)
-        for process in reversed(processes):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+    One thread in the whole cluster is where a task that waits for tasks it submitted deadlocks (issue 24).
+    The worker imports the flow's task by reference (flows.build), and reports task states to the same API."""
+    with external_cluster(tmp_path, workers=1, threads=1, env={"PREFECT_API_URL": prefect_harness}) as cluster:
+        yield cluster.address
 
 
 def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_scheduler, tmp_path, shared_datasets,
@@ -126,4 +92,4 @@ def test_uniroute_build_with_the_address_embeds_on_that_scheduler(external_sched
     assert f"embedded on the Dask scheduler at {external_scheduler}" in result.output
     with Client(external_scheduler, timeout=30) as client:
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    assert any("encode_batch" in prefix for prefix in prefixes), prefixes
+    assert any("embed-partition" in prefix for prefix in prefixes), prefixes

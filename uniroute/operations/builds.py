@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from uniroute.embed import embed_cached, make_embedder
+from uniroute.embed import embed_missing, make_embedder
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
@@ -48,8 +48,12 @@ def embeds_ahead(inputs: BuildInputs) -> bool:
 def embed_new_prompts(ctx: Context, embedder: str, client: Any = None) -> int:
     """Embed the stored prompts the cache lacks (on a Dask client's workers when given); the prompts looked up.
 
-    A cache fill: each chunk commits on its own, so a run killed half-way keeps what it embedded.
+    A cache fill: each partition file is final once written, so a run killed half-way keeps what it embedded. The
+    vectors go from the workers to the dataset; this process holds the texts and their hashes, never the matrix.
     """
     with ctx.session("embed", inputs=embedder, atomic=False) as s:
-        model = make_embedder(embedder, progress=False, cache_dir=ctx.cache_dir)
-        return len(embed_cached(s.con, prompt_texts(s.con), model, client=client))
+        # progress on: the Dask phase's progress as log lines (a flow forwards them to its run's log)
+        model = make_embedder(embedder, progress=True, cache_dir=ctx.cache_dir)
+        texts = prompt_texts(s.con)
+        embed_missing(s.con, texts, model, client=client)
+        return len(texts)
