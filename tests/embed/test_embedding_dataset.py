@@ -118,3 +118,44 @@ def test_workers_write_the_partitions(db_path: Path, tfidf, tmp_path: Path) -> N
     assert missing.num_rows == len(texts) and "embed-partition" in prefixes, (prefixes, who)
     assert len(_files(db_path.parent / "embeddings")) == 7  # ceil(320 / 50) tasks, one file each
     np.testing.assert_allclose(embedded(db_path, texts, CountingEmbedder(tfidf)), tfidf.encode(texts), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_clusters_are_fitted_and_written_on_the_workers(db_path: Path, tmp_path: Path) -> None:
+    """K-means over the training prompts' partitions on two worker processes: the in-process centres and clusters
+    of the same vectors, and every cached prompt's cluster written as a dataset beside the embeddings."""
+    from distributed import Client
+
+    from tests.helpers import ingest
+    from tests.synthetic_logs import synthetic_long
+    from uniroute.pipeline.clusters_dask import cluster_dataset
+    from uniroute.routers.kmeans import fit_centroids
+
+    logs = synthetic_long(n_prompts=600, n_models=4)
+    logs.to_parquet(tmp_path / "logs.parquet", index=False)
+    ingest(db_path, tmp_path / "logs.parquet", progress=False)
+    with store.opened(db_path) as con:
+        store.execute(con, "assign_splits")  # what a build does first
+        prompts = con.execute("select p.text as prompt, p.text_hash, s.split from prompts p join prompt_splits s "
+                              "using (prompt_id) order by p.prompt_id").df()
+    texts = prompts["prompt"].tolist()
+    model = embed.fit_tfidf(texts, dim=8, seed=0, progress=False)
+    X = embedded(db_path, texts, model, chunk_texts=97)  # seven partition files
+    train = (prompts["split"] == "train").to_numpy()
+    with external_cluster(tmp_path, workers=2, threads=1) as cluster, Client(cluster.address) as client:
+        with store.opened(db_path) as con:
+            result = cluster_dataset(con, model.embedder_id, model.dim, 5, seed=0, client=client)
+        prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+    assert {"count", "partial", "assign_partition"} <= set(prefixes), prefixes
+    # The workers see the training rows in partition order: the in-process fit of the same rows in that order.
+    row_of = {h: i for i, h in enumerate(prompts["text_hash"])}
+    keep = set(prompts["text_hash"][train])
+    order = [row_of[h] for f in dataset.partition_files(str(db_path.parent / "embeddings"), model.embedder_id)
+             for h in pq.read_table(f).column("text_hash").to_pylist() if h in keep]
+    here = fit_centroids(X[order], 5, seed=0)
+    assert result.n_train == len(order) == int(train.sum())
+    np.testing.assert_allclose(result.centroids.centers, here.centers, atol=1e-4)
+    written = pq.read_table(Path(result.assignments_url)).to_pandas()
+    assert len(written) == len(set(texts)) and int(result.sizes.sum()) == len(written)
+    by_hash = dict(zip(written["text_hash"], written["cluster"], strict=True))
+    assert [by_hash[h] for h in prompts["text_hash"]] == result.centroids.assign(X).tolist()

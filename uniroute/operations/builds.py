@@ -6,12 +6,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from uniroute import store
 from uniroute.embed import embed_missing, make_embedder
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
 from uniroute.pipeline.build import BuildResult, run_build
 from uniroute.pipeline.build_data import prompt_texts
+from uniroute.pipeline.clusters_dask import DatasetClusters, cluster_dataset
 
 
 def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
@@ -57,3 +59,15 @@ def embed_new_prompts(ctx: Context, embedder: str, client: Any = None) -> int:
         texts = prompt_texts(s.con)
         embed_missing(s.con, texts, model, client=client)
         return len(texts)
+
+
+def cluster_on_dask(ctx: Context, embedder: str, k: int, seed: int = 0, client: Any = None) -> DatasetClusters:
+    """K-means (K = k) over the training prompts' cached vectors, fitted and assigned where the vectors are (on a
+    Dask client's workers when given), every cached prompt's cluster written as a dataset beside them; the driver
+    holds K x d centres. The store is only read: the session records the run."""
+    with ctx.session("cluster", inputs=f"{embedder} k={k} seed={seed}", atomic=False) as s:
+        model = make_embedder(embedder, progress=False, cache_dir=ctx.cache_dir)
+        store.execute(s.con, "assign_splits")  # as a build does first: the training prompts are those of the split
+        result = cluster_dataset(s.con, model.embedder_id, model.dim, k, seed, client=client)
+        s.detail = result.line()
+    return result

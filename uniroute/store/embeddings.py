@@ -64,7 +64,7 @@ def root_of(con: duckdb.DuckDBPyConnection) -> str:
 def embedder_folder(embedder_id: str) -> str:
     """A file-name-safe folder for an embedder id (ids hold ':' '@' '/'), unique by a hash of the id."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id)[:60]
-    return f"{safe}-{hashlib.sha256(embedder_id.encode()).hexdigest()[:10]}"
+    return f"embedder-{safe}-{hashlib.sha256(embedder_id.encode()).hexdigest()[:10]}"
 
 
 def _filesystem(root: str) -> tuple[fsspec.AbstractFileSystem, str]:
@@ -79,13 +79,13 @@ def _local(root: str) -> bool:
 def partition_files(root: str, embedder_id: str | None = None) -> list[str]:
     """The finished partition files (of one embedder, or all), as paths DuckDB reads."""
     fs, base = _filesystem(root)
-    pattern = f"{base}/{embedder_folder(embedder_id) if embedder_id else '*'}/*.parquet"
+    pattern = f"{base}/{embedder_folder(embedder_id) if embedder_id else 'embedder-*'}/*.parquet"
     found = sorted(fs.glob(pattern))
     return found if _local(root) else [fs.unstrip_protocol(p) for p in found]
 
 
 def _glob(root: str, embedder_id: str | None) -> str:
-    folder = embedder_folder(embedder_id) if embedder_id else "*"
+    folder = embedder_folder(embedder_id) if embedder_id else "embedder-*"  # other datasets live beside them
     return f"{root}/{folder}/*.parquet"
 
 
