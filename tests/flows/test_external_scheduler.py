@@ -7,6 +7,9 @@ the router it versions equals the one an in-process build makes from the same da
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,6 +30,24 @@ def external_scheduler(tmp_path, prefect_harness):
     The worker imports the flow's task by reference (flows.build), and reports task states to the same API."""
     with external_cluster(tmp_path, workers=1, threads=1, env={"PREFECT_API_URL": prefect_harness}) as cluster:
         yield cluster.address
+
+
+def _all_logs() -> list:
+    """Every log record the test's Prefect API holds (the embedding subflow's run included)."""
+    from prefect.client.orchestration import get_client
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_logs()
+
+    seen: list = []
+    for _ in range(20):  # records arrive in batches: read until they stop growing
+        logs = asyncio.run(read())
+        if logs and len(logs) == len(seen):
+            return logs
+        seen = logs
+        time.sleep(0.5)
+    return seen
 
 
 def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_scheduler, tmp_path, shared_datasets,
@@ -56,6 +77,10 @@ def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_sch
     with Client(external_scheduler, timeout=30) as client:
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
     assert any("embed" in prefix for prefix in prefixes), prefixes
+    # The Dask phase's progress reached the run's log from the worker that ran the embedding task.
+    embed_lines = [log.message for log in _all_logs() if log.name == "uniroute.embed.cache"]
+    assert any("distinct to embed" in line for line in embed_lines), embed_lines
+    assert any("partition files" in line for line in embed_lines), embed_lines
 
     other = Settings(home=tmp_path / "single")
     ingest(other.db_path, settings.inbox_dir / "done" / "logs.parquet", progress=False)
