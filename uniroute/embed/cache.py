@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from uniroute import store
 from uniroute.embed.base import Embedder, check_texts
 from uniroute.embed.batches import STEP_TEXTS, TASK_TEXTS
+from uniroute.errors import UnirouteError
 from uniroute.progress import progress_bar
 from uniroute.store.embeddings import expose_view, root_of, write_partition
 
@@ -55,6 +56,14 @@ def encode_partition(texts: list[str], hashes: list[str], embedder: Embedder, ro
     return write_partition(root, embedder.embedder_id, hashes, vectors), len(texts)
 
 
+class DaskEmbedError(UnirouteError, RuntimeError):
+    """The embedding's Dask tasks could not finish (workers lost beyond Dask's retries, the scheduler gone)."""
+
+
+def _same(embedder: Embedder) -> Embedder:
+    return embedder
+
+
 def _staged_missing(con: store.Connection, texts: list[str], embedder_id: str) -> tuple[pa.Table, np.ndarray]:
     """Stage the texts' hashes (temp table embedding_wanted) and return (missing rows, which are firsts)."""
     wanted = pa.table({"pos": pa.array(np.arange(len(texts), dtype=np.int64)), "text": pa.array(texts, pa.string())})
@@ -78,16 +87,26 @@ def _fill(texts: list[str], new_pos: np.ndarray, hashes: list[str], embedder: Em
                 encode_partition([texts[i] for i in chunk], hashes[lo : lo + len(chunk)], embedder, root)
                 bar.update(len(chunk))
             return len(chunks)
-        # The embedder is shipped once per worker (a MiniLM pickles without its weights; each worker process loads
-        # them once). Results are file names and counts: the vectors never come back. Collected in order, each
-        # advancing the bar, which is the Dask phase's progress in the log.
-        shared = client.scatter(embedder, broadcast=True)
+        # The embedder is a task's result, not scattered data: a worker lost mid-run took scattered data with it and
+        # every task needing it was cancelled ("already forgotten"), while a task's result is recomputed elsewhere.
+        # It travels once per worker (a MiniLM pickles without its weights; each worker process loads them once).
+        # Results are file names and counts: the vectors never come back. Collected in order, each advancing the
+        # bar, which is the Dask phase's progress in the log.
         run = uuid.uuid4().hex[:8]  # task names the dashboard shows: embed-partition-<run>-<first row>
+        shared = client.submit(_same, embedder, key=f"embedder-{run}")
         futures = [client.submit(encode_partition, [texts[i] for i in chunk], hashes[lo : lo + len(chunk)],
                                  shared, root, key=f"embed-partition-{run}-{lo}")
                    for lo, chunk in chunks]
         for future in futures:
-            _, rows = future.result()
+            try:
+                _, rows = future.result()
+            except Exception as exc:  # KilledWorker, a cancelled future, a lost scheduler: Dask's many ways to fail
+                for other in futures:
+                    other.cancel()
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise DaskEmbedError(
+                    f"embedding on the Dask cluster failed at task {future.key} ({type(exc).__name__}: {first}); the "
+                    f"files written so far are kept and a rerun embeds only the rest") from exc
             bar.update(rows)
         return len(futures)
 
