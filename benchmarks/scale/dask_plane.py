@@ -60,8 +60,11 @@ def _stop(process: subprocess.Popen) -> None:
 def prepare(work: Path, prompts: int, models: int) -> Path:
     """A store with the synthetic logs ingested (kept between runs with the same size); its home."""
     from uniroute import operations
+    from uniroute.embed import make_embedder
     from uniroute.synth import write_synthetic_logs
 
+    # The static model file is built once per machine from MiniLM (torch in memory): here, not in the driver.
+    make_embedder("static", progress=False, cache_dir=work / "cache")
     home = work / f"home-{prompts}x{models}"
     if (home / "ready").exists():
         return home
@@ -94,10 +97,6 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
     ctx = operations.Context.at(home / "uniroute.duckdb", cache_dir=home.parent / "cache")
     out: dict[str, Any] = {}
     with Client(address, timeout=60) as client:
-        # The static model file is built once (in this process) before the clock starts: a one-off per machine.
-        from uniroute.embed import make_embedder
-
-        make_embedder("static", progress=False, cache_dir=ctx.cache_dir)
         out["rss_mb_before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t0 = time.perf_counter()
         with get_task_stream(client) as embed_stream:

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Embedding partitions (2,048 prompts each from the workers) per block of the K-means array: a Lloyd step is one
+# task per block, and on a busy cluster the per-task overhead, not the arithmetic, set the pace of 1-file blocks.
+FILES_PER_BLOCK = 8
+
 
 @dataclass(frozen=True)
 class DatasetClusters:
@@ -71,13 +75,13 @@ def _vectors(table: pa.Table, dim: int) -> np.ndarray:
     return flat.astype(np.float32, copy=False).reshape(table.num_rows, dim)
 
 
-def _count(path: str, keep_url: str) -> int:
-    return _read(path, keep_url).num_rows
+def _count(paths: list[str], keep_url: str) -> int:
+    return sum(_read(p, keep_url).num_rows for p in paths)
 
 
-def _rows(path: str, keep_url: str, dim: int) -> np.ndarray:
-    """One partition's training rows (b, dim) float32: a block of the Dask array, read on a worker."""
-    return _vectors(_read(path, keep_url), dim)
+def _rows(paths: list[str], keep_url: str, dim: int) -> np.ndarray:
+    """A group of partitions' training rows (b, dim) float32: a block of the Dask array, read on a worker."""
+    return np.concatenate([_vectors(_read(p, keep_url), dim) for p in paths])
 
 
 def _assign_partition(path: str, centers: np.ndarray, out_folder: str) -> np.ndarray:
@@ -107,12 +111,14 @@ def _write_keep(root: str, hashes: pa.Array) -> str:
     return name if "://" not in root else fs.unstrip_protocol(name)
 
 
-def training_array(files: list[str], keep_url: str, dim: int, client: Client | None) -> da.Array:
-    """The training rows of every partition as one Dask array (n_train, dim), blocks read on the workers (and kept
-    in their memory with a client, so the Lloyd steps do not read the files again)."""
-    counts = dask.compute(*[dask.delayed(_count)(p, keep_url) for p in files])
-    blocks = [da.from_delayed(dask.delayed(_rows)(p, keep_url, dim), shape=(n, dim), dtype=np.float32)
-              for p, n in zip(files, counts, strict=True) if n]
+def training_array(files: list[str], keep_url: str, dim: int, client: Client | None,
+                   files_per_block: int = FILES_PER_BLOCK) -> da.Array:
+    """The training rows of every partition as one Dask array (n_train, dim), blocks of files_per_block partitions
+    read on the workers (and kept in their memory with a client, so the Lloyd steps do not read the files again)."""
+    groups = [files[i : i + files_per_block] for i in range(0, len(files), files_per_block)]
+    counts = dask.compute(*[dask.delayed(_count)(g, keep_url) for g in groups])
+    blocks = [da.from_delayed(dask.delayed(_rows)(g, keep_url, dim), shape=(n, dim), dtype=np.float32)
+              for g, n in zip(groups, counts, strict=True) if n]
     if not blocks:
         raise store.StoreError("no training prompt has a vector in the embedding dataset: embed them first")
     X = da.concatenate(blocks)
