@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-
 from distributed import worker_client
 from prefect import flow, get_run_logger, task
-from prefect_dask import DaskTaskRunner
 
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
+from flows.dask_runner import dask_task_runner
 from flows.report import build_run_name, rename_run, report_build, started
 from uniroute import operations
 from uniroute.settings import Settings
@@ -20,30 +18,10 @@ def embed_new_prompts(settings: Settings, embedder: str) -> int:
     # worker_client secedes this task from its worker's thread pool while the encode tasks it submits run, and
     # rejoins after: with prefect_dask's get_dask_client (a plain new Client) the task kept its thread while it
     # waited, so a cluster with one worker thread in all deadlocked here, holding the store's writer lock.
-    # In the worker's process too: the library's progress lines reach the console and the run's log (a first
-    # embedding, building the static model, was a minute of silence in `make run`).
+    # The task runs in a worker process: the library's progress lines (preparing the embedder, partitions written so
+    # far, rate, time left) reach the console and this task run's log from there as from the flow's own process.
     with library_log_in_run(), worker_client() as client:
         return operations.embed_new_prompts(flow_context(settings), embedder, client=client, progress=True)
-
-# The in-process scheduler and the nannies log every start, connection and stop at INFO, and those lines reach
-# the console through the root handler Prefect installs: LocalCluster's silence_logs does not cover them. On a
-# loaded machine a nanny also warns that its worker took over 4 s to stop before it kills it at shutdown: routine
-# for a local cluster that is going away, so the nanny speaks only on errors.
-for _name in ("distributed", "distributed.scheduler", "distributed.core", "distributed.http.proxy",
-              "distributed.worker"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
-logging.getLogger("distributed.nanny").setLevel(logging.ERROR)
-
-
-def dask_task_runner(settings: Settings) -> DaskTaskRunner:
-    """A local Dask cluster by default; UNIROUTE_DASK_ADDRESS points at an existing scheduler."""
-    if settings.dask_address:
-        return DaskTaskRunner(address=settings.dask_address)
-    # A dashboard on a free port (a fixed one may be taken: a warning users cannot act on); the cluster's own
-    # INFO lines and shutdown notices stay out of the flow's log.
-    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.dask_workers, "threads_per_worker": 1,
-                                          "processes": True, "dashboard_address": "127.0.0.1:0",
-                                          "silence_logs": logging.ERROR})
 
 
 @flow(name="uniroute-embed")

@@ -54,6 +54,10 @@ class Settings(BaseSettings):
     build_kinds: Annotated[tuple[str, ...], NoDecode] = ()
     dask_address: str | None = None
     dask_workers: int = 2
+    # Where the embedding vectors (and cluster assignments) live as Parquet partitions: any fsspec URL every Dask
+    # worker reaches (a shared folder, s3://...); blank: $UNIROUTE_HOME/embeddings. The store reads it from the
+    # environment itself (uniroute/store/embeddings.py: every connection, in any process), so set it there.
+    embeddings_url: str | None = None
     mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)
     # Evidence before traffic: validation answers a model needs before the router sends it any prompt.
     min_val_answers: int = 5

@@ -7,60 +7,47 @@ the router it versions equals the one an in-process build makes from the same da
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
+import asyncio
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from tests.dask_cluster import external_cluster
 from tests.flows.test_pipeline import _env, _restore, _version
 from uniroute.settings import Settings
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
 N_PROMPTS = 300
-
-
-def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    # Its own process group, so the worker's nanny and its child go down with it.
-    return subprocess.Popen([sys.executable, "-m", *args], env=env, cwd=REPO, stdout=log.open("w"),
-                            stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @pytest.fixture
 def external_scheduler(tmp_path, prefect_harness):
     """A scheduler and one worker with ONE thread started outside the flow; yields the scheduler's address.
 
-    One thread in the whole cluster is where a task that waits for tasks it submitted deadlocks (issue 24)."""
-    from distributed import Client
+    One thread in the whole cluster is where a task that waits for tasks it submitted deadlocks (issue 24).
+    The worker imports the flow's task by reference (flows.build), and reports task states to the same API."""
+    with external_cluster(tmp_path, workers=1, threads=1, env={"PREFECT_API_URL": prefect_harness}) as cluster:
+        yield cluster.address
 
-    from deployments.serve import free_port
 
-    address = f"tcp://127.0.0.1:{free_port()}"
-    # The worker imports the flow's task by reference (flows.build), and reports task states to the same API.
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_harness}
-    processes = [
-        _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                "--dashboard-address", "127.0.0.1:0"], env, tmp_path / "scheduler.log"),
-        _start(["distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
-               env, tmp_path / "worker.log"),
-    ]
-    try:
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(1, timeout=60)
-        yield address
-    finally:
-        for process in reversed(processes):
-            os.killpg(process.pid, signal.SIGTERM)
-        for process in reversed(processes):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+def _all_logs() -> list:
+    """Every log record the test's Prefect API holds (the embedding subflow's run included)."""
+    from prefect.client.orchestration import get_client
+
+    async def read():
+        async with get_client() as client:
+            return await client.read_logs()
+
+    seen: list = []
+    for _ in range(20):  # records arrive in batches: read until they stop growing
+        logs = asyncio.run(read())
+        if logs and len(logs) == len(seen):
+            return logs
+        seen = logs
+        time.sleep(0.5)
+    return seen
 
 
 def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_scheduler, tmp_path, shared_datasets,
@@ -90,6 +77,10 @@ def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_sch
     with Client(external_scheduler, timeout=30) as client:
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
     assert any("embed" in prefix for prefix in prefixes), prefixes
+    # The Dask phase's progress reached the run's log from the worker that ran the embedding task.
+    embed_lines = [log.message for log in _all_logs() if log.name == "uniroute.embed.cache"]
+    assert any("distinct to embed" in line for line in embed_lines), embed_lines
+    assert any("partition files" in line for line in embed_lines), embed_lines
 
     other = Settings(home=tmp_path / "single")
     ingest(other.db_path, settings.inbox_dir / "done" / "logs.parquet", progress=False)
@@ -126,4 +117,4 @@ def test_uniroute_build_with_the_address_embeds_on_that_scheduler(external_sched
     assert f"embedded on the Dask scheduler at {external_scheduler}" in result.output
     with Client(external_scheduler, timeout=30) as client:
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    assert any("encode_batch" in prefix for prefix in prefixes), prefixes
+    assert any("embed-partition" in prefix for prefix in prefixes), prefixes

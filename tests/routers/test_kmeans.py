@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from uniroute.routers import kmeans as cluster
-from uniroute.routers.kmeans import Centroids, fit_centroids, fit_centroids_dask
+from uniroute.routers.kmeans import Centroids, fit_centroids
+from uniroute.routers.kmeans_dask import fit_centroids_dask
 
 
 def _blobs(seed: int = 0, per: int = 40) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +80,7 @@ def test_fit_centroids_dask_recovers_blobs():
     X, labels = _blobs(per=300)
     order = np.random.default_rng(3).permutation(len(X))
     X, labels = X[order], labels[order]
-    c = fit_centroids_dask(da.from_array(X, chunks=(100, 2)), 3, seed=0, batch_size=64)
+    c = fit_centroids_dask(da.from_array(X, chunks=(100, 2)), 3, seed=0)
     assigned = c.assign(X)
     for t in range(3):
         assert len(set(assigned[labels == t].tolist())) == 1

@@ -29,8 +29,10 @@ REGISTERED = {
     "prompt_clusters": "prompt_id varchar, cluster integer",  # pipeline/psi_data.py
     "wanted_texts": "pos bigint, text varchar",  # embed/cache.py
     "embedding_wanted": "pos bigint, text_hash varchar",  # staged by sql/queries/embedding_stage_wanted.sql
-    "new_embeddings": "text_hash varchar, vector float[]",  # embed/cache.py
     "wanted_attribute_hashes": "text_hash varchar",  # embed/annotator.py
+    # A version-1 store's cache table (sql/migrations/002) until store/embeddings.py moves it to Parquet.
+    "embeddings_unexported": "text_hash varchar, embedder_id varchar, dim integer, vector float[], "
+                             "created_at timestamp",
     "ingest_sample_keys": "key varchar, prompt_id varchar, models varchar[]",  # ingest/merge.py
     # ingest/outcomes.py: the checked rows, and the state sql/queries/outcomes_state.sql builds from them
     "outcomes_staged": OUTCOME_COLUMNS,

@@ -3,14 +3,15 @@
 Owns the embedders (`minilm`; `minilm-onnx` and `static`, whose model files are built once from the local MiniLM
 into a cache folder by `artifacts`; `tfidf`. Each returns (n, dim) float32 unit rows and an `embedder_id` naming
 everything that changes the vectors; `kinds` describes each by name), batching on Dask workers (`batches`) and
-the `embeddings` cache table (`cache`, keyed by (sha256(text), embedder_id)). `attributes` is the
-prompt-attribute embedder (heads distilled on a frozen embedder); `annotator` asks an OpenAI-compatible endpoint
-for the attribute labels and caches the answers. It knows nothing of clusters, routers or LLM results.
+the embedding cache (`cache`: Parquet partitions the workers write, keyed by (sha256(text), embedder_id)).
+`attributes` is the prompt-attribute embedder (heads distilled on a frozen embedder); `annotator` asks an
+OpenAI-compatible endpoint for the attribute labels and caches the answers. It knows nothing of clusters, routers
+or LLM results.
 """
 
 from uniroute.embed.base import MINILM_DIM, Embedder, text_hash
 from uniroute.embed.batches import TASK_TEXTS, embed_batches, text_batches
-from uniroute.embed.cache import CHUNK_TEXTS, embed_cached
+from uniroute.embed.cache import CHUNK_TEXTS, embed_cached, embed_missing
 from uniroute.embed.factory import make_embedder
 from uniroute.embed.kinds import (
     BUILT_EMBEDDERS,
@@ -45,6 +46,7 @@ __all__ = [
     "build_embedder_kind",
     "embed_batches",
     "embed_cached",
+    "embed_missing",
     "embedder_from_state",
     "embedder_kind",
     "embedder_state",

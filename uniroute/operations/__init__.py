@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from uniroute.operations.builds import build, embed_new_prompts, embeds_ahead
+    from uniroute.operations.builds import build, cluster_on_dask, embed_new_prompts, embeds_ahead
     from uniroute.operations.context import Context, OperationError
     from uniroute.operations.data import annotated, embedded, ingest, set_cost, set_costs, set_prices
     from uniroute.operations.evaluation import attribute_embeddings, prompt_embeddings
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # Each name is imported from its module on first use: `uniroute route` loads the routing operation, not the
 # build's tuning engine or the evaluation harness (the command's start-up is what a user waits for).
 _MODULE_OF = {
-    "build": "builds", "embed_new_prompts": "builds", "embeds_ahead": "builds",
+    "build": "builds", "cluster_on_dask": "builds", "embed_new_prompts": "builds", "embeds_ahead": "builds",
     "Context": "context", "OperationError": "context",
     "annotated": "data", "embedded": "data", "ingest": "data", "set_cost": "data", "set_costs": "data",
     "set_prices": "data",
@@ -63,6 +63,7 @@ __all__ = [
     "attribute_embeddings",
     "build",
     "build_inputs",
+    "cluster_on_dask",
     "doctor",
     "embed_new_prompts",
     "embedded",

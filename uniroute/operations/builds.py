@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from uniroute.embed import embed_cached, make_embedder
+from uniroute import store
+from uniroute.embed import embed_missing, make_embedder
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
 from uniroute.pipeline.build import BuildResult, run_build
 from uniroute.pipeline.build_data import prompt_texts
+from uniroute.pipeline.clusters_dask import DatasetClusters, cluster_dataset
 from uniroute.progress import ticking
 
 log = logging.getLogger(__name__)
@@ -52,11 +54,27 @@ def embeds_ahead(inputs: BuildInputs) -> bool:
 def embed_new_prompts(ctx: Context, embedder: str, client: Any = None, progress: bool = False) -> int:
     """Embed the stored prompts the cache lacks (on a Dask client's workers when given); the prompts looked up.
 
-    A cache fill: each chunk commits on its own, so a run killed half-way keeps what it embedded. progress: the
-    stage (preparing the embedder: the static model's first build takes half a minute) and a bar or log lines.
+    A cache fill: each partition file is final once written, so a run killed half-way keeps what it embedded. The
+    vectors go from the workers to the dataset; this process holds the texts and their hashes, never the matrix.
+    progress: the stage (preparing the embedder: the static model's first build takes half a minute) and a bar or
+    log lines (a flow forwards them to its run's log).
     """
     with ctx.session("embed", inputs=embedder, atomic=False) as s, ticking("embed", log, enabled=progress) as stage:
         stage(f"preparing the {embedder} embedder")
         model = make_embedder(embedder, progress=progress, cache_dir=ctx.cache_dir)
         stage(f"embedding the new prompts with {embedder}", own_bar=True)
-        return len(embed_cached(s.con, prompt_texts(s.con), model, client=client))
+        texts = prompt_texts(s.con)
+        embed_missing(s.con, texts, model, client=client)
+        return len(texts)
+
+
+def cluster_on_dask(ctx: Context, embedder: str, k: int, seed: int = 0, client: Any = None) -> DatasetClusters:
+    """K-means (K = k) over the training prompts' cached vectors, fitted and assigned where the vectors are (on a
+    Dask client's workers when given), every cached prompt's cluster written as a dataset beside them; the driver
+    holds K x d centres. The store is only read: the session records the run."""
+    with ctx.session("cluster", inputs=f"{embedder} k={k} seed={seed}", atomic=False) as s:
+        model = make_embedder(embedder, progress=False, cache_dir=ctx.cache_dir)
+        store.execute(s.con, "assign_splits")  # as a build does first: the training prompts are those of the split
+        result = cluster_dataset(s.con, model.embedder_id, model.dim, k, seed, client=client)
+        s.detail = result.line()
+    return result

@@ -21,7 +21,8 @@ import pandas as pd
 
 from uniroute.errors import UnirouteError
 from uniroute.routers.kinds import FullScale, Tuned, kind_names, router_kind
-from uniroute.routers.kmeans import Centroids, fit_centroids_dask
+from uniroute.routers.kmeans import Centroids
+from uniroute.routers.kmeans_dask import fit_centroids_dask
 from uniroute.routers.serialize import AnyRouter
 from uniroute.selection.selection import Selection, select_kind, served_router
 from uniroute.selection.split import TrialSplit

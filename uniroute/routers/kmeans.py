@@ -8,12 +8,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import dask.array
 
 log = logging.getLogger(__name__)
 
@@ -106,38 +102,4 @@ def fit_centroids(X: np.ndarray, k: int, seed: int, n_init: int = 1, max_iter: i
     km = KMeans(n_clusters=k, n_init=n_init, max_iter=max_iter, random_state=seed)
     km.fit(X)
     log.info("k-means: k=%d on %d x %d, inertia %.4g, %d iterations", k, *X.shape, km.inertia_, km.n_iter_)
-    return Centroids(centers=km.cluster_centers_.astype(np.float32))
-
-
-def fit_centroids_dask(
-    X: dask.array.Array, k: int, seed: int, passes: int = 3, batch_size: int = 4096
-) -> Centroids:
-    """K-means for large training sets: MiniBatchKMeans.partial_fit over the Dask chunks of X (n, d)."""
-    from sklearn.cluster import MiniBatchKMeans
-
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-d (n, d) dask array, got shape {X.shape}")
-    _check_k(int(X.shape[0]), k)
-    X = X.rechunk({1: -1})  # whole rows per chunk: partial_fit needs every feature of a row
-    blocks = X.to_delayed().ravel()
-    rng = np.random.default_rng(seed)
-    km = MiniBatchKMeans(n_clusters=k, random_state=seed, batch_size=batch_size, n_init=1)
-    for _ in range(passes):
-        # Visit chunks in a fresh random order each pass so the stream is not ordered by source file.
-        pending: list[np.ndarray] = []
-        pending_rows = 0
-        for i in rng.permutation(len(blocks)):
-            chunk = np.asarray(blocks[i].compute(), dtype=np.float32)
-            pending.append(chunk)
-            pending_rows += chunk.shape[0]
-            # The first partial_fit initialises k-means++ on its batch, which needs at least k rows;
-            # small chunks are merged until they are large enough.
-            if pending_rows >= max(k, batch_size):
-                km.partial_fit(np.concatenate(pending))
-                pending, pending_rows = [], 0
-        if pending:
-            rows = np.concatenate(pending)
-            if hasattr(km, "cluster_centers_") or rows.shape[0] >= k:
-                km.partial_fit(rows)
-    log.info("mini-batch k-means: k=%d on %d x %d, %d passes", k, X.shape[0], X.shape[1], passes)
     return Centroids(centers=km.cluster_centers_.astype(np.float32))

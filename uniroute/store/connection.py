@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 
 from uniroute.errors import UnirouteError
+from uniroute.store.embeddings import export_legacy, expose_view
 from uniroute.store.schema import IncompatibleStore, apply_schema
 
 # What operations receive from their caller's session: other packages name this type and never import duckdb.
@@ -46,7 +47,7 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
         if not db_path.exists():
             raise StoreError(f"no store at {db_path}: run `uniroute ingest` (or `make run`) first")
         try:
-            return duckdb.connect(str(db_path), read_only=True)
+            con = duckdb.connect(str(db_path), read_only=True)
         except duckdb.Error as exc:
             if (bad := damaged(db_path, exc)) is not None:
                 raise bad from exc
@@ -56,6 +57,7 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
                 f"the store {db_path} is locked by a running pipeline process; query the published "
                 f"snapshot instead, or retry when it finishes ({exc})"
             ) from exc
+        return _with_view(con)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         con = duckdb.connect(str(db_path))
@@ -70,11 +72,23 @@ def connect(db_path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection
         ) from exc
     try:
         apply_schema(con)
+        # After the schema's transaction: a store just brought to version 5 moves its vectors to the dataset.
+        export_legacy(con)
     except IncompatibleStore as exc:
         con.close()
         raise StoreError(f"{db_path}: {exc}") from exc
     except BaseException:
         con.close()  # an open connection would keep the file from being opened again by this process
+        raise
+    return _with_view(con)
+
+
+def _with_view(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """The connection with its `embeddings` view over the Parquet dataset (store.embeddings)."""
+    try:
+        expose_view(con)
+    except BaseException:
+        con.close()
         raise
     return con
 

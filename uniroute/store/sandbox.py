@@ -18,6 +18,7 @@ import duckdb
 import pandas as pd
 
 from uniroute.store.connection import StoreError, damaged
+from uniroute.store.embeddings import allowed_directory, expose_view
 
 # Statement types a user's query may contain; EXPLAIN is allowed only around an allowed statement.
 READ_ONLY_STATEMENTS = {"SELECT"}
@@ -98,14 +99,16 @@ def lock_down(con: duckdb.DuckDBPyConnection, sandbox: Sandbox) -> duckdb.DuckDB
     return con
 
 
-def open_read_only(db_path: Path, sandbox: Sandbox | None = None) -> duckdb.DuckDBPyConnection:
+def open_read_only(db_path: Path, sandbox: Sandbox | None = None, access_off: bool = True) -> duckdb.DuckDBPyConnection:
     """The store opened read-only with file, network and extension access off; StoreLocked while a writer
-    process holds the file (DuckDB lets no other process open it then)."""
+    process holds the file (DuckDB lets no other process open it then). access_off=False: the caller turns it off
+    (lock_down) after what must precede it (the folders it may still read)."""
     db_path = Path(db_path)
     if not db_path.exists():
         raise StoreError(f"no store at {db_path}: run `uniroute ingest` (or `make run`) first")
     try:
-        return duckdb.connect(str(db_path), read_only=True, config=_connect_config(sandbox))
+        config = _connect_config(sandbox) if access_off else _spill_config(sandbox)
+        return duckdb.connect(str(db_path), read_only=True, config=config)
     except duckdb.Error as exc:
         if (bad := damaged(db_path, exc)) is not None:
             raise bad from exc
@@ -115,9 +118,13 @@ def open_read_only(db_path: Path, sandbox: Sandbox | None = None) -> duckdb.Duck
 
 
 def open_store_sandbox(db_path: Path, sandbox: Sandbox) -> duckdb.DuckDBPyConnection:
-    """The store opened read-only and locked down; StoreLocked if a writer process holds the file."""
-    con = open_read_only(db_path, sandbox)
+    """The store opened read-only and locked down, its `embeddings` view over the Parquet dataset readable (that
+    folder alone: DuckDB's allowed_directories, set before access goes off); StoreLocked if a writer holds it."""
+    con = open_read_only(db_path, sandbox, access_off=False)
     try:
+        if (folder := allowed_directory(db_path)) is not None:
+            con.execute("SET allowed_directories = $dirs", {"dirs": [folder]})
+        expose_view(con)
         return lock_down(con, sandbox)
     except BaseException:
         con.close()

@@ -1,0 +1,194 @@
+"""The build's Dask data plane at scale: embed N prompts into the Parquet dataset and cluster them, on an external
+scheduler with W worker processes (one thread each), measuring the driver's peak RSS and the wall time.
+
+What runs is what `uniroute build` with UNIROUTE_DASK_ADDRESS and `operations.cluster_on_dask` do: the embedding
+(one task per TASK_TEXTS prompts, each writing its Parquet file), then K-means over the training prompts'
+partitions on the workers and every prompt's cluster written back. The driver is a child process of this script
+(`--driver`), so its ru_maxrss is its own; the scheduler and workers are `python -m distributed.cli.*` processes.
+
+The store holds `--prompts` prompts x `--models` LLMs of synthetic logs (uniroute.synth). Neither step reads the
+LLMs' results (embedding and clustering see prompts only), so the default is 2 LLMs: ingesting 1M x 100 result
+rows takes 5+ minutes of both cores and changes nothing measured here (say `--models 100` to do it anyway).
+The embedder is `static` (its model file is built once into `--work`/cache).
+
+Per-partition timings (the Dask task stream) give the 10M extrapolation: embedding tasks scale with prompts and
+divide by workers; a K-means step's block tasks likewise.
+
+Run: `OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python -m benchmarks.scale.dask_plane [--prompts 1000000]
+[--workers 2,1] [--k 16]`; results in benchmarks/results/dask_plane.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.runner import REPO, RESULTS_DIR
+
+RESULT = RESULTS_DIR / "dask_plane.json"
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(["nice", "-n", "10", sys.executable, "-m", *args], env=env, cwd=REPO,
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    import signal
+
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def prepare(work: Path, prompts: int, models: int) -> Path:
+    """A store with the synthetic logs ingested (kept between runs with the same size); its home."""
+    from uniroute import operations
+    from uniroute.embed import make_embedder
+    from uniroute.synth import write_synthetic_logs
+
+    # The static model file is built once per machine from MiniLM (torch in memory): here, not in the driver.
+    make_embedder("static", progress=False, cache_dir=work / "cache")
+    home = work / f"home-{prompts}x{models}"
+    if (home / "ready").exists():
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    t0 = time.perf_counter()
+    synth = write_synthetic_logs(work / "logs", n_prompts=prompts, n_models=models, n_topics=16, seed=0)
+    operations.ingest(operations.Context.at(home / "uniroute.duckdb"), synth.logs_path)
+    shutil.rmtree(work / "logs")
+    (home / "ready").write_text(f"{time.perf_counter() - t0:.1f} s to generate and ingest\n")
+    return home
+
+
+def _task_seconds(stream: list[dict], prefix: str) -> list[float]:
+    """Compute seconds of each task of the stream whose key starts with prefix."""
+    out = []
+    for task in stream:
+        if str(task["key"]).strip("('").startswith(prefix):
+            out += [s["stop"] - s["start"] for s in task["startstops"] if s["action"] == "compute"]
+    return out
+
+
+def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
+    """The driver's part (a child process): embed, then cluster, on the scheduler at address."""
+    from distributed import Client, get_task_stream
+
+    from uniroute import operations
+
+    os.environ["UNIROUTE_HOME"] = str(home)
+    ctx = operations.Context.at(home / "uniroute.duckdb", cache_dir=home.parent / "cache")
+    out: dict[str, Any] = {}
+    with Client(address, timeout=60) as client:
+        out["rss_mb_before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t0 = time.perf_counter()
+        with get_task_stream(client) as embed_stream:
+            looked_up = operations.embed_new_prompts(ctx, "static", client=client)
+        out["embed_seconds"] = time.perf_counter() - t0
+        out["prompts"] = looked_up
+        t1 = time.perf_counter()
+        with get_task_stream(client) as cluster_stream:
+            clusters = operations.cluster_on_dask(ctx, "static", k, seed, client=client)
+        out["cluster_seconds"] = time.perf_counter() - t1
+        out["cluster_steps"] = {name: round(s, 2) for name, s in clusters.seconds.items()}
+        out["n_train"] = clusters.n_train
+        out["wall_seconds"] = time.perf_counter() - t0
+        embed_tasks = _task_seconds(embed_stream.data, "embed-partition")
+        partial_tasks = _task_seconds(cluster_stream.data, "_partial")
+        out["embed_tasks"] = {"count": len(embed_tasks), "mean_seconds": sum(embed_tasks) / max(len(embed_tasks), 1)}
+        out["kmeans_block_tasks"] = {"count": len(partial_tasks),
+                                     "mean_seconds": sum(partial_tasks) / max(len(partial_tasks), 1)}
+        out["workers"] = len(client.scheduler_info()["workers"])
+    out["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def run(work: Path, home: Path, workers: int, k: int, seed: int) -> dict[str, Any]:
+    """One measured run on a fresh cluster of `workers` processes; the embedding dataset starts empty."""
+    from deployments.serve import free_port
+
+    shutil.rmtree(home / "embeddings", ignore_errors=True)
+    address = f"tcp://127.0.0.1:{free_port()}"
+    logs = work / f"cluster-{workers}"
+    logs.mkdir(exist_ok=True)
+    processes = [_start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
+                         address.rsplit(":", 1)[1], "--dashboard-address", "127.0.0.1:0"], logs / "scheduler.log")]
+    try:
+        processes += [_start(["distributed.cli.dask_worker", address, "--nworkers", str(workers), "--nthreads", "1",
+                              "--memory-limit", "0", "--no-dashboard"], logs / "workers.log")]
+        load_start = _load()
+        child = subprocess.run([sys.executable, "-m", "benchmarks.scale.dask_plane", "--driver", address,
+                                "--home", str(home), "--k", str(k), "--seed", str(seed)],
+                               cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+        if child.returncode != 0:
+            raise RuntimeError(f"driver failed: {child.stderr[-3000:]}")
+        result = json.loads(child.stdout.strip().splitlines()[-1])
+        result.update(load_average_start=load_start, load_average_end=_load())
+        return result
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+
+
+def extrapolate(run2: dict[str, Any], prompts: int, target: int = 10_000_000) -> dict[str, Any]:
+    """Minutes for `target` prompts on N workers, from the measured per-task seconds (CPU-bound tasks divide by
+    workers; the K-means step count taken as measured)."""
+    scale = target / prompts
+    embed_cpu = run2["embed_tasks"]["count"] * run2["embed_tasks"]["mean_seconds"] * scale
+    kmeans_cpu = run2["kmeans_block_tasks"]["count"] * run2["kmeans_block_tasks"]["mean_seconds"] * scale
+    return {f"{n}_workers_minutes": round((embed_cpu + kmeans_cpu) / n / 60, 1) for n in (2, 8, 32, 128)} | {
+        "embed_cpu_seconds": round(embed_cpu), "kmeans_cpu_seconds": round(kmeans_cpu)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prompts", type=int, default=1_000_000)
+    parser.add_argument("--models", type=int, default=2)
+    parser.add_argument("--workers", default="2,1")
+    parser.add_argument("--k", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/uniroute-bench-dask"))
+    parser.add_argument("--driver")
+    parser.add_argument("--home", type=Path)
+    args = parser.parse_args()
+    if args.driver:
+        print(json.dumps(driver(args.driver, args.home, args.k, args.seed)))
+        return
+    args.work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    home = prepare(args.work, args.prompts, args.models)
+    runs = {}
+    for n in (int(w) for w in args.workers.split(",")):
+        runs[str(n)] = run(args.work, home, n, args.k, args.seed)
+        print(json.dumps({n: runs[str(n)]}), flush=True)
+    result = {"benchmark": "dask_plane", "prompts": args.prompts, "models": args.models, "k": args.k,
+              "nproc": os.cpu_count(), "prepare": (home / "ready").read_text().strip(), "runs": runs,
+              "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
+              "seconds_total": round(time.perf_counter() - started, 1)}
+    if "1" in runs and "2" in runs:
+        result["one_over_two_workers"] = round(runs["1"]["wall_seconds"] / runs["2"]["wall_seconds"], 2)
+    if "2" in runs:
+        result["extrapolated_10m"] = extrapolate(runs["2"], args.prompts)
+    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,6 @@
+-- The distinct text hashes of the training prompts (their stored split): what K-means on the embedding dataset
+-- keeps of each partition (pipeline/clusters_dask.py).
+select distinct p.text_hash
+from prompts as p
+join prompt_splits as s on s.prompt_id = p.prompt_id
+where s.split = 'train'

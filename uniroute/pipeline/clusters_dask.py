@@ -1,0 +1,150 @@
+"""Prompt clusters computed where the embeddings live: K-means over the training prompts' Parquet partitions on the
+Dask workers, and every cached prompt's cluster written back as a dataset beside them.
+
+The driver holds the training prompts' text hashes (written once as a small Parquet file the workers read, one
+copy per worker process) and K x d centres; the workers read their partition files, keep the training rows, run
+the Lloyd sums (routers.kmeans_dask) and write `<root>/assignments/<clustering_id>/part-*.parquet` (text_hash,
+cluster), one file per embedding partition, `.part` then renamed like the embeddings.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import dask
+import dask.array as da
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from uniroute import store
+from uniroute.routers.kmeans import Centroids, clustering_id_of
+from uniroute.routers.kmeans_dask import fit_centroids_dask
+from uniroute.store.embeddings import partition_files, root_of
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+log = logging.getLogger(__name__)
+
+# Embedding partitions (2,048 prompts each from the workers) per block of the K-means array: a Lloyd step is one
+# task per block, and on a busy cluster the per-task overhead, not the arithmetic, set the pace of 1-file blocks.
+FILES_PER_BLOCK = 8
+
+
+@dataclass(frozen=True)
+class DatasetClusters:
+    """What clustering the dataset gave: the centres, their id, the cluster sizes over every cached prompt."""
+
+    centroids: Centroids
+    clustering_id: str
+    n_train: int
+    sizes: np.ndarray  # (K,) prompts per cluster over every vector of the embedder
+    assignments_url: str
+    seconds: dict[str, float]
+
+    def line(self) -> str:
+        return (f"{self.clustering_id}: K={self.centroids.k} fitted on {self.n_train:,} training prompts on Dask, "
+                f"{int(self.sizes.sum()):,} prompts assigned to {self.assignments_url}")
+
+
+@functools.lru_cache(maxsize=4)
+def _keep(url: str) -> pa.Array:
+    """The training hashes a task keeps (read once per worker process: every task of a fit asks for the same file)."""
+    with fsspec.open(url, "rb") as f:
+        return pq.read_table(f).column("text_hash").combine_chunks()
+
+
+def _read(path: str, keep_url: str | None) -> pa.Table:
+    with fsspec.open(path, "rb") as f:
+        table = pq.read_table(f, columns=["text_hash", "vector"])
+    if keep_url is not None:
+        table = table.filter(pc.is_in(table.column("text_hash"), value_set=_keep(keep_url)))
+    return table
+
+
+def _vectors(table: pa.Table, dim: int) -> np.ndarray:
+    flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    return flat.astype(np.float32, copy=False).reshape(table.num_rows, dim)
+
+
+def _count(paths: list[str], keep_url: str) -> int:
+    return sum(_read(p, keep_url).num_rows for p in paths)
+
+
+def _rows(paths: list[str], keep_url: str, dim: int) -> np.ndarray:
+    """A group of partitions' training rows (b, dim) float32: a block of the Dask array, read on a worker."""
+    return np.concatenate([_vectors(_read(p, keep_url), dim) for p in paths])
+
+
+def _assign_partition(path: str, centers: np.ndarray, out_folder: str) -> np.ndarray:
+    """Every row of one partition assigned to its nearest centre and written as one file; (K,) cluster sizes."""
+    table = _read(path, None)
+    centroids = Centroids(centers=centers)
+    clusters = centroids.assign(_vectors(table, centroids.dim)) if table.num_rows else np.zeros(0, np.int64)
+    fs, folder = fsspec.core.url_to_fs(out_folder)
+    fs.makedirs(folder, exist_ok=True)
+    final = f"{folder}/{path.rsplit('/', 1)[-1]}"
+    partial = f"{final}.{uuid.uuid4().hex[:8]}.part"
+    with fs.open(partial, "wb") as f:
+        pq.write_table(pa.table({"text_hash": table.column("text_hash"),
+                                 "cluster": pa.array(clusters.astype(np.int32))}), f)
+    fs.mv(partial, final)
+    return np.bincount(clusters, minlength=centroids.k)
+
+
+def _write_keep(root: str, hashes: pa.Array) -> str:
+    fs, base = fsspec.core.url_to_fs(root)
+    folder = f"{base}/work"
+    fs.makedirs(folder, exist_ok=True)
+    name = f"{folder}/train-{uuid.uuid4().hex}.parquet"
+    with fs.open(f"{name}.part", "wb") as f:
+        pq.write_table(pa.table({"text_hash": hashes}), f)
+    fs.mv(f"{name}.part", name)
+    return name if "://" not in root else fs.unstrip_protocol(name)
+
+
+def training_array(files: list[str], keep_url: str, dim: int, client: Client | None,
+                   files_per_block: int = FILES_PER_BLOCK) -> da.Array:
+    """The training rows of every partition as one Dask array (n_train, dim), blocks of files_per_block partitions
+    read on the workers (and kept in their memory with a client, so the Lloyd steps do not read the files again)."""
+    groups = [files[i : i + files_per_block] for i in range(0, len(files), files_per_block)]
+    counts = dask.compute(*[dask.delayed(_count)(g, keep_url) for g in groups])
+    blocks = [da.from_delayed(dask.delayed(_rows)(g, keep_url, dim), shape=(n, dim), dtype=np.float32)
+              for g, n in zip(groups, counts, strict=True) if n]
+    if not blocks:
+        raise store.StoreError("no training prompt has a vector in the embedding dataset: embed them first")
+    X = da.concatenate(blocks)
+    return client.persist(X) if client is not None else X
+
+
+def cluster_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
+                    client: Client | None = None) -> DatasetClusters:
+    """K-means (K = k) over the training prompts' vectors of one embedder, fitted and assigned on the workers."""
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    root = root_of(con)
+    files = partition_files(root, embedder_id)
+    train = store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
+    keep_url = _write_keep(root, train)
+    X = training_array(files, keep_url, dim, client)
+    seconds["read"] = time.perf_counter() - t0
+    centroids = fit_centroids_dask(X, k, seed)
+    seconds["fit"] = time.perf_counter() - t0 - seconds["read"]
+    clustering_id = clustering_id_of(centroids)
+    out = f"{root}/assignments/{clustering_id}"
+    centers = dask.delayed(centroids.centers, name=f"centers-{clustering_id}")
+    sizes = np.sum(dask.compute(*[dask.delayed(_assign_partition)(p, centers, out) for p in files]), axis=0)
+    seconds["assign"] = time.perf_counter() - t0 - seconds["read"] - seconds["fit"]
+    fs, keep_path = fsspec.core.url_to_fs(keep_url)
+    fs.rm(keep_path)
+    result = DatasetClusters(centroids, clustering_id, int(X.shape[0]), sizes, out, seconds)
+    log.info(result.line())
+    return result
