@@ -22,7 +22,6 @@ import pandas as pd
 
 from uniroute.errors import UnirouteError
 from uniroute.ingest.decisions import RECORD_KIND, RECORD_VERSION, SOURCES
-from uniroute.routers.knn import KnnRouter, nearest_order
 from uniroute.routers.serialize import AnyRouter
 from uniroute.settings import Settings
 
@@ -99,12 +98,10 @@ def centroid_distances(router: AnyRouter, X: np.ndarray) -> np.ndarray | None:
 
 
 def neighbour_summaries(router: AnyRouter, X: np.ndarray) -> list[str | None]:
-    """For a K-NN router, each prompt's nearest reference prompt ids (its stand-in for a cluster), as text."""
-    if not isinstance(router, KnnRouter):
-        return [None] * X.shape[0]
-    order = nearest_order(np.asarray(X, dtype=np.float32), router.refs, min(router.neighbours, NEIGHBOURS_SHOWN))
-    ids = np.asarray(router.ref_ids, dtype=object)
-    return [",".join(ids[row]) for row in order]
+    """For a kind that routes by neighbours (K-NN), each prompt's nearest reference prompt ids (its stand-in for a
+    cluster), as text; None per prompt for a kind with clusters."""
+    ids = router.neighbour_ids(X, NEIGHBOURS_SHOWN)
+    return [None] * X.shape[0] if ids is None else ids
 
 
 def explored(router: AnyRouter, X: np.ndarray, lam: float, pool: Sequence[str] | None, chosen: np.ndarray,

@@ -187,6 +187,12 @@ class KnnRouter(RoutingRule):
         i = self.models.index(model)
         return bool(np.array_equal(self.labels[i], row, equal_nan=True) and self.costs[i] == cost)
 
+    def neighbour_ids(self, X: np.ndarray, shown: int) -> list[str]:
+        """Per prompt, the ids of its `shown` nearest reference prompts, nearest first, joined by commas."""
+        order = nearest_order(np.asarray(X, dtype=np.float32), self.refs, min(self.neighbours, shown))
+        ids = np.asarray(self.ref_ids, dtype=object)
+        return [",".join(ids[row]) for row in order]
+
     def clustering_id(self) -> str:
         """No clusters: an id that stands for its reference prompts."""
         digest = hashlib.sha256("\n".join(self.ref_ids).encode()).hexdigest()

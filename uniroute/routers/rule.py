@@ -80,6 +80,11 @@ class RoutingRule:
                              "routing_loss": pd.Series(dtype=np.float64), "error_lo": pd.Series(dtype=np.float64),
                              "error_hi": pd.Series(dtype=np.float64), "sparse": pd.Series(dtype=bool)})
 
+    def neighbour_ids(self, X: np.ndarray, shown: int) -> list[str] | None:
+        """Per prompt, its nearest reference prompts' ids joined by commas (a kind that routes by neighbours says
+        which, as its stand-in for a cluster); None for a kind with clusters."""
+        return None
+
     def clustering_id(self) -> str:  # pragma: no cover - every kind defines it
         """The id of what a new model's row is measured on (stored with every version of the router)."""
         raise NotImplementedError

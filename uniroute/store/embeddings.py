@@ -105,10 +105,12 @@ def expose_view(con: duckdb.DuckDBPyConnection) -> None:
     tables = {r[0] for r in con.execute(
         "select table_name from information_schema.tables where table_schema = 'main' "
         "and table_catalog = current_database()").fetchall()}
-    if VIEW in tables:
-        return
-    register_filesystem(con)
-    con.execute(f"create or replace temp view {VIEW} as select * from {source_sql(con)}")
+    if VIEW not in tables:
+        register_filesystem(con)
+        con.execute(f"create or replace temp view {VIEW} as select * from {source_sql(con)}")
+    # Views that read the embeddings are per-connection too (a view stored in the file cannot name a temp view).
+    for view in sorted((SQL_DIR / "connection").glob("*.sql")):
+        con.execute(view.read_text())
 
 
 def register_filesystem(con: duckdb.DuckDBPyConnection) -> None:
