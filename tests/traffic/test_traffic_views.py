@@ -4,10 +4,12 @@ two days, four outcomes."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from uniroute import store
+from uniroute.store.embeddings import root_of, write_partition
 
 PSI = [("a", 0, 0.2, 0.1, 0.3), ("a", 1, 0.6, 0.4, 0.8), ("b", 0, 0.1, 0.05, 0.2), ("b", 1, 0.2, 0.1, 0.3)]
 # (decision, day, cluster, model, centroid distance, explored)
@@ -33,12 +35,14 @@ def views(tmp_path_factory) -> dict[str, pd.DataFrame]:
                         "sparse) values ('r1', ?, ?, ?, 10, ?, ?, ?, false)",
                         [(m, c, loss, loss, lo, hi) for m, c, loss, lo, hi in PSI])
         con.executemany("insert into centroids values ('c1', ?, ?)", [(0, [0.0, 0.0]), (1, [10.0, 0.0])])
-        for prompt, split, cluster, vector in PROMPTS:
+        for prompt, split, cluster, _vector in PROMPTS:
             con.execute("insert into prompts (prompt_id, text, text_hash, source_file, first_seen) "
                         "values (?, ?, ?, 'f', now())", [prompt, prompt, f"h{prompt}"])
             con.execute("insert into prompt_splits values (?, ?, 'logs', now())", [prompt, split])
             con.execute("insert into cluster_assignments values ('c1', ?, ?)", [prompt, cluster])
-            con.execute("insert into embeddings values (?, 'e1', 2, ?, now())", [f"h{prompt}", vector])
+        # the training prompts' vectors, as the workers write them: a partition of the embeddings dataset
+        write_partition(root_of(con), "e1", [f"h{p}" for p, *_ in PROMPTS],
+                        np.array([v for *_, v in PROMPTS], dtype=np.float32))
         for decision, day, cluster, model, distance, explored in DECISIONS:
             con.execute("insert into decisions (decision_id, schema_version, decided_at, source, router_id, "
                         "text_hash, cluster, centroid_distance, model, lam, propensity, explored, source_file, "
