@@ -1,0 +1,93 @@
+"""`make mutation` / `python -m benchmarks.mutation [MODULE ...]`: run the core modules' mutants, one module at a
+time, and write benchmarks/results/mutation.json and the table in docs/results.md.
+
+MODULES maps each core module to its FAST tests (seconds, no Prefect server, no shared datasets): a mutant is
+killed when one of them fails. A mutant that survives is either killed by a new test in that module's test folder
+or written down in equivalent.json (module -> key -> why no behaviour can tell it apart) with the reason.
+Score = killed / (mutants - equivalent). Modules not named keep their previous results in the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchmarks.mutation.runner import ModuleRun, run_module
+from benchmarks.quality.readme_block import rewrite_block
+from benchmarks.runner import REPO
+
+RESULTS = REPO / "benchmarks" / "results" / "mutation.json"
+EQUIVALENT = Path(__file__).with_name("equivalent.json")
+DOC = REPO / "docs" / "results.md"
+
+MODULES: dict[str, list[str]] = {
+    "uniroute.routers.rule": ["tests/routers/test_rule.py", "tests/routers/test_zero.py",
+                              "tests/routers/test_router.py", "tests/properties/test_routing_rule.py"],
+    "uniroute.routers.lambda_path": ["tests/routers/test_lambda_path.py", "tests/routers/test_rule.py",
+                                     "tests/properties/test_routing_rule.py"],
+    "uniroute.routers.tables": ["tests/routers/test_tables.py"],
+    "uniroute.routers.psi": ["tests/routers/test_psi.py", "tests/routers/test_rule.py"],
+    "uniroute.store.sandbox": ["tests/properties/test_sandbox.py", "tests/sql/test_user_views.py",
+                               "tests/store/test_sql_stream.py"],
+    "uniroute.pipeline.onboard": ["tests/pipeline/test_onboard.py", "tests/pipeline/test_onboard_refresh.py"],
+    "uniroute.ingest.inbox": ["tests/ingest/test_inbox.py", "tests/ingest/test_inbox_names.py",
+                              "tests/ingest/test_inbox_safety.py"],
+    "uniroute.ingest.checks": ["tests/ingest/test_bad_input.py", "tests/ingest/test_null_keys.py"],
+    "uniroute.pipeline.publish": ["tests/pipeline/test_snapshot.py", "tests/routers/test_tables.py"],
+    "uniroute.pipeline.reconcile": ["tests/pipeline/test_tracking.py"],
+}
+
+
+def summarise(run: ModuleRun, equivalent: dict[str, str]) -> dict:
+    """The module's counts and the survivors nobody explained (key, line, status)."""
+    counts = {"mutants": len(run.outcomes), "killed": 0, "survived": 0, "equivalent": 0}
+    survivors = []
+    for o in run.outcomes:
+        if o.status in ("killed", "timeout"):
+            counts["killed"] += 1
+        elif o.mutant.key in equivalent:
+            counts["equivalent"] += 1
+        else:
+            counts["survived"] += 1
+            survivors.append({"line": o.mutant.line, "key": o.mutant.key, "status": o.status})
+    live = counts["mutants"] - counts["equivalent"]
+    counts["score"] = round(counts["killed"] / live, 4) if live else 1.0
+    return {**counts, "tests": MODULES[run.module], "baseline_seconds": run.baseline_seconds,
+            "survivors": survivors}
+
+
+def table(results: dict) -> str:
+    lines = ["| module | mutants | killed | survived | equivalent | score |", "|---|---:|---:|---:|---:|---:|"]
+    for module, r in results["modules"].items():
+        lines.append(f"| `{module}` | {r['mutants']} | {r['killed']} | {r['survived']} | {r['equivalent']} | "
+                     f"{r['score']:.1%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> None:
+    names = argv or list(MODULES)
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        raise SystemExit(f"unknown module(s) {unknown}; known: {list(MODULES)}")
+    equivalent = json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"modules": {}}
+    for name in names:
+        try:
+            run = run_module(name, MODULES[name], report=lambda s: print(s, flush=True))
+        except SystemExit as failed:  # a module whose tests fail unmutated: say so, go on with the others
+            print(failed, flush=True)
+            continue
+        results["modules"][name] = summarise(run, equivalent.get(name, {}))
+        r = results["modules"][name]
+        print(f"{name}: {r['killed']}/{r['mutants']} killed, {r['survived']} survived, {r['equivalent']} "
+              f"equivalent, score {r['score']:.1%}", flush=True)
+        results["modules"] = {m: results["modules"][m] for m in MODULES if m in results["modules"]}
+        results["generated"] = datetime.now(UTC).isoformat(timespec="seconds")
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+        rewrite_block("mutation-table", table(results), DOC)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
