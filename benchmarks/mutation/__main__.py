@@ -26,9 +26,10 @@ MODULES: dict[str, list[str]] = {
     "uniroute.routers.rule": ["tests/routers/test_rule.py", "tests/routers/test_rule_edges.py",
                               "tests/routers/test_zero.py", "tests/routers/test_router.py",
                               "tests/properties/test_routing_rule.py"],
-    "uniroute.routers.lambda_path": ["tests/routers/test_lambda_path.py", "tests/routers/test_rule.py",
+    "uniroute.routers.lambda_path": ["tests/routers/test_lambda_path.py", "tests/routers/test_lambda_path_groups.py",
+                                     "tests/routers/test_rule.py",
                                      "tests/properties/test_routing_rule.py"],
-    "uniroute.routers.tables": ["tests/routers/test_tables.py"],
+    "uniroute.routers.tables": ["tests/routers/test_tables.py", "tests/routers/test_tables_edges.py"],
     "uniroute.routers.psi": ["tests/routers/test_psi.py", "tests/routers/test_rule.py"],
     # The guard-by-guard tests first (-x stops at the first failure); the 20 s memory-limit test is left out.
     "uniroute.store.sandbox": ["tests/robustness/test_sandbox_paths.py", "tests/sql/test_user_views.py",
