@@ -5,6 +5,7 @@ MODULES maps each core module to its FAST tests (seconds, no Prefect server, no 
 killed when one of them fails. A mutant that survives is either killed by a new test in that module's test folder
 or written down in equivalent.json (module -> key -> why no behaviour can tell it apart) with the reason.
 Score = killed / (mutants - equivalent). Modules not named keep their previous results in the JSON.
+`--survivors` re-runs only the survivors recorded in the JSON (after adding tests, with the module unchanged).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def table(results: dict) -> str:
 
 
 def main(argv: list[str]) -> None:
+    survivors_only = "--survivors" in argv
+    argv = [a for a in argv if a != "--survivors"]
     names = argv or list(MODULES)
     unknown = [n for n in names if n not in MODULES]
     if unknown:
@@ -80,7 +83,9 @@ def main(argv: list[str]) -> None:
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"modules": {}}
     for name in names:
         try:
-            run = run_module(name, MODULES[name], report=lambda s: print(s, flush=True))
+            previous = results["modules"].get(name) if survivors_only else None
+            only = {s["key"] for s in previous["survivors"]} if previous else None
+            run = run_module(name, MODULES[name], report=lambda s: print(s, flush=True), only=only)
         except SystemExit as failed:  # a module whose tests fail unmutated: say so, go on with the others
             print(failed, flush=True)
             continue

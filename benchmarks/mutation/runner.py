@@ -113,8 +113,11 @@ def _run_mutant(module_name: str, source: str, mutant: Mutant, tests: list[str])
     return int(pytest.main([*PYTEST_ARGS, *tests]))
 
 
-def run_module(module_name: str, tests: list[str], report=print) -> ModuleRun:
-    """Every mutant of module_name against tests (paths or node ids relative to the repository)."""
+def run_module(module_name: str, tests: list[str], report=print, only: set[str] | None = None) -> ModuleRun:
+    """Every mutant of module_name against tests (paths or pytest arguments relative to the repository).
+
+    only: run just these keys (the survivors of the last run) and count every other mutant as killed, as it
+    was then; valid while the module's source is unchanged since that run."""
     module = importlib.import_module(module_name)
     path = Path(module.__file__)
     source = path.read_text()
@@ -139,6 +142,9 @@ def run_module(module_name: str, tests: list[str], report=print) -> ModuleRun:
     todo = mutants(source)
     report(f"{module_name}: {len(todo)} mutants, tests take {seconds:.1f} s (timeout {timeout:.0f} s)")
     for i, mutant in enumerate(todo, 1):
+        if only is not None and mutant.key not in only:
+            run.outcomes.append(Outcome(mutant, "killed"))
+            continue
         first, last, in_function = spans.get(mutant.line, (mutant.line, mutant.line, False))
         if in_function and not executed.intersection(range(first, last + 1)):
             run.outcomes.append(Outcome(mutant, "not covered"))
