@@ -93,6 +93,10 @@ def main(argv: list[str]) -> None:
         r = results["modules"][name]
         print(f"{name}: {r['killed']}/{r['mutants']} killed, {r['survived']} survived, {r['equivalent']} "
               f"equivalent, score {r['score']:.1%}", flush=True)
+        # Re-read before writing: another run (of other modules) may have written since this one started.
+        mine = results["modules"][name]
+        results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"modules": {}}
+        results["modules"][name] = mine
         results["modules"] = {m: results["modules"][m] for m in MODULES if m in results["modules"]}
         results["generated"] = datetime.now(UTC).isoformat(timespec="seconds")
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")
