@@ -1,9 +1,10 @@
 """`make mutation` / `python -m benchmarks.mutation [MODULE ...]`: run the core modules' mutants, one module at a
 time, and write benchmarks/results/mutation.json and the table in docs/results.md.
 
-MODULES maps each core module to its FAST tests (seconds, no Prefect server, no shared datasets): a mutant is
-killed when one of them fails. A mutant that survives is either killed by a new test in that module's test folder
-or written down in equivalent.json (module -> key -> why no behaviour can tell it apart) with the reason.
+MODULES maps each core module to its FAST tests (seconds, no Prefect server, no shared datasets; options as
+--name=value): a mutant is killed when one of them fails. A mutant that survives is either killed by a new test
+in that module's test folder or written down in equivalent.json (module -> key -> why no behaviour can tell it
+apart).
 Score = killed / (mutants - equivalent). Modules not named keep their previous results in the JSON.
 `--survivors` re-runs only the survivors recorded in the JSON (after adding tests, with the module unchanged).
 """
@@ -35,7 +36,7 @@ MODULES: dict[str, list[str]] = {
     # The guard-by-guard tests first (-x stops at the first failure); the 20 s memory-limit test is left out.
     "uniroute.store.sandbox": ["tests/robustness/test_sandbox_paths.py", "tests/sql/test_user_views.py",
                                "tests/store/test_sql_stream.py", "tests/properties/test_sandbox.py",
-                               "--deselect", "tests/robustness/test_sandbox_paths.py::"
+                               "--deselect=tests/robustness/test_sandbox_paths.py::"
                                "test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line"],
     "uniroute.pipeline.onboard": ["tests/pipeline/test_onboard.py", "tests/pipeline/test_onboard_refresh.py"],
     "uniroute.ingest.inbox": ["tests/ingest/test_inbox.py", "tests/ingest/test_inbox_names.py",

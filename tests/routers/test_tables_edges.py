@@ -73,7 +73,8 @@ def test_cluster_weights_below_zero_count_as_zero_and_all_zero_as_equal():
 def test_a_router_without_clusters_weighs_its_reference_prompts_equally():
     # K-NN over two references; labels are losses: cheap is right on p0 only, mid on neither, big on both.
     labels = np.array([[0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
-    r = KnnRouter("emb", MODELS, COSTS, labels, np.eye(2, dtype=np.float32), ("p0", "p1"), 1)
+    # Two references in three dimensions: the share is per prompt (1/2), not per dimension.
+    r = KnnRouter("emb", MODELS, COSTS, labels, np.eye(2, 3, dtype=np.float32), ("p0", "p1"), 1)
     tables = routing_tables(r, MODELS)
     assert tables.routes.empty
     top = tables.budgets[(tables.budgets.grid == "lambda") & (tables.budgets.lam == 0.0)].iloc[0]
