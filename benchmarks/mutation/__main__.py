@@ -34,7 +34,8 @@ MODULES: dict[str, list[str]] = {
     "uniroute.routers.tables": ["tests/routers/test_tables.py", "tests/routers/test_tables_edges.py"],
     "uniroute.routers.psi": ["tests/routers/test_psi.py", "tests/routers/test_rule.py"],
     # The guard-by-guard tests first (-x stops at the first failure); the 20 s memory-limit test is left out.
-    "uniroute.store.sandbox": ["tests/robustness/test_sandbox_paths.py", "tests/sql/test_user_views.py",
+    "uniroute.store.sandbox": ["tests/store/test_sandbox_rules.py", "tests/robustness/test_sandbox_paths.py",
+                               "tests/sql/test_user_views.py",
                                "tests/store/test_sql_stream.py", "tests/properties/test_sandbox.py",
                                "--deselect=tests/robustness/test_sandbox_paths.py::"
                                "test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line"],

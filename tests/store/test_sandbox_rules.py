@@ -1,0 +1,108 @@
+"""The sandbox's own rules, checked directly: its documented defaults, the spill settings only when a folder is
+given, the statement checks' refusals and messages. Added where the mutation run (make mutation) found them
+untested by the end-to-end SQL tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from uniroute.store.sandbox import (
+    Sandbox,
+    SqlRefused,
+    _connect_config,
+    _spill_config,
+    checked_statements,
+    lock_down,
+    sandboxed_over,
+)
+
+ACCESS_OFF = {"enable_external_access": False, "autoinstall_known_extensions": False,
+              "autoload_known_extensions": False}
+
+
+def test_the_defaults_are_the_documented_ones():
+    # docs/operate.md: --timeout defaults to 30 s, UNIROUTE_SQL_MEMORY_LIMIT 1GB, UNIROUTE_SQL_TEMP_LIMIT 2GB.
+    assert Sandbox() == Sandbox(timeout_seconds=30.0, memory_limit="1GB", temp_directory=None, max_temp_size="2GB")
+
+
+def test_spill_settings_are_given_only_with_a_folder(tmp_path: Path):
+    assert _spill_config(None) == {} and _spill_config(Sandbox()) == {}
+    assert _spill_config(Sandbox(temp_directory=tmp_path, max_temp_size="5MB")) == {
+        "temp_directory": str(tmp_path), "max_temp_directory_size": "5MB"}
+
+
+def test_a_connection_is_opened_with_access_off_and_its_spill_folder(tmp_path: Path):
+    assert _connect_config(None) == ACCESS_OFF
+    assert _connect_config(Sandbox()) == ACCESS_OFF
+    assert _connect_config(Sandbox(temp_directory=tmp_path)) == {
+        **ACCESS_OFF, "temp_directory": str(tmp_path), "max_temp_directory_size": "2GB"}
+
+
+def test_lock_down_sets_threads_memory_and_freezes_the_configuration():
+    con = lock_down(duckdb.connect(), Sandbox(memory_limit="123MB"))
+    setting = {name: con.execute(f"select current_setting('{name}')").fetchone()[0]
+               for name in ("threads", "memory_limit", "lock_configuration", "enable_external_access")}
+    assert setting["threads"] == 2 and setting["lock_configuration"] is True
+    assert setting["enable_external_access"] is False
+    assert setting["memory_limit"].replace(" ", "") in ("117.3MiB", "123.0MB", "123MB")
+    with pytest.raises(duckdb.Error):
+        con.execute("SET threads = 4")
+
+
+@pytest.fixture
+def con():
+    connection = duckdb.connect()
+    yield connection
+    connection.close()
+
+
+def test_empty_sql_is_refused(con):
+    with pytest.raises(SqlRefused, match="no SQL statement given"):
+        checked_statements(con, "  ;  ")
+
+
+def test_sql_that_does_not_parse_is_refused(con):
+    with pytest.raises(SqlRefused, match="cannot parse the SQL: Parser Error"):
+        checked_statements(con, "selec 1")
+
+
+def test_every_select_comes_back_stripped_in_order(con):
+    assert checked_statements(con, " select 1;\n select 2 ") == ["select 1;", "select 2"]
+
+
+def test_explain_of_a_select_is_allowed_and_of_anything_else_refused(con):
+    assert checked_statements(con, "explain select 1") == ["explain select 1"]
+    assert checked_statements(con, "explain analyze select 1") == ["explain analyze select 1"]
+    with pytest.raises(SqlRefused, match="EXPLAIN wraps a CREATE statement"):
+        checked_statements(con, "explain create table t as select 1")
+
+
+def test_a_refusal_quotes_the_first_80_characters_of_the_statement(con):
+    sql = "create table t as select " + ", ".join(f"{i} as c{i}" for i in range(40))
+    with pytest.raises(SqlRefused) as refused:
+        checked_statements(con, sql)
+    assert str(refused.value).endswith(f"a CREATE statement: {sql[:80]!r}")
+    explained = "explain " + sql
+    with pytest.raises(SqlRefused) as refused:
+        checked_statements(con, explained)
+    assert str(refused.value).endswith(f"SELECT only: {explained[:80]!r}")
+
+
+def test_read_text_is_refused_by_name(con):
+    with pytest.raises(SqlRefused, match="refused: read_text reads files"):
+        checked_statements(con, "select * from read_text('x')")
+
+
+def test_a_failing_query_is_one_store_error_line():
+    with pytest.raises(Exception, match=r"^query failed: Binder Error"):
+        sandboxed_over({"t": pd.DataFrame({"x": [1]})}, {}, "select nope from t", Sandbox())
+
+
+def test_the_last_statements_rows_come_back():
+    frame = sandboxed_over({"t": pd.DataFrame({"x": [1, 2]})}, {"v": "select x * 10 as y from t"},
+                           "select 1; select y from v order by y", Sandbox())
+    assert frame.y.tolist() == [10, 20]
