@@ -32,7 +32,8 @@ MODULES: dict[str, list[str]] = {
                                      "tests/routers/test_rule.py",
                                      "tests/properties/test_routing_rule.py"],
     "uniroute.routers.tables": ["tests/routers/test_tables.py", "tests/routers/test_tables_edges.py"],
-    "uniroute.routers.psi": ["tests/routers/test_psi.py", "tests/routers/test_rule.py"],
+    "uniroute.routers.psi": ["tests/routers/test_psi.py", "tests/routers/test_psi_edges.py",
+                             "tests/routers/test_rule.py"],
     # The guard-by-guard tests first (-x stops at the first failure); the 20 s memory-limit test is left out.
     "uniroute.store.sandbox": ["tests/store/test_sandbox_rules.py", "tests/robustness/test_sandbox_paths.py",
                                "tests/sql/test_user_views.py",
