@@ -45,7 +45,7 @@ MODULES: dict[str, list[str]] = {
                               "tests/ingest/test_inbox_names.py", "tests/ingest/test_inbox_safety.py"],
     "uniroute.ingest.checks": ["tests/ingest/test_bad_input.py", "tests/ingest/test_null_keys.py"],
     "uniroute.pipeline.publish": ["tests/pipeline/test_publish_parts.py", "tests/pipeline/test_snapshot.py"],
-    "uniroute.pipeline.reconcile": ["tests/pipeline/test_tracking.py"],
+    "uniroute.pipeline.reconcile": ["tests/pipeline/test_reconcile_parts.py"],
 }
 
 

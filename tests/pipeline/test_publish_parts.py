@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from uniroute import store
-from uniroute.pipeline import registry, snapshot
-from uniroute.pipeline.publish import PublishResult, fingerprint, latest_publication, publish_champion
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.router import Router
+from uniroute.pipeline import snapshot
+from uniroute.pipeline.publish import PublishResult, fingerprint, latest_publication
+
+from .toy_store import publish_in_session, save_toy_champion
 
 
 def test_a_publish_says_where_it_wrote_and_a_skip_says_why():
@@ -29,28 +27,12 @@ def test_a_publish_says_where_it_wrote_and_a_skip_says_why():
 # ---- publish_champion on a real store holding one saved router (no build, no MLflow) ----------------------
 @pytest.fixture
 def saved(db_path: Path) -> Path:
-    """A store whose champion routes cheap, big and mid (mid retired), as a build would have saved it."""
-    router = Router("toy-embedder", ("cheap", "big", "mid"), np.array([1.0, 10.0, 5.0]),
-                    np.array([[0.1, 0.9], [0.5, 0.1], [0.6, 0.6]]),
-                    Centroids(np.array([[-1.0, 0.0], [1.0, 0.0]], dtype=np.float32)))
-    with store.session(db_path, "test") as s:
-        registry.save_router_version(s.con, registry.NewVersion(
-            router, "r-001", registry.clustering_id_of(router.assigner), "kmeans", "fp-1", 0.7, True, "test",
-            centroids=router.assigner))
-        store.write_frame(s.con, "models", pd.DataFrame({
-            "model": ["cheap", "big", "mid"], "default_cost": 1.0, "status": ["active", "active", "retired"],
-            "first_seen": pd.Timestamp("2026-01-01")}))
-    return db_path
-
-
-def _publish(db_path: Path, published: Path, force: bool = False) -> PublishResult:
-    with store.session(db_path, "publish") as s:
-        return publish_champion(s.con, published, force=force)
+    return save_toy_champion(db_path)
 
 
 def test_a_publish_writes_the_active_pool_and_records_it(saved: Path, tmp_path: Path):
     published = tmp_path / "published"
-    result = _publish(saved, published)
+    result = publish_in_session(saved, published)
     assert result.published and result.pool == ("cheap", "big") and result.router_id == "r-001"
     snap = snapshot.read_snapshot(result.path)
     assert snap.manifest["pool"] == ["cheap", "big"] and snap.manifest["kind"] == "kmeans"
@@ -70,11 +52,11 @@ def test_a_publish_writes_the_active_pool_and_records_it(saved: Path, tmp_path: 
 
 def test_an_unchanged_champion_and_pool_publish_nothing_unless_forced(saved: Path, tmp_path: Path):
     published = tmp_path / "published"
-    first = _publish(saved, published)
-    again = _publish(saved, published)
+    first = publish_in_session(saved, published)
+    again = publish_in_session(saved, published)
     assert not again.published and again.version == first.version
     assert again.reason == f"nothing changed since {first.version}" and again.path is None
-    forced = _publish(saved, published, force=True)
+    forced = publish_in_session(saved, published, force=True)
     assert forced.published and forced.version != first.version
 
 
@@ -87,4 +69,4 @@ def test_a_champion_with_every_model_retired_is_not_published(saved: Path, tmp_p
     with store.session(saved, "test") as s:
         s.con.execute("update models set status = 'retired'")
     with pytest.raises(snapshot.PublishError, match="champion r-001 has no active model to publish"):
-        _publish(saved, tmp_path / "published")
+        publish_in_session(saved, tmp_path / "published")
