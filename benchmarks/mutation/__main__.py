@@ -40,7 +40,8 @@ MODULES: dict[str, list[str]] = {
                                "tests/store/test_sql_stream.py", "tests/properties/test_sandbox.py",
                                "--deselect=tests/robustness/test_sandbox_paths.py::"
                                "test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line"],
-    "uniroute.pipeline.onboard": ["tests/pipeline/test_onboard.py", "tests/pipeline/test_onboard_refresh.py"],
+    "uniroute.pipeline.onboard": ["tests/pipeline/test_onboard_result.py", "tests/pipeline/test_onboard.py",
+                                  "tests/pipeline/test_onboard_refresh.py"],
     "uniroute.ingest.inbox": ["tests/ingest/test_inbox_parts.py", "tests/ingest/test_inbox.py",
                               "tests/ingest/test_inbox_names.py", "tests/ingest/test_inbox_safety.py"],
     "uniroute.ingest.checks": ["tests/ingest/test_bad_input.py", "tests/ingest/test_null_keys.py"],
