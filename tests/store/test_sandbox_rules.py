@@ -10,6 +10,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from uniroute.store.connection import StoreError
 from uniroute.store.sandbox import (
     Sandbox,
     SqlRefused,
@@ -17,6 +18,7 @@ from uniroute.store.sandbox import (
     _spill_config,
     checked_statements,
     lock_down,
+    open_read_only,
     sandboxed_over,
 )
 
@@ -43,7 +45,9 @@ def test_a_connection_is_opened_with_access_off_and_its_spill_folder(tmp_path: P
 
 
 def test_lock_down_sets_threads_memory_and_freezes_the_configuration():
-    con = lock_down(duckdb.connect(), Sandbox(memory_limit="123MB"))
+    con = duckdb.connect()
+    con.execute("SET threads = 1")  # DuckDB's default is the core count, which may already be 2
+    con = lock_down(con, Sandbox(memory_limit="123MB"))
     setting = {name: con.execute(f"select current_setting('{name}')").fetchone()[0]
                for name in ("threads", "memory_limit", "lock_configuration", "enable_external_access")}
     assert setting["threads"] == 2 and setting["lock_configuration"] is True
@@ -58,6 +62,11 @@ def con():
     connection = duckdb.connect()
     yield connection
     connection.close()
+
+
+def test_a_missing_store_is_one_line_naming_it(tmp_path: Path):
+    with pytest.raises(StoreError, match=r"no store at .*none.duckdb: run `uniroute ingest`"):
+        open_read_only(tmp_path / "none.duckdb")
 
 
 def test_empty_sql_is_refused(con):
