@@ -10,7 +10,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from uniroute.store.connection import StoreError
+from uniroute.store.connection import DamagedStore, StoreError
 from uniroute.store.sandbox import (
     Sandbox,
     SqlRefused,
@@ -115,3 +115,22 @@ def test_the_last_statements_rows_come_back():
     frame = sandboxed_over({"t": pd.DataFrame({"x": [1, 2]})}, {"v": "select x * 10 as y from t"},
                            "select 1; select y from v order by y", Sandbox())
     assert frame.y.tolist() == [10, 20]
+
+
+def test_the_store_is_opened_read_only(tmp_path: Path):
+    db = tmp_path / "store.duckdb"
+    duckdb.connect(str(db)).execute("create table t as select 1 as x").close()
+    con = open_read_only(db)
+    try:
+        assert con.execute("select x from t").fetchall() == [(1,)]
+        with pytest.raises(duckdb.Error, match="read-only"):
+            con.execute("insert into t values (2)")
+    finally:
+        con.close()
+
+
+def test_a_file_that_is_not_a_store_is_one_line_saying_so(tmp_path: Path):
+    db = tmp_path / "store.duckdb"
+    db.write_bytes(b"this is not a database " * 400)
+    with pytest.raises(DamagedStore, match="is not a readable DuckDB store"):
+        open_read_only(db)
