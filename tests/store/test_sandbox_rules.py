@@ -14,6 +14,7 @@ from uniroute.store.connection import DamagedStore, StoreError
 from uniroute.store.sandbox import (
     Sandbox,
     SqlRefused,
+    StoreLocked,
     _connect_config,
     _spill_config,
     checked_statements,
@@ -134,3 +135,11 @@ def test_a_file_that_is_not_a_store_is_one_line_saying_so(tmp_path: Path):
     db.write_bytes(b"this is not a database " * 400)
     with pytest.raises(DamagedStore, match="is not a readable DuckDB store"):
         open_read_only(db)
+
+
+def test_a_bad_setting_is_duckdbs_own_error_not_a_locked_store(tmp_path: Path):
+    db = tmp_path / "store.duckdb"
+    duckdb.connect(str(db)).close()
+    with pytest.raises(duckdb.Error) as failed:
+        open_read_only(db, Sandbox(temp_directory=tmp_path, max_temp_size="lots"))
+    assert not isinstance(failed.value, StoreLocked) and not isinstance(failed.value, StoreError)
