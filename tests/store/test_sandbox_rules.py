@@ -20,6 +20,7 @@ from uniroute.store.sandbox import (
     checked_statements,
     lock_down,
     open_read_only,
+    open_store_sandbox,
     sandboxed_over,
 )
 
@@ -143,3 +144,10 @@ def test_a_bad_setting_is_duckdbs_own_error_not_a_locked_store(tmp_path: Path):
     with pytest.raises(duckdb.Error) as failed:
         open_read_only(db, Sandbox(temp_directory=tmp_path, max_temp_size="lots"))
     assert not isinstance(failed.value, StoreLocked) and not isinstance(failed.value, StoreError)
+
+
+def test_a_lock_down_that_fails_is_an_error_not_an_open_connection(tmp_path: Path):
+    db = tmp_path / "store.duckdb"
+    duckdb.connect(str(db)).close()
+    with pytest.raises(duckdb.Error, match="Memory must have a number"):
+        open_store_sandbox(db, Sandbox(memory_limit="lots"))
