@@ -151,3 +151,10 @@ def test_a_lock_down_that_fails_is_an_error_not_an_open_connection(tmp_path: Pat
     duckdb.connect(str(db)).close()
     with pytest.raises(duckdb.Error, match="Memory must have a number"):
         open_store_sandbox(db, Sandbox(memory_limit="lots"))
+
+
+def test_an_explain_the_check_cannot_read_is_refused_not_a_crash(con):
+    # No space after EXPLAIN: DuckDB parses it, the check's pattern does not read what it wraps.
+    for sql in ("explain(select 1)", "EXPLAIN/**/select 1"):
+        with pytest.raises(SqlRefused, match="EXPLAIN wraps a something that is not one SELECT statement"):
+            checked_statements(con, sql)
