@@ -14,6 +14,7 @@ from uniroute.store.connection import DamagedStore, StoreError
 from uniroute.store.sandbox import (
     Sandbox,
     SqlRefused,
+    SqlTimeout,
     StoreLocked,
     _connect_config,
     _spill_config,
@@ -158,3 +159,9 @@ def test_an_explain_the_check_cannot_read_is_refused_not_a_crash(con):
     for sql in ("explain(select 1)", "EXPLAIN/**/select 1"):
         with pytest.raises(SqlRefused, match="EXPLAIN wraps a something that is not one SELECT statement"):
             checked_statements(con, sql)
+
+
+def test_a_runaway_query_is_stopped_at_its_timeout():
+    with pytest.raises(SqlTimeout, match=r"the query ran longer than 0.5 s and was stopped"):
+        sandboxed_over({}, {}, "select count(*) from range(1000000000000) a where a.range % 7 = 3",
+                       Sandbox(timeout_seconds=0.5))
