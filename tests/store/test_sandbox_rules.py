@@ -22,6 +22,7 @@ from uniroute.store.sandbox import (
     lock_down,
     open_read_only,
     open_store_sandbox,
+    read_only_query,
     sandboxed_over,
 )
 
@@ -166,3 +167,13 @@ def test_a_runaway_query_is_stopped_at_its_timeout():
     with pytest.raises(SqlTimeout, match=r"the query ran longer than 0.5 s and was stopped"):
         sandboxed_over({}, {}, "select count(*) from range(5000000000) a where a.range % 7 = 3",
                        Sandbox(timeout_seconds=0.5))
+
+
+def test_a_query_on_the_store_runs_under_the_given_limits_or_the_defaults(tmp_path: Path):
+    db = tmp_path / "store.duckdb"
+    duckdb.connect(str(db)).execute("create table t as select 1 as x").close()
+    sql = "select current_setting('memory_limit') as m, current_setting('threads') as n, count(*) as c from t"
+    given = read_only_query(db, sql, Sandbox(memory_limit="123MB"))
+    default = read_only_query(db, sql)
+    assert given.m[0].replace(" ", "") in ("117.3MiB", "123.0MB") and given.c[0] == 1
+    assert default.m[0].replace(" ", "") in ("953.6MiB", "1.0GB", "1000.0MB") and default.n[0] == 2
