@@ -23,6 +23,8 @@ from uniroute.store.sandbox import (
     open_read_only,
     open_store_sandbox,
     read_only_query,
+    run_sandboxed,
+    sandbox_over,
     sandboxed_over,
 )
 
@@ -177,3 +179,15 @@ def test_a_query_on_the_store_runs_under_the_given_limits_or_the_defaults(tmp_pa
     default = read_only_query(db, sql)
     assert given.m[0].replace(" ", "") in ("117.3MiB", "123.0MB") and given.c[0] == 1
     assert default.m[0].replace(" ", "") in ("953.6MiB", "1.0GB", "1000.0MB") and default.n[0] == 2
+
+
+def test_a_finished_querys_timer_never_interrupts_the_next_query():
+    con = sandbox_over({}, {}, Sandbox())
+    try:
+        run_sandboxed(con, "select 1", Sandbox(timeout_seconds=0.05))
+        # Work on the same connection for longer than 0.05 s: the first query's timer, left running, would stop it.
+        result = run_sandboxed(con, "select count(*) as c from range(300000000) a where a.range % 7 = 3",
+                               Sandbox(timeout_seconds=120))
+    finally:
+        con.close()
+    assert result.c[0] > 0
