@@ -88,8 +88,9 @@ def main(argv: list[str]) -> None:
     for name in names:
         try:
             previous = results["modules"].get(name) if survivors_only else None
-            only = {s["key"] for s in previous["survivors"]} if previous else None
-            run = run_module(name, MODULES[name], report=lambda s: print(s, flush=True), only=only)
+            only = {s["key"] for s in previous["survivors"]} | set(equivalent.get(name, {})) if previous else None
+            run = run_module(name, MODULES[name], report=lambda s: print(s, flush=True), only=only,
+                             equivalent=frozenset(equivalent.get(name, {})))
         except SystemExit as failed:  # a module whose tests fail unmutated: say so, go on with the others
             print(failed, flush=True)
             continue

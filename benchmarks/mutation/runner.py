@@ -124,11 +124,13 @@ def _run_mutant(module_name: str, source: str, mutant: Mutant, tests: list[str])
     return int(pytest.main([*PYTEST_ARGS, *tests]))
 
 
-def run_module(module_name: str, tests: list[str], report=print, only: set[str] | None = None) -> ModuleRun:
+def run_module(module_name: str, tests: list[str], report=print, only: set[str] | None = None,
+               equivalent: frozenset[str] = frozenset()) -> ModuleRun:
     """Every mutant of module_name against tests (paths or pytest arguments relative to the repository).
 
     only: run just these keys (the survivors of the last run) and count every other mutant as killed, as it
-    was then; valid while the module's source is unchanged since that run."""
+    was then; valid while the module's source is unchanged since that run. Of those, the equivalent ones are
+    not run again: they survive by definition."""
     module = importlib.import_module(module_name)
     path = Path(module.__file__)
     source = path.read_text()
@@ -159,6 +161,9 @@ def run_module(module_name: str, tests: list[str], report=print, only: set[str] 
     for i, mutant in enumerate(todo, 1):
         if only is not None and mutant.key not in only:
             run.outcomes.append(Outcome(mutant, "killed"))
+            continue
+        if only is not None and mutant.key in equivalent:
+            run.outcomes.append(Outcome(mutant, "survived"))
             continue
         first, last, in_function = spans.get(mutant.line, (mutant.line, mutant.line, False))
         if in_function and not executed.intersection(range(first, last + 1)):
