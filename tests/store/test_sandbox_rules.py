@@ -191,3 +191,15 @@ def test_a_finished_querys_timer_never_interrupts_the_next_query():
     finally:
         con.close()
     assert result.c[0] > 0
+
+
+def test_only_the_named_tables_and_views_are_visible():
+    tables = {"t": pd.DataFrame({"x": [1]})}
+    assert sandboxed_over(tables, {}, "select x from t", Sandbox()).x.tolist() == [1]
+    with pytest.raises(StoreError, match="_src_t"):  # the loading name is gone once the table is made
+        sandboxed_over(tables, {}, "select * from _src_t", Sandbox())
+
+
+def test_a_view_that_does_not_bind_is_duckdbs_error():
+    with pytest.raises(duckdb.Error, match="nope"):
+        sandbox_over({}, {"v": "select nope"}, Sandbox())
