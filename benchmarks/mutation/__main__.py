@@ -6,7 +6,8 @@ MODULES maps each core module to its FAST tests (seconds, no Prefect server, no 
 in that module's test folder or written down in equivalent.json (module -> key -> why no behaviour can tell it
 apart).
 Score = killed / (mutants - equivalent). Modules not named keep their previous results in the JSON.
-`--survivors` re-runs only the survivors recorded in the JSON (after adding tests, with the module unchanged).
+`--survivors` re-runs only the survivors recorded in the JSON (after adding tests, with the module unchanged);
+`--rescore` only recounts them after equivalent.json changed.
 """
 
 from __future__ import annotations
@@ -76,7 +77,26 @@ def table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rescore(results: dict, equivalent: dict) -> dict:
+    """Counts again after equivalent.json changed: survivors now listed there count as equivalent (no run)."""
+    for module, r in results["modules"].items():
+        known = equivalent.get(module, {})
+        moved = [s for s in r["survivors"] if s["key"] in known]
+        r["survivors"] = [s for s in r["survivors"] if s["key"] not in known]
+        r["survived"] -= len(moved)
+        r["equivalent"] += len(moved)
+        live = r["mutants"] - r["equivalent"]
+        r["score"] = round(r["killed"] / live, 4) if live else 1.0
+    return results
+
+
 def main(argv: list[str]) -> None:
+    if argv == ["--rescore"]:
+        equivalent = json.loads(EQUIVALENT.read_text())
+        results = rescore(json.loads(RESULTS.read_text()), equivalent)
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+        rewrite_block("mutation-table", table(results), DOC)
+        return
     survivors_only = "--survivors" in argv
     argv = [a for a in argv if a != "--survivors"]
     names = argv or list(MODULES)
