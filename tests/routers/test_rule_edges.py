@@ -87,3 +87,14 @@ def test_a_target_at_the_least_reachable_cost_missed_by_an_ulp_is_the_last_event
     lam, least = lambda_for_mean_cost(rows, costs, np.full(3, 1 / 3), 0.0)
     assert least == 0.0
     assert lam == float(lambda_path(rows, costs).lam.max())
+
+
+def test_a_rule_without_clusters_routes_without_lambda_as_lambda_zero():
+    # K-NN routes through the generic RoutingRule.route (K-means routers have their own): dear is right on both
+    # references, cheap on neither; lambda 1 makes cheap (1 + 1 = 2) beat dear (0 + 4).
+    labels = np.array([[1.0, 1.0], [0.0, 0.0]])
+    r = KnnRouter("emb", ("cheap", "dear"), np.array([1.0, 4.0]), labels, np.eye(2, dtype=np.float32),
+                  ("p0", "p1"), 1)
+    X = np.eye(2, dtype=np.float32)
+    assert list(r.route(X)) == list(r.route(X, 0.0)) == [1, 1]
+    assert list(r.route(X, 1.0)) == [0, 0]
