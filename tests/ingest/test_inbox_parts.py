@@ -4,6 +4,7 @@ the mutation run (make mutation) found them untested by the end-to-end inbox tes
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from uniroute.ingest import inbox
 from uniroute.ingest.inbox import (
     SETTLE_SECONDS,
     InboxOutcome,
@@ -26,7 +28,17 @@ from uniroute.ingest.staging import IngestError
 
 def test_a_copied_file_settles_after_two_seconds():
     # The README tells writers that copy in place: a file is taken once it has stood still for 2 s.
-    assert SETTLE_SECONDS == 2.0
+    assert inbox.SETTLE_SECONDS == SETTLE_SECONDS == 2.0
+    assert inspect.signature(inbox.process_inbox).parameters["settle_seconds"].default == 2.0
+
+
+def test_a_file_younger_than_the_settle_time_waits_only_the_rest_of_it(tmp_path: Path):
+    path = tmp_path / "young.csv"
+    path.write_text("x")
+    os.utime(path, (time.time() - 3, time.time() - 3))
+    started = time.monotonic()
+    assert _settled(path, 4.0)
+    assert 0.9 <= time.monotonic() - started < 4.0  # about 1 s: the 4 s less the 3 it has already stood still
 
 
 def test_the_inbox_lists_its_waiting_entries_by_name_and_nothing_else(tmp_path: Path):
