@@ -131,3 +131,35 @@ def test_an_outcome_as_json_names_its_landed_models():
     failed = InboxOutcome("y.csv", "failed", "failed/y.csv", None, "bad")
     assert failed.landed_models == () and failed.as_dict()["summary"] is None
     assert failed.as_dict()["landed_models"] == []
+
+
+def test_a_run_makes_a_missing_inbox_and_its_lock_and_takes_a_leftover_processing_folder(db_path: Path,
+                                                                                          tmp_path: Path):
+    inbox_dir = tmp_path / "deep" / "inbox"
+    assert inbox.process_inbox(db_path, inbox_dir, settle_seconds=0.0) == []
+    assert inbox_dir.is_dir()
+    assert (inbox_dir / ".inbox.lock").stat().st_mode & 0o777 == 0o644 & ~_umask()
+    (inbox_dir / ".processing").mkdir()  # an empty one, left by a run killed before it claimed anything
+    assert inbox.process_inbox(db_path, inbox_dir, settle_seconds=0.0) == []
+
+
+def test_a_run_refuses_an_inbox_whose_failed_folder_is_a_file(db_path: Path, tmp_path: Path):
+    (tmp_path / "inbox").mkdir()
+    (tmp_path / "inbox" / "failed").write_text("x")
+    with pytest.raises(IngestError, match="failed is not a folder"):
+        inbox.process_inbox(db_path, tmp_path / "inbox", settle_seconds=0.0)
+
+
+def test_a_link_left_in_processing_goes_to_failed_unread(db_path: Path, tmp_path: Path):
+    inbox_dir = tmp_path / "inbox"
+    (inbox_dir / ".processing").mkdir(parents=True)
+    (inbox_dir / ".processing" / "x.csv").symlink_to(tmp_path / "elsewhere.csv")
+    [outcome] = inbox.process_inbox(db_path, inbox_dir, settle_seconds=0.0)
+    assert outcome.status == "failed" and outcome.error.startswith("a symbolic link")
+    assert (inbox_dir / "failed" / "x.csv").is_symlink()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
