@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ingest.files import rows, write
 from uniroute.ingest import inbox
 from uniroute.ingest.inbox import (
     SETTLE_SECONDS,
@@ -163,3 +164,13 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_an_ingested_inbox_file_is_recorded_with_its_summary_line(db_path: Path, tmp_path: Path):
+    write(tmp_path / "inbox" / "a.csv", "prompt_id,prompt,model,score,cost,split\np1,Q,m1,1,1,val\n")
+    [outcome] = inbox.process_inbox(db_path, tmp_path / "inbox", settle_seconds=0.0)
+    assert outcome.status == "ingested"
+    [(detail,)] = rows(db_path, "select detail from operation_events where kind = 'ingest' and event = 'succeeded'")
+    assert detail == outcome.summary.line()
+    [(inputs,)] = rows(db_path, "select inputs from operation_events where kind = 'ingest' and event = 'started'")
+    assert inputs == "inbox/a.csv"
