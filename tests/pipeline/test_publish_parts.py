@@ -70,3 +70,9 @@ def test_a_champion_with_every_model_retired_is_not_published(saved: Path, tmp_p
         s.con.execute("update models set status = 'retired'")
     with pytest.raises(snapshot.PublishError, match="champion r-001 has no active model to publish"):
         publish_in_session(saved, tmp_path / "published")
+
+
+def test_a_fingerprint_is_sixteen_hex_digits_of_the_router_pool_and_grids():
+    fp = fingerprint("r-001", ("cheap", "big"))
+    assert len(fp) == 16 and int(fp, 16) >= 0
+    assert fp == fingerprint("r-001", ("big", "cheap")) != fingerprint("r-002", ("big", "cheap"))
