@@ -9,7 +9,7 @@ import pytest
 
 from uniroute import store
 from uniroute.pipeline import snapshot
-from uniroute.pipeline.publish import PublishResult, fingerprint, latest_publication
+from uniroute.pipeline.publish import PublishResult, fingerprint, latest_publication, publish_champion
 
 from .toy_store import publish_in_session, save_toy_champion
 
@@ -76,3 +76,10 @@ def test_a_fingerprint_is_sixteen_hex_digits_of_the_router_pool_and_grids():
     fp = fingerprint("r-001", ("cheap", "big"))
     assert len(fp) == 16 and int(fp, 16) >= 0
     assert fp == fingerprint("r-001", ("big", "cheap")) != fingerprint("r-002", ("big", "cheap"))
+
+
+def test_a_publish_is_not_forced_by_default(saved: Path, tmp_path: Path):
+    publish_in_session(saved, tmp_path / "published")
+    with store.session(saved, "publish") as s:
+        again = publish_champion(s.con, tmp_path / "published")
+    assert not again.published
