@@ -83,3 +83,13 @@ def test_a_publish_is_not_forced_by_default(saved: Path, tmp_path: Path):
     with store.session(saved, "publish") as s:
         again = publish_champion(s.con, tmp_path / "published")
     assert not again.published
+
+
+def test_a_current_that_is_a_folder_stops_a_publish_before_anything_is_written(saved: Path, tmp_path: Path):
+    published = tmp_path / "published"
+    (published / "current").mkdir(parents=True)
+    with pytest.raises(snapshot.PublishError, match="is a directory, not the link"):
+        publish_in_session(saved, published)
+    assert [p.name for p in published.iterdir()] == ["current"]
+    with store.opened(saved, read_only=True) as con:
+        assert latest_publication(con) is None
