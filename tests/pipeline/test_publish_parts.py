@@ -3,8 +3,10 @@ reports. Added where the mutation run (make mutation) found publish untested by 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from uniroute import store
@@ -93,3 +95,13 @@ def test_a_current_that_is_a_folder_stops_a_publish_before_anything_is_written(s
     assert [p.name for p in published.iterdir()] == ["current"]
     with store.opened(saved, read_only=True) as con:
         assert latest_publication(con) is None
+
+
+def test_a_snapshot_carries_the_champions_centroids_and_psi(saved: Path, tmp_path: Path):
+    snap = snapshot.read_snapshot(publish_in_session(saved, tmp_path / "published").path)
+    centroids = pd.read_parquet(io.BytesIO(snap.files["centroids.parquet"]))
+    assert centroids.cluster.tolist() == [0, 1]
+    assert [list(c) for c in centroids.center] == [[-1.0, 0.0], [1.0, 0.0]]
+    psi = pd.read_parquet(io.BytesIO(snap.files[snapshot.PSI_FILE]))
+    assert len(psi) == 6 and set(psi.model) == {"cheap", "big", "mid"}
+    assert snapshot.EMBEDDER_FILE not in snap.files  # a fixed embedder: nothing fitted travels with the router
