@@ -95,3 +95,22 @@ def test_psi_from_frame_checks_its_inputs():
     # two clusters of one model are not a duplicate
     two = pd.DataFrame({"model": ["a", "a"], "cluster": [0, 1], "loss_sum": [1.0, 0.0], "n": [2, 2]})
     assert psi_from_frame(two, 2).values.tolist() == [[0.5, 0.0]]
+
+
+def test_psi_copies_what_it_is_given():
+    values, counts = np.array([[0.1, 0.2]]), np.array([[1, 2]])
+    Psi(("a",), values, counts)
+    assert values.flags.writeable and counts.flags.writeable  # the caller's arrays stay the caller's
+
+
+def test_a_model_without_labels_is_named_before_any_arithmetic():
+    losses = np.array([[0.5, np.nan], [0.25, np.nan]])
+    with pytest.raises(ValueError, match=r"no labelled prompts at all for models \['b'\]"):
+        psi_from_losses(np.array([0, 1]), losses, 2, ("a", "b"))
+
+
+def test_psi_from_frame_takes_one_cluster_and_refuses_an_id_of_k():
+    one = pd.DataFrame({"model": ["a"], "cluster": [0], "loss_sum": [1.5], "n": [3]})
+    assert psi_from_frame(one, 1).values.tolist() == [[0.5]]
+    with pytest.raises(ValueError, match=r"range \[0, 2\]"):
+        psi_from_frame(one.assign(cluster=[2]), 2)
