@@ -112,5 +112,5 @@ def test_a_model_without_labels_is_named_before_any_arithmetic():
 def test_psi_from_frame_takes_one_cluster_and_refuses_an_id_of_k():
     one = pd.DataFrame({"model": ["a"], "cluster": [0], "loss_sum": [1.5], "n": [3]})
     assert psi_from_frame(one, 1).values.tolist() == [[0.5]]
-    with pytest.raises(ValueError, match=r"range \[0, 2\]"):
+    with pytest.raises(ValueError, match=r"range \[2, 2\]"):
         psi_from_frame(one.assign(cluster=[2]), 2)
