@@ -11,7 +11,13 @@ import pytest
 
 from uniroute import store
 from uniroute.pipeline import snapshot
-from uniroute.pipeline.publish import PublishResult, fingerprint, latest_publication, publish_champion
+from uniroute.pipeline.publish import (
+    PublishResult,
+    fingerprint,
+    latest_publication,
+    publish_champion,
+    switch_current_after_commit,
+)
 
 from .toy_store import publish_in_session, save_toy_champion
 
@@ -105,3 +111,17 @@ def test_a_snapshot_carries_the_champions_centroids_and_psi(saved: Path, tmp_pat
     psi = pd.read_parquet(io.BytesIO(snap.files[snapshot.PSI_FILE]))
     assert len(psi) == 6 and set(psi.model) == {"cheap", "big", "mid"}
     assert snapshot.EMBEDDER_FILE not in snap.files  # a fixed embedder: nothing fitted travels with the router
+
+
+def test_a_recorded_version_becomes_current_once_its_session_commits(saved: Path, tmp_path: Path):
+    published = tmp_path / "published"
+    with store.session(saved, "publish") as s:
+        result = publish_champion(s.con, published)
+        switch_current_after_commit(s, published, result)
+        assert snapshot.current_version(published) is None  # not before the commit
+    assert snapshot.current_version(published) == result.version
+    with store.session(saved, "publish") as s:
+        again = publish_champion(s.con, published)  # nothing changed: nothing to switch
+        switch_current_after_commit(s, published, again)
+        assert s.after_commit == []
+    assert snapshot.current_version(published) == result.version
