@@ -114,3 +114,15 @@ def test_psi_from_frame_takes_one_cluster_and_refuses_an_id_of_k():
     assert psi_from_frame(one, 1).values.tolist() == [[0.5]]
     with pytest.raises(ValueError, match=r"range \[2, 2\]"):
         psi_from_frame(one.assign(cluster=[2]), 2)
+
+
+def test_a_cell_of_one_prompt_has_its_own_wilson_interval():
+    # 1 of 2 halves in a single prompt (loss 0.5, n = 1): [0.0546, 0.9454], not the empty cell's [0, 1].
+    frame = cell_frame(("a",), np.array([[0.5]]), np.array([[1]]))
+    assert frame.error_lo.tolist() == pytest.approx([0.0546], abs=1e-4)
+    assert frame.error_hi.tolist() == pytest.approx([0.9454], abs=1e-4)
+
+
+def test_cell_frame_does_not_shrink_by_default():
+    frame = cell_frame(("a",), np.array([[1.0, 0.0]]), np.array([[1, 3]]))
+    assert frame.shrunk_error.tolist() == frame.error.tolist() == [1.0, 0.0]
