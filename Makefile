@@ -8,7 +8,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: env run test bench serve stop status lint clean
+.PHONY: env run test bench mutation serve stop status lint clean
 
 env: $(STAMP)
 
@@ -37,6 +37,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.runner
+
+# Mutation testing of the core modules (slow, so not in `make test`): one module at a time, nice'd, results in
+# benchmarks/results/mutation.json and docs/results.md. `make mutation MODULES=uniroute.routers.rule` runs one.
+mutation: $(STAMP)
+	nice -n 10 $(BIN)/python -m benchmarks.mutation $(MODULES)
 
 # Prefect on 4200 and MLflow on 5000 (UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT) in the background, with a
 # runner serving prefect.yaml's deployments; logs and pid files in $UNIROUTE_HOME/logs. `make serve
