@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,18 @@ def test_a_readme_without_the_block_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="no <!-- quality-table -->"):
         rewrite_block("quality-table", "x\n", readme)
     assert readme.read_text() == "no block here\n"
+
+
+def test_the_onboarding_set_section_and_its_verdict_come_from_the_study_files() -> None:
+    from benchmarks.quality import onboarding_set_doc as doc
+
+    text = doc.section(plots=False)  # the PNGs are the generator's to write, not a test's
+    study = json.loads((doc.OUT_DIR / "routerbench_subset_valsize.json").read_text())["onboarding_set"]
+    for strategy, rows in study["strategies"].items():
+        first = rows[doc.METHOD][0]
+        assert f"| {strategy} | UniRoute (K-means) | {first['difference']:+.4f} ± {first['half_width']:.4f}" in text
+    assert doc.verdict(study) in text
+    won = copy.deepcopy(study)
+    for entry in won["strategies"]["allocated"][doc.METHOD]:
+        entry["sign_test"] = {"wins": 70, "losses": 30, "p": 0.001}
+    assert "beats random at N = 25 and 50 (p < 0.05): allocated" in doc.verdict(won)

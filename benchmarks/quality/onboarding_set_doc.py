@@ -37,8 +37,9 @@ STRATEGIES = "stratified,allocated,anchored"
 METHOD = "kmeans"
 
 
-def command(dataset: str, trials: int = TRIALS) -> str:
-    part = DATASETS[dataset]["prompt_part"]
+def command(dataset: str, trials: int = TRIALS, part: str | None = None) -> str:
+    """The study's command for a dataset (part: the prompt part it was run with; default the quality section's)."""
+    part = part or DATASETS[dataset]["prompt_part"]
     return (f"uniroute evaluate --data ../shared/datasets/{dataset}/long.parquet --trials {trials} --seed {SEED} "
             f"--embedder {EMBEDDER} --methods {METHOD} --prompt-part {part} --val-sizes {SIZES} "
             f"--val-selection {STRATEGIES} --workers 0 --out docs/results/onboarding_set/{dataset}.json")
@@ -67,7 +68,23 @@ def _plot(study: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def section(out_dir: Path = OUT_DIR) -> str:
+def verdict(report: dict[str, Any], sizes: tuple[int, ...] = (25, 50), alpha: float = 0.05) -> str:
+    """Which strategies beat random significantly at every one of `sizes`, and which are significantly worse
+    anywhere: the issue's criterion, read from the sign tests."""
+    wins, worse = [], []
+    for strategy, rows in report["strategies"].items():
+        tests = {e["size"]: e["sign_test"] for e in rows[METHOD]}
+        if all(s in tests and tests[s]["wins"] > tests[s]["losses"] and tests[s]["p"] < alpha for s in sizes):
+            wins.append(strategy)
+        if any(t["losses"] > t["wins"] and t["p"] < alpha for t in tests.values()):
+            worse.append(strategy)
+    at = " and ".join(str(s) for s in sizes)
+    beat = f"beats random at N = {at} (p < {alpha}): {', '.join(wins)}" if wins else \
+        f"no strategy beats random at both N = {at} (p < {alpha})"
+    return f"Verdict: {beat}; significantly worse than random at some N: {', '.join(worse) or 'none'}."
+
+
+def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     parts = [HEADING, "", (
         "`uniroute onboarding-set` chooses the validation prompts a new LLM should answer "
         "(`uniroute/selection/onboarding_set.py` states each strategy and why). The study is the validation-size "
@@ -81,10 +98,17 @@ def section(out_dir: Path = OUT_DIR) -> str:
         if not path.exists():
             continue
         study = json.loads(path.read_text())
+        report = json.loads((out_dir / f"{dataset}.json").read_text())
         png = out_dir / f"{dataset}.png"
-        _plot(study, png, f"{about['title']}: onboarding sets ({study['onboarding_set']['trials']} trials)")
-        parts += ["", f"### {about['title']}", "", f"`{command(dataset, study['onboarding_set']['trials'])}`", "",
-                  selection_table(study["onboarding_set"]), "", f"![{about['title']}]({png.relative_to(DOC.parent)})"]
+        if plots:
+            _plot(study, png, f"{about['title']}: onboarding sets ({study['onboarding_set']['trials']} trials)")
+        trials = study["onboarding_set"]["trials"]
+        run = command(dataset, trials, report.get("prompt_part"))
+        parts += ["", f"### {about['title']}", "", f"`{run}`", "", selection_table(study["onboarding_set"]), "",
+                  verdict(study["onboarding_set"]), "", f"![{about['title']}]({png.relative_to(DOC.parent)})"]
+    missing = [a["title"] for d, a in DATASETS.items() if not (out_dir / f"{d}_valsize.json").exists()]
+    if missing:
+        parts += ["", f"Not measured yet: {', '.join(missing)}."]
     return "\n".join(parts) + "\n\n"
 
 
