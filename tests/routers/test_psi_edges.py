@@ -25,18 +25,21 @@ def test_a_cell_is_sparse_below_ten_prompts():
 
 
 def test_cell_frame_shrinks_with_the_given_strength():
-    values, counts = np.array([[1.0, 0.0]]), np.array([[1, 3]])
-    frame = cell_frame(("a",), values, counts, strength=4.0)
-    # overall = (1 * 1 + 3 * 0) / 4 = .25; cells (1 * 1 + 4 * .25) / 5 = .4 and (0 + 4 * .25) / 7 = 1/7.
-    assert frame.shrunk_error.tolist() == pytest.approx([0.4, 1 / 7])
-    assert frame.error.tolist() == [1.0, 0.0]
+    values, counts = np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([[1, 3], [3, 3]])
+    frame = cell_frame(("a", "b"), values, counts, strength=4.0)
+    # The pool's loss per cluster: .25 and 0; a's overall .25 against .0625 the pool had where a answered, so its
+    # lead 4 / 24 * .1875 = .03125 and its prior .28125, .03125 (routers.psi.pool_prior);
+    # cells (1 * 1 + 4 * .28125) / 5 = .425 and (3 * 0 + 4 * .03125) / 7 = .125 / 7.
+    a = frame[frame.model == "a"]
+    assert a.shrunk_error.tolist() == pytest.approx([0.425, 0.125 / 7])
+    assert a.error.tolist() == [1.0, 0.0]
 
 
-def test_shrinking_needs_a_label_per_model_and_a_finite_strength():
-    with pytest.raises(ValueError, match="at least one labelled prompt per model"):
-        shrunk_values(np.array([[0.5, 0.5]]), np.array([[0, 0]]), 1.0)
+def test_shrinking_needs_a_finite_strength_and_leans_on_the_prior_without_labels():
     with pytest.raises(ValueError, match="finite and >= 0"):
         shrunk_values(np.array([[0.5]]), np.array([[1]]), float("inf"))
+    # nobody has an answer (a router stored without counts): nothing to lean on, the cells stay as they are
+    assert shrunk_values(np.array([[0.5, 0.5]]), np.array([[0, 0]]), 1.0).tolist() == [[0.5, 0.5]]
     assert shrunk_values(np.array([[0.5]]), np.array([[0]]), 0.0).tolist() == [[0.5]]  # s = 0: as is
 
 

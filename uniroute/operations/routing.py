@@ -58,20 +58,23 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
     recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
     batch = route_batch(answering, texts, lam=request.lam, budget=request.budget, pool=request.pool,
                         cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None, explain=explain)
+    batch_id = None
+    if log:  # first: a home that refuses the writer says so in one line, before anything is recorded
+        with ctx.session("route-log", inputs=answering.router_id) as s:
+            batch_id = log_decisions(s.con, batch.decisions)
+            s.detail = f"batch {batch_id}"
     recorded_to = None
     if recording.enabled:
         served = Served(source, answering.router_id, batch.embedder_id, answering.publication_version)
         records = decision_records(batch.decisions, batch.X, answering.router, served,
                                    texts=list(texts) if recording.keep_prompt else None,
                                    propensity=batch.propensity, explore=batch.explored)
-        with DecisionSpool(ctx.spool_dir) as spool:
-            spool.write(records)
-        recorded_to = spool.finished[-1] if spool.finished else None
-    batch_id = None
-    if log:
-        with ctx.session("route-log", inputs=answering.router_id) as s:
-            batch_id = log_decisions(s.con, batch.decisions)
-            s.detail = f"batch {batch_id}"
+        try:
+            with DecisionSpool(ctx.spool_dir) as spool:
+                spool.write(records)
+            recorded_to = spool.finished[-1] if spool.finished else None
+        except OSError as exc:  # a read-only or full home still routes: the answer matters more than its record
+            ctx.warn(f"decisions not recorded: cannot write the spool {ctx.spool_dir} ({exc.strerror or exc})")
     return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to)
 
 
