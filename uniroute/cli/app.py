@@ -30,9 +30,10 @@ COMMAND_MODULES = {
     "build": "operations", "onboard": "operations", "onboarding-set": "operations", "retire": "operations",
     "publish": "operations", "rollback": "operations", "route": "operations", "doctor": "operations",
     "arena-battles": "paper", "annotate": "paper",
+    "replay": "replay",
     "status": "status",
 }
-MODULE_ORDER = ("data", "evaluation", "operations", "paper", "status")
+MODULE_ORDER = ("data", "evaluation", "operations", "paper", "replay", "status")
 
 
 class _CommandsOnDemand(TyperGroup):

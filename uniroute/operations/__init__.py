@@ -1,8 +1,9 @@
 """The operations layer: every operation a user runs, written once, for the CLI, the Prefect flows and the tests.
 
-One function per operation (ingest, set_cost, build, onboard, inbox, retire, publish, rollback, doctor, route, and the
-store's part of an evaluation). Each takes a `Context` (the store's paths, MLflow's, and the caller's on_wait
-and on_warning callbacks, built once from Settings by the edge), checks its inputs before it opens the store
+One function per operation (ingest, set_cost, build, onboard, inbox, retire, publish, rollback, doctor, route,
+replay, and the store's part of an evaluation). Each takes a `Context` (the store's paths, MLflow's, and the
+caller's on_wait and on_warning callbacks, built once from Settings by the edge), checks its inputs before it
+opens the store
 (`inputs`), opens one store session that records its inputs and its one-line summary, switches published state
 after the commit, reconciles what is derived from the store (MLflow, `published/current`, the inbox) with one
 reconcile, and returns its result object. The edges only print or log what it returns.
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from uniroute.operations.onboarding import InboxRun, Onboarding, inbox, onboard, onboarding_set, waiting_line
     from uniroute.operations.pool import Retirement, Rollback, publish, retire, rollback
     from uniroute.operations.reconcile import doctor, reconciled
+    from uniroute.operations.replaying import Replayed, replay
     from uniroute.operations.routing import Routed, prompts_from_file, route
 
 # Each name is imported from its module on first use: `uniroute route` loads the routing operation, not the
@@ -38,6 +40,7 @@ _MODULE_OF = {
     "waiting_line": "onboarding",
     "Retirement": "pool", "Rollback": "pool", "publish": "pool", "retire": "pool", "rollback": "pool",
     "doctor": "reconcile", "reconciled": "reconcile",
+    "Replayed": "replaying", "replay": "replaying",
     "Routed": "routing", "prompts_from_file": "routing", "route": "routing",
 }
 
@@ -56,6 +59,7 @@ __all__ = [
     "InboxRun",
     "OperationError",
     "Onboarding",
+    "Replayed",
     "Retirement",
     "Rollback",
     "Routed",
@@ -76,6 +80,7 @@ __all__ = [
     "prompts_from_file",
     "publish",
     "reconciled",
+    "replay",
     "retire",
     "rollback",
     "route",
