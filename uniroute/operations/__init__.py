@@ -3,10 +3,9 @@
 One function per operation (ingest, set_cost, build, onboard, inbox, retire, publish, rollback, doctor, route,
 replay, and the store's part of an evaluation). Each takes a `Context` (the store's paths, MLflow's, and the
 caller's on_wait and on_warning callbacks, built once from Settings by the edge), checks its inputs before it
-opens the store
-(`inputs`), opens one store session that records its inputs and its one-line summary, switches published state
-after the commit, reconciles what is derived from the store (MLflow, `published/current`, the inbox) with one
-reconcile, and returns its result object. The edges only print or log what it returns.
+opens the store (`inputs`), opens one store session that records its inputs and its one-line summary, switches
+published state after the commit, reconciles what is derived from the store (MLflow, `published/current`, the
+inbox) with one reconcile, and returns its result object. The edges only print or log what it returns.
 """
 
 from __future__ import annotations
