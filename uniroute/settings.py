@@ -72,6 +72,13 @@ class Settings(BaseSettings):
     explore_margin: float = 0.02
     spool_max_bytes: int = 16 * 1024 * 1024  # a server's spool file is finished at this size ...
     spool_max_seconds: float = 60.0  # ... or this age, so a killed server loses at most this much
+    # The nightly build's shadow gate (pipeline/shadow_gate.py): the challenger and the champion replay the traffic
+    # of the last shadow_window_days at the same expected spend; with fewer decisions than shadow_min_decisions it
+    # is skipped (said in the build's reason), and the challenger is refused when worse at p < shadow_alpha.
+    shadow_gate: bool = True
+    shadow_window_days: float = 7.0
+    shadow_min_decisions: int = 200
+    shadow_alpha: float = 0.01
     sql_memory_limit: str = "1GB"
     sql_temp_limit: str = "2GB"  # how much a `uniroute sql` query may spill to $UNIROUTE_HOME/tmp
     # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.

@@ -38,7 +38,7 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
         on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
     with ctx.session("build", inputs=inputs.line()) as s:
         result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
-                           min_answers=ctx.min_val_answers, progress=progress)
+                           min_answers=ctx.min_val_answers, progress=progress, shadow=ctx.shadow)
         if on_dask:
             result = replace(result, notes=(*result.notes, on_dask))
         s.detail = result.line()

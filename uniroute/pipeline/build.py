@@ -28,6 +28,8 @@ from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
+from uniroute.pipeline.shadow_config import ShadowConfig
+from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
 from uniroute.progress import ticking
 from uniroute.routers.kinds import Tuned, router_kind
 from uniroute.selection.curves import curve_metrics
@@ -74,6 +76,7 @@ class BuildResult:
     selection: str = ""  # the selection's one line
     notes: tuple[str, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
+    shadow: dict | None = None  # the shadow gate on recent traffic (shadow_gate.ShadowGate.as_dict); None: no champion
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "models": list(self.models), "excluded_models": list(self.excluded_models),
@@ -161,24 +164,26 @@ def write_assignments(
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
               kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS,
-              progress: bool = False) -> BuildResult:
+              progress: bool = False, shadow: ShadowConfig | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
     and the one selection.selection chooses on validation prompts becomes the build's router; the other kinds are
     stored beside it as candidates (candidate_of), and every candidate's Area in `router_candidates`. The build's
-    router is served (promoted) when its validation Area is not below the champion's. With fewer than two
+    router is served (promoted) when its validation Area is not below the champion's and the shadow gate on recent
+    traffic (shadow_gate; `shadow`, default ShadowConfig()) does not refuse it. With fewer than two
     training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
     held-out evaluation is skipped.
     """
     kinds = checked_kinds(kinds)
     # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing)
     with store.memory_limited(con, BUILD_DUCKDB_MEMORY), ticking("build", log, enabled=progress) as stage:
-        return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage)
+        return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage, shadow or ShadowConfig())
 
 
 def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None,
-               kinds: Sequence[str], min_answers: int, stage: Callable[..., None]) -> BuildResult:
+               kinds: Sequence[str], min_answers: int, stage: Callable[..., None],
+               shadow: ShadowConfig) -> BuildResult:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     stage("loading the store")
@@ -238,6 +243,17 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     area_of = dict(zip(table.kind, table.val_area, strict=True))
     val_area = _area(area_of[cands.chosen])
     promoted, reason = _promotion(con, val_area)
+    # The gate runs whenever there is a champion, so router_shadow_gate also shows what traffic said of a
+    # challenger validation kept out; it only ever withholds a promotion.
+    gate = None
+    if registry.champion_id(con) is not None:
+        stage("replaying recent traffic (shadow gate)")
+        gate = shadow_gate(con, router, shadow)
+        log.info("%s", gate.line)
+        if promoted and gate.refused:
+            promoted, reason = False, f"{reason}, but {gate.line}"
+        else:
+            reason = f"{reason}; {gate.line}"
     reason = f"{reason}; {cands.line()}"
     fingerprint = registry.data_fingerprint(con)
     clusters = registry.router_centroids(router)
@@ -264,6 +280,8 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
                         default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
     store.write_frame(con, "router_candidates", rows)
+    if gate is not None:
+        record_gate(con, router_id, gate)
     seconds["record"] = time.perf_counter() - t0
     crashpoint("build:written")
     result = BuildResult(
@@ -285,6 +303,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         selection=cands.line(),
         notes=tuple(notes),
         seconds=seconds,
+        shadow=None if gate is None else gate.as_dict(),
     )
     log.info(result.line())
     return result

@@ -277,6 +277,13 @@ def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayW
     return ReplayedTraffic(models=tuple(names), **joined)
 
 
+def window_embeddings(con: store.Connection, window: ReplayWindow, batch_rows: int = BATCH_ROWS) -> np.ndarray:
+    """(n, d) the window's decoded embeddings, in replayed_traffic's order (newest first)."""
+    parts = [embeddings_of(b.column("embedding"), b.column("embedding_dim").to_numpy())
+             for b in _batches(con, window, batch_rows)]
+    return np.concatenate(parts) if parts else np.empty((0, 0), dtype=np.float32)
+
+
 def _batches(con: store.Connection, window: ReplayWindow, batch_rows: int) -> Iterator[pa.RecordBatch]:
     reader = store.query_batches(con, "replay_decisions", batch_rows, **window.params())
     for batch in reader:
