@@ -99,6 +99,9 @@ def build_markdown(result: BuildResult, candidates: pd.DataFrame, run_id: str | 
     lines += [f"- note: {note}" for note in result.notes]
     if links:
         lines.append(f"- MLflow run: [{run_id}]({links['run']}), [deferral curves]({links['curves']})")
+    if result.shadow is not None:
+        lines += ["", "## Shadow gate (recent traffic, challenger vs champion at the same expected spend)", "",
+                  result.shadow["line"], "", markdown_table(pd.DataFrame([result.shadow]).drop(columns=["line"]))]
     kinds = pd.DataFrame(candidate_rows(result))
     lines += ["", "## Router kinds compared (validation, training LLMs only)", "", result.selection or "", "",
               markdown_table(kinds) if len(kinds) else "(none recorded)"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from flows.report import (
@@ -24,6 +25,7 @@ from uniroute.ingest.load import IngestSummary
 from uniroute.pipeline.build import BuildResult
 from uniroute.pipeline.onboard import OnboardResult
 from uniroute.pipeline.publish import PublishResult
+from uniroute.pipeline.shadow_gate import ShadowGate
 from uniroute.settings import Settings
 
 
@@ -74,6 +76,18 @@ def test_build_markdown_shows_outcome_candidates_evaluation_and_mlflow_links(db_
     assert [r["kind"] for r in candidate_rows(_build())] == ["kmeans", "knn"]  # best validation Area first
     assert build_run_name(_build()) == "built R2 kmeans K=2 3 models (champion)"
     assert mlflow_links(Settings(), None) == {}
+    assert "## Shadow gate" not in text  # no champion to compare with
+
+
+def test_build_markdown_shows_the_shadow_gate(db_path):
+    db = write_views_store(db_path)
+    candidates = _query(db, "build_candidates", router_id="R2")
+    gate = ShadowGate("refuse", "shadow gate refused: on 300 decisions ...", 7.0, "R1", 300, 0.01, 0.7, 0.6, -0.1,
+                      0.01, 0.0)
+    text = build_markdown(replace(_build(), promoted=False, shadow=gate.as_dict()), candidates, None, {})
+    assert "## Shadow gate (recent traffic, challenger vs champion at the same expected spend)" in text
+    assert "shadow gate refused: on 300 decisions ..." in text
+    assert "| refuse | 7 | R1 | 300 | 0.01 | 0.7 | 0.6 | -0.1 | 0.01 | 0 | one-sided paired z-test" in text
 
 
 def test_publish_markdown_says_what_changed_and_the_new_traffic_shares(db_path):

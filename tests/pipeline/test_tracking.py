@@ -12,6 +12,7 @@ import pytest
 from tests import needs
 from uniroute import store as uniroute_store
 from uniroute.pipeline import registry
+from uniroute.pipeline.shadow_gate import ShadowGate, record_gate
 from uniroute.pipeline.tracking import (
     CHALLENGER,
     CHAMPION,
@@ -104,6 +105,22 @@ def test_sync_logs_a_build_and_points_champion_at_it(db_path, tracking, tiny_rou
     assert experiment.name == "uniroute" and experiment.artifact_location == tracking[1].resolve().as_uri()
     assert champion_version(tracking[0])["router_id"] == "r-001"
     assert _mlflow_rows(db_path) == [("r-001", "1")]
+
+
+def test_the_shadow_gate_lands_in_the_build_run(db_path, tracking, tiny_router):
+    _save(db_path, tiny_router, "r-001")
+    _save(db_path, tiny_router, "r-002", promoted=False)
+    gate = ShadowGate("refuse", "shadow gate refused: ...", 7.0, "r-001", 300, 0.5, 0.8, 0.7, -0.1, 0.02, 1e-6)
+    with uniroute_store.session(db_path, "test") as s:
+        record_gate(s.con, "r-002", gate)
+    _sync(db_path, tracking)
+    client = _client(tracking[0])
+    run = next(r for r in client.search_runs([client.get_experiment_by_name("uniroute").experiment_id])
+               if r.data.tags.get("router_id") == "r-002")
+    assert run.data.params["shadow_verdict"] == "refuse" and run.data.params["shadow_champion_id"] == "r-001"
+    assert run.data.params["shadow_test"].startswith("one-sided paired z-test")
+    assert run.data.metrics["shadow_difference"] == pytest.approx(-0.1)
+    assert run.data.metrics["shadow_p_worse"] == pytest.approx(1e-6) and run.data.metrics["shadow_n_decisions"] == 300
 
 
 def test_sync_is_idempotent_and_adopts_what_a_killed_run_registered(db_path, tracking, tiny_router):

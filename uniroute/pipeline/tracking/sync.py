@@ -138,6 +138,13 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             value = getattr(c, name)
             if value is not None and np.isfinite(value):
                 flat[f"candidate_{c.kind}_{name}"] = float(value)
+    gate = store.query(con, "shadow_gate_of", router_id=row.router_id)
+    for g in gate.itertuples(index=False):  # the shadow gate on recent traffic (pipeline/shadow_gate.py)
+        for name in ("n_decisions", "spend", "champion_score", "challenger_score", "difference", "difference_se",
+                     "p_worse"):
+            value = getattr(g, name)
+            if value is not None and np.isfinite(value):
+                flat[f"shadow_{name}"] = float(value)
     tags = {"kind": row.origin, "router_id": row.router_id, "router_kind": row.kind,
             "embedder_id": router.embedder_id}
     if version.parent_id:
@@ -147,6 +154,9 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
     ) as run:
         params = {"k": router.k, "embedder_id": router.embedder_id, "pool": ",".join(router.models),
                   "data_fingerprint": row.data_fingerprint, "router_kind": row.kind, "reason": row.reason}
+        for g in gate.itertuples(index=False):
+            params.update({"shadow_verdict": g.verdict, "shadow_test": g.test,
+                           "shadow_champion_id": g.champion_id or "", "shadow_window_days": g.window_days})
         if len(candidates):
             params["candidate_kinds"] = ",".join(sorted(candidates.kind))
             params["default_kind"] = str(candidates.default_kind.iloc[0])
