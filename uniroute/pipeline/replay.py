@@ -329,7 +329,10 @@ def with_logged_clusters(con: store.Connection, using: ReplayRouter, record_rout
         return using
     mine = registry.router_clustering_id(using.router)
     rows = store.query(con, "clustering_of_routers", router_ids=list(record_routers))
-    same = frozenset(rows.router_id[rows.clustering_id == mine])
+    # A record's cluster is its nearest centroid only when a one-hot router logged it (a soft map logs its
+    # likeliest cluster, which routing by centroid would not give): a few distinct routers, each loaded once.
+    same = frozenset(r for r in rows.router_id[rows.clustering_id == mine]
+                     if registry.load_router_version(con, r).router.one_hot)
     return replace(using, same_clusters=same)
 
 
