@@ -33,7 +33,7 @@ SHARED = REPO.parent / "shared" / "datasets"
 SINGLE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # What `make bench` runs, in order (module names under benchmarks/); each writes benchmarks/results/<name>.json.
 BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.ingest", "speed.embedding",
-              "speed.evaluate", "scale.pipeline", "speed.make_run_silence")
+              "speed.evaluate", "speed.replay", "scale.pipeline", "speed.make_run_silence")
 
 
 def write_result(data: dict[str, Any], out: Path, indent: int = 2) -> Path:
