@@ -147,3 +147,18 @@ def test_a_router_on_another_embedder_is_refused(traffic_home, logged):
     result = runner.invoke(app, ["replay"])
     assert result.exit_code == 1, result.output
     assert "minilm:other@1 (7 decisions)" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_logged_cluster_stands_where_the_stored_embedding_would_move_the_prompt(traffic_home, logged):
+    # A float16 embedding near a boundary can round into the neighbouring cluster: here one record's embedding is
+    # swapped for another cluster's, and the champion still replays what it served, from the logged cluster.
+    with store.opened(traffic_home / "uniroute.duckdb") as con:
+        # a record and another routed at the same lambda to another model: its embedding lies in another cluster
+        moved, embedding = con.execute(
+            "select a.decision_id, b.embedding from decisions as a join decisions as b on a.lam = b.lam "
+            "and a.model <> b.model order by a.decision_id, b.decision_id limit 1").fetchall()[0]
+        con.execute("update decisions set embedding = ? where decision_id = ?", [embedding, moved])
+    result, traffic = _replayed(traffic_home)
+    assert result["overall"]["changed"] == 0
+    assert np.asarray(traffic.models)[traffic.chosen][list(traffic.decision_id).index(moved)] == \
+        logged.set_index("decision_id").model[moved]

@@ -31,7 +31,7 @@ from uniroute.pipeline.replay_estimates import ReplayedTraffic
 from uniroute.pipeline.serving import DEFAULT_SETTING, resolved_setting
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.rule import check_budget, check_lambda
-from uniroute.routers.serialize import AnyRouter
+from uniroute.routers.serialize import AnyRouter, router_from_bytes
 from uniroute.routers.tables import validation_proxy
 
 log = logging.getLogger(__name__)
@@ -331,8 +331,8 @@ def with_logged_clusters(con: store.Connection, using: ReplayRouter, record_rout
     rows = store.query(con, "clustering_of_routers", router_ids=list(record_routers))
     # A record's cluster is its nearest centroid only when a one-hot router logged it (a soft map logs its
     # likeliest cluster, which routing by centroid would not give): a few distinct routers, each loaded once.
-    same = frozenset(r for r in rows.router_id[rows.clustering_id == mine]
-                     if registry.load_router_version(con, r).router.one_hot)
+    same = frozenset(r.router_id for r in rows.itertuples(index=False)
+                     if r.clustering_id == mine and router_from_bytes(bytes(r.router)).one_hot)
     return replace(using, same_clusters=same)
 
 
