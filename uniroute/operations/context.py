@@ -10,6 +10,7 @@ from pathlib import Path
 
 from uniroute import store
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.calibration import TrafficWindow
 from uniroute.pipeline.decisions import Recording, recording_of
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.settings import Settings
@@ -50,6 +51,7 @@ class Context:
     tmp_dir: Path | None = None  # where `uniroute sql` spills; reconciliation removes a killed run's folders
     spool_dir: Path | None = None  # where routing records its decisions (None: nowhere); the inbox ingests it
     recording: Recording = Recording()  # how decisions are recorded (on by default, no prompt text, no exploration)
+    traffic_window: TrafficWindow = TrafficWindow()  # the traffic budgets and --max-cost are calibrated on
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,
@@ -59,7 +61,9 @@ class Context:
         return cls(settings.db_path, settings.published_dir, settings.cache_dir, settings.inbox_dir, tracking_uri,
                    artifact_root, settings.store_wait_seconds, settings.inbox_settle_seconds, on_wait, on_warning,
                    onboard_missing, settings.min_val_answers, settings.tmp_dir, settings.spool_dir,
-                   recording_of(settings))
+                   recording_of(settings),
+                   TrafficWindow(settings.budget_traffic_days, settings.budget_traffic_min_decisions,
+                                 settings.budget_traffic_max_decisions))
 
     @classmethod
     def at(cls, db_path: Path, published_dir: Path | None = None, cache_dir: Path | None = None) -> Context:
