@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from typer.testing import CliRunner
 
-from uniroute import operations
+from uniroute import operations, store
 from uniroute.cli import app
 from uniroute.operations.context import Context
 from uniroute.pipeline import serving
@@ -69,3 +69,16 @@ def test_a_cap_holds_on_the_traffic_it_was_calibrated_on_and_says_so(traffic_hom
     assert budget.decisions.expected_cost.mean() <= 0.5 * costs.max() * (1 + 1e-9)
     pd.testing.assert_series_equal(budget.decisions.lam, pd.Series([budget.decisions.lam.iloc[0]] * len(traffic),
                                                                     name="lam"))
+
+    # A publication's budgets say their mix: the template's (no traffic) the validation prompts, now the traffic's.
+    published = _sql(settings, "select distinct calibration from current_budgets").calibration.tolist()
+    assert len(published) == 1 and published[0].startswith("validation prompts (traffic window 7 days: 0 decisions")
+    assert runner.invoke(app, ["publish", "--force"], catch_exceptions=False).exit_code == 0
+    assert _sql(settings, "select distinct calibration from current_budgets").calibration.tolist() == [after.source]
+    report = runner.invoke(app, ["report", "--budgets", str(settings.home / "b.png")], catch_exceptions=False)
+    assert report.exit_code == 0 and f"on the {after.source}" in report.stdout, report.output
+
+
+def _sql(settings: Settings, sql: str) -> pd.DataFrame:
+    with store.opened(settings.db_path, read_only=True) as con:
+        return con.execute(sql).df()
