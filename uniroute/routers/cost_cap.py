@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from uniroute.errors import UnirouteError
 from uniroute.routers.rule import lambda_for_mean_cost
 
 if TYPE_CHECKING:
     from uniroute.routers.rule import RoutingRule
 
 
-class CostCapError(ValueError):
+class CostCapError(UnirouteError, ValueError):
     """A cap no routing can meet, or one that is not a cost."""
 
 
