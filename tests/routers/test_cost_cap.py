@@ -68,3 +68,20 @@ def test_a_router_and_its_rows_agree_on_the_lambda():
         lam = lambda_for_max_cost(router, X, cap)
         assert float(COSTS[router.route(X, lam)].mean()) <= cap * (1 + 1e-12)
         assert lam == pytest.approx(lambda_within_cost(router.gamma(X), COSTS, cap), abs=1e-9)
+
+
+def test_prompt_costs_check_the_cap_on_what_each_prompt_costs():
+    # Long prompts (the first half) cost three times as much on every model: the one-cost cap overspends there.
+    factor = np.where(np.arange(len(ROWS)) < 200, 3.0, 1.0)[:, None] / 2.0
+    per_prompt = factor * COSTS
+    for cap in (1.0, 2.5, 6.0):
+        lam = lambda_within_cost(ROWS, COSTS, cap, prompt_costs=per_prompt)
+        chosen = np.argmin(ROWS + lam * COSTS, axis=1)
+        assert per_prompt[np.arange(len(ROWS)), chosen].mean() <= cap * (1 + 1e-12)
+        if lam > 0:
+            before = np.argmin(ROWS + lam * (1 - 1e-9) * COSTS, axis=1)
+            assert per_prompt[np.arange(len(ROWS)), before].mean() > cap
+    assert lambda_within_cost(ROWS, COSTS, 4.0, prompt_costs=np.broadcast_to(COSTS, ROWS.shape)) == \
+        lambda_within_cost(ROWS, COSTS, 4.0)
+    with pytest.raises(CostCapError, match="below the least expected mean cost"):
+        lambda_within_cost(ROWS, COSTS, 0.9, prompt_costs=per_prompt * 2)

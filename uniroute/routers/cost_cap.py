@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from uniroute.errors import UnirouteError
+from uniroute.routers.lambda_path import lambda_path
 from uniroute.routers.rule import lambda_for_mean_cost
 
 if TYPE_CHECKING:
@@ -48,13 +49,18 @@ def check_reachable(max_cost: float, models: Sequence[str], costs: np.ndarray) -
 
 
 def lambda_within_cost(rows: np.ndarray, costs: np.ndarray, max_cost: float,
-                       weights: np.ndarray | None = None) -> float:
+                       weights: np.ndarray | None = None, prompt_costs: np.ndarray | None = None) -> float:
     """Smallest lambda at which the weighted mean cost of argmin(rows + lambda * costs) is <= max_cost.
 
     rows (n, P): per prompt (or per distinct row) each candidate's expected loss (gamma); costs (P,) the
     candidates' costs; weights (n,) how many prompts each row stands for (None: one each). CostCapError when
     max_cost is negative or below the cheapest candidate's cost. Exact in real arithmetic; a router's
     lambda_for_max_cost also checks its own floats.
+
+    prompt_costs (n, P): what each candidate is expected to cost on each prompt, when that is known better than
+    its one cost (e.g. per cluster: long prompts cost more on every model). The rule still ranks by costs; the cap
+    is then checked on these, so the mean cost along the path need not fall monotonically: the smallest lambda
+    within the cap is found by scanning the path's switches.
     """
     max_cost = check_max_cost(max_cost)
     rows = np.asarray(rows, dtype=np.float64)
@@ -63,20 +69,42 @@ def lambda_within_cost(rows: np.ndarray, costs: np.ndarray, max_cost: float,
         raise ValueError(f"rows must be (n, {costs.shape[0]}) for {costs.shape[0]} candidate costs, not {rows.shape}")
     if rows.shape[0] == 0:
         raise ValueError("no prompts in the mix: cannot turn a max cost into lambda")
-    check_reachable(max_cost, [f"candidate {i}" for i in range(costs.size)], costs)
     weights = np.ones(rows.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     share = weights / weights.sum()
-    lam, _ = lambda_for_mean_cost(rows, costs, share, max_cost)
-    lam = float(lam if lam is not None else 0.0)  # reachable: the cap is at least the path's end, the cheapest
+    if prompt_costs is None:
+        check_reachable(max_cost, [f"candidate {i}" for i in range(costs.size)], costs)
+        lam, _ = lambda_for_mean_cost(rows, costs, share, max_cost)
+        lam = float(lam if lam is not None else 0.0)  # reachable: the cap is at least the path's end, the cheapest
+        per_row = np.broadcast_to(costs, rows.shape)
+    else:
+        per_row = np.asarray(prompt_costs, dtype=np.float64)
+        lam = _scan_path(rows, costs, share, per_row, max_cost)
     # The breakpoint is exact in real arithmetic; in floats the tie at it may tip to the dearer model, so step up
     # until the argmin itself (ties to the cheaper, as RoutingRule.route) meets the cap: a few ulps at most.
     order = np.lexsort((np.arange(costs.size), costs))
     for _ in range(200):
         chosen = order[np.argmin(rows[:, order] + lam * costs[order], axis=1)]
-        if float(share @ costs[chosen]) <= max_cost * (1 + 1e-12) + 1e-300:
+        if float(share @ per_row[np.arange(len(chosen)), chosen]) <= max_cost * (1 + 1e-12) + 1e-300:
             return lam
         lam = max(float(np.nextafter(lam, np.inf)), lam * (1 + 1e-12), 1e-300)
     raise RuntimeError(f"lambda_within_cost did not converge at lambda={lam} for max cost {max_cost}")
+
+
+def _scan_path(rows: np.ndarray, costs: np.ndarray, share: np.ndarray, per_row: np.ndarray, max_cost: float) -> float:
+    """The smallest lambda on the rule's path whose mean of per_row costs is within max_cost (CostCapError if none)."""
+    path = lambda_path(rows, costs)
+    index = np.arange(rows.shape[0])
+    mean0 = float(share @ per_row[index, path.start])
+    if mean0 <= max_cost * (1 + 1e-12):
+        return 0.0
+    if path.lam.size:
+        drops = share[path.row] * (per_row[path.row, path.old] - per_row[path.row, path.new])
+        uniq, first = np.unique(path.lam, return_index=True)
+        hit = np.nonzero(mean0 - np.add.reduceat(drops, first).cumsum() <= max_cost * (1 + 1e-12))[0]
+        if hit.size:
+            return float(uniq[hit[0]])
+    least = float(share @ per_row[index, path.end])
+    raise CostCapError(f"max cost {max_cost:g} is below the least expected mean cost {least:g} on this prompt mix")
 
 
 def lambda_for_max_cost(router: RoutingRule, X: np.ndarray, max_cost: float,
