@@ -82,3 +82,12 @@ def test_a_cap_holds_on_the_traffic_it_was_calibrated_on_and_says_so(traffic_hom
 def _sql(settings: Settings, sql: str) -> pd.DataFrame:
     with store.opened(settings.db_path, read_only=True) as con:
         return con.execute(sql).df()
+
+
+def test_routing_never_fails_for_want_of_its_calibration(tmp_path):
+    window = TrafficWindow(min_decisions=1)
+    missing = calibration_at(tmp_path / "none.duckdb", "e1", window)
+    assert not missing.on_traffic and missing.source.startswith("validation prompts (no store at ")
+    (tmp_path / "junk.duckdb").write_bytes(b"not a database" * 100)
+    junk = calibration_at(tmp_path / "junk.duckdb", "e1", window)
+    assert not junk.on_traffic and junk.source.startswith("validation prompts (the store's traffic is not readable")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import numpy as np
 
 from uniroute import store
@@ -81,7 +82,11 @@ def calibration_at(db_path: Path, embedder_id: str, window: TrafficWindow) -> Ca
         con = store.open_read_only(db_path)
     except store.StoreLocked:
         return Calibration(source=f"{VALIDATION} (the store is busy: its traffic is not readable now)")
+    except (store.StoreError, duckdb.Error) as exc:  # routing must not fail for want of its calibration
+        return Calibration(source=f"{VALIDATION} (the store's traffic is not readable: {str(exc).splitlines()[0]})")
     try:
         return traffic_calibration(con, embedder_id, window)
+    except duckdb.Error as exc:  # a store from before decision records: no traffic to read
+        return Calibration(source=f"{VALIDATION} (the store's traffic is not readable: {str(exc).splitlines()[0]})")
     finally:
         con.close()
