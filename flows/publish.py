@@ -1,13 +1,31 @@
-"""Scheduled publishing flow: routing tables of the champion router for the active pool."""
+"""Scheduled publishing flow: routing tables of the champion router for the active pool, and the drift check
+that starts the nightly build early (`uniroute.traffic.drifted`, prefect.yaml's trigger) when the traffic moved
+away from the champion's training prompts."""
 
 from __future__ import annotations
 
 from prefect import flow, get_run_logger
+from prefect.events import emit_event
 
 from flows.budget_artifact import report_budgets
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
 from flows.report import publish_run_name, rename_run, report_publish, started
 from uniroute import operations
+from uniroute.settings import Settings
+
+TRAFFIC_DRIFTED = "uniroute.traffic.drifted"
+
+
+def announce_drift(settings: Settings) -> dict:
+    """Check the champion's traffic for drift (operations.drift) and emit TRAFFIC_DRIFTED when it drifted."""
+    logger = get_run_logger()
+    checked = operations.drift(flow_context(settings), operations.drift_thresholds(settings))
+    logger.info(checked.line())
+    if checked.drifted:
+        emit_event(event=TRAFFIC_DRIFTED, resource={"prefect.resource.id": f"uniroute.traffic.{checked.router_id}"},
+                   payload=checked.as_dict())
+        logger.info("emitted %s for champion %s", TRAFFIC_DRIFTED, checked.router_id)
+    return checked.as_dict()
 
 
 @flow(name="uniroute-publish", flow_run_name=started("publish"))
@@ -22,5 +40,6 @@ def publish_routing_tables(force: bool = False) -> dict:
         report_publish(result, settings)
         if result.published:
             report_budgets(str(result.version), settings)
+        drift = announce_drift(settings)
         rename_run(publish_run_name(result))
-        return result.as_dict()
+        return {**result.as_dict(), "drift": drift}

@@ -79,6 +79,20 @@ class Settings(BaseSettings):
     shadow_window_days: float = 7.0
     shadow_min_decisions: int = 200
     shadow_alpha: float = 0.01
+    # Budgets and --max-cost are turned into lambda on the recent traffic's prompts (the decision records'
+    # embeddings of the last budget_traffic_days) when at least budget_traffic_min_decisions were routed there, on
+    # the validation prompts otherwise; the newest budget_traffic_max_decisions bound what one route call reads.
+    budget_traffic_days: float = 7.0
+    budget_traffic_min_decisions: int = 500
+    budget_traffic_max_decisions: int = 20_000
+    # Drift (operations.drift, in the publish flow): the traffic of the last drift_days, once it holds
+    # drift_min_decisions, drifted when its cluster mix is farther than drift_mix_threshold (total variation,
+    # 0..1) from the training prompts' or its share of prompts far from every centroid (beyond the distance 95% of
+    # training prompts are within) exceeds drift_far_threshold; then `uniroute.traffic.drifted` starts a build.
+    drift_days: float = 1.0
+    drift_min_decisions: int = 200
+    drift_mix_threshold: float = 0.25
+    drift_far_threshold: float = 0.25
     sql_memory_limit: str = "1GB"
     sql_temp_limit: str = "2GB"  # how much a `uniroute sql` query may spill to $UNIROUTE_HOME/tmp
     # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.

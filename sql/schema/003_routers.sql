@@ -156,7 +156,8 @@ create table if not exists published_budgets (
     budget         double,
     lam              double not null,
     expected_score double not null,
-    expected_cost  double not null      -- normalised by the most expensive pool model
+    expected_cost  double not null,     -- normalised by the most expensive pool model
+    calibration    varchar              -- the prompt mix the lambdas were computed on: traffic window or validation
 );
 
 -- Grain: one row per routed prompt per `uniroute route --log` call.

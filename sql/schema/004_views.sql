@@ -15,7 +15,7 @@ join (select * from publications order by created_at desc limit 1) as p on p.ver
 
 -- Grain: one row per (grid, budget or lambda) of the newest publication: expected score and cost.
 create or replace view current_budgets as
-select p.version, b.grid, b.budget, b.lam, b.expected_score, b.expected_cost
+select p.version, b.grid, b.budget, b.lam, b.expected_score, b.expected_cost, b.calibration
 from published_budgets as b
 join (select * from publications order by created_at desc limit 1) as p on p.version = b.version;
 

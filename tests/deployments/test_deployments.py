@@ -20,6 +20,7 @@ from rich.console import Console
 from deployments.deployments import PREFECT_YAML, all_deployments, deployment_specs
 from deployments.serve import BIN, prefect_server, server_environment
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
+from flows.publish import TRAFFIC_DRIFTED
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +50,8 @@ def test_prefect_yaml_passes_prefect_deploys_own_validation(monkeypatch):
         if config["name"] == "on-results-landed":
             assert not schedules and len(triggers) == 1
             assert triggers[0].expect == {RESULTS_LANDED} and MODELS_LABEL in triggers[0].parameters["models"]
+        elif config["name"] == "nightly":  # on its schedule, and early when the traffic drifted
+            assert len(schedules) == 1 and [t.expect for t in triggers] == [{TRAFFIC_DRIFTED}]
         else:
             assert len(schedules) == 1 and not triggers
     assert (built["nightly"][0].cron, built["nightly"][0].timezone) == ("0 2 * * *", "UTC")
@@ -70,6 +73,7 @@ def test_served_deployments_are_the_ones_prefect_yaml_declares():
     trigger = served["on-results-landed"].triggers[0]
     assert trigger.expect == {RESULTS_LANDED} and MODELS_LABEL in trigger.parameters["models"]
     assert not served["on-results-landed"].schedules
+    assert [t.expect for t in served["nightly"].triggers] == [{TRAFFIC_DRIFTED}]
     assert [s["name"] for s in deployment_specs()] == list(served)
 
 
@@ -109,7 +113,8 @@ def test_prefect_deploy_all_then_a_process_worker_runs_a_deployment(tmp_path):
             assert found["uniroute-nightly-build/nightly"].schedules[0].schedule.cron == "0 2 * * *"
             assert found["uniroute-ingest-inbox/inbox-watcher"].schedules[0].schedule.interval == timedelta(minutes=1)
             onboarding = found["uniroute-onboard/on-results-landed"]
-            assert [a.trigger.expect for a in automations] == [{RESULTS_LANDED}]
+            assert sorted(tuple(a.trigger.expect) for a in automations) == sorted([(RESULTS_LANDED,),
+                                                                                   (TRAFFIC_DRIFTED,)])
 
             inbox = settings.inbox_dir
             inbox.mkdir(parents=True)

@@ -180,6 +180,11 @@ def route(
                                    "--budget nor --lambda: the default budget, the cheapest whose expected score is "
                                    "within 0.01 of the best (said on stderr; the output's `setting` column too).")
     ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", help="A hard cap on the expected mean cost per prompt, in the data's "
+                                   "cost unit: the best expected quality within it, calibrated on the recent "
+                                   "traffic (else the validation prompts; said on stderr).")
+    ] = None,
     pool: Annotated[
         str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool); "
                                  'a name with a comma goes in double quotes, CSV-style: \'"GPT, mini",other\'.')
@@ -205,7 +210,7 @@ def route(
         fail("give prompts as arguments or --file, not both")
     settings = settings_from_env()
     with one_line_errors():
-        request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)))
+        request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)), max_cost)
         extras: list[dict] = []
         if file is not None:
             texts, extras = operations.prompts_from_file(file)
@@ -214,6 +219,8 @@ def route(
                                   explain=explain)
     if routed.from_snapshot:
         say(f"answered from the {routed.source}")
+    if request.max_cost is not None or request.budget is not None:
+        say(f"{'max cost' if request.max_cost is not None else 'budget'} calibrated on the {routed.calibration}")
     if len(routed.decisions) and routed.decisions["setting"].iloc[0] == DEFAULT_SETTING:
         say(default_setting_line(float(routed.decisions["budget"].iloc[0])))
     shown = routed.decisions.drop(columns=["text_hash"])

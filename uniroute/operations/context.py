@@ -10,6 +10,7 @@ from pathlib import Path
 
 from uniroute import store
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.calibration import TrafficWindow
 from uniroute.pipeline.decisions import Recording, recording_of
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
 from uniroute.pipeline.shadow_config import ShadowConfig
@@ -52,6 +53,7 @@ class Context:
     spool_dir: Path | None = None  # where routing records its decisions (None: nowhere); the inbox ingests it
     recording: Recording = Recording()  # how decisions are recorded (on by default, no prompt text, no exploration)
     shadow: ShadowConfig = ShadowConfig()  # the nightly build's shadow gate on recent traffic
+    traffic_window: TrafficWindow = TrafficWindow()  # the traffic budgets and --max-cost are calibrated on
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,
@@ -62,7 +64,9 @@ class Context:
                    artifact_root, settings.store_wait_seconds, settings.inbox_settle_seconds, on_wait, on_warning,
                    onboard_missing, settings.min_val_answers, settings.tmp_dir, settings.spool_dir,
                    recording_of(settings), ShadowConfig(settings.shadow_window_days, settings.shadow_min_decisions,
-                                                        settings.shadow_alpha, settings.shadow_gate))
+                                                        settings.shadow_alpha, settings.shadow_gate),
+                   TrafficWindow(settings.budget_traffic_days, settings.budget_traffic_min_decisions,
+                                 settings.budget_traffic_max_decisions))
 
     @classmethod
     def at(cls, db_path: Path, published_dir: Path | None = None, cache_dir: Path | None = None) -> Context:

@@ -16,7 +16,7 @@ def publish(ctx: Context, force: bool = False) -> PublishResult:
     """Write the champion's routing tables for the active pool (a new version unless nothing changed or force);
     `published/current` switches after the commit."""
     with ctx.session("publish", inputs="force" if force else "") as s:
-        result = publish_champion(s.con, ctx.published_dir, force=force)
+        result = publish_champion(s.con, ctx.published_dir, force=force, window=ctx.traffic_window)
         switch_current_after_commit(s, ctx.published_dir, result)
         s.detail = result.line()
     reconciled(ctx)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from uniroute.operations.context import Context
+from uniroute.pipeline.calibration import Calibration, calibration_at
 from uniroute.pipeline.decisions import Recording, Served, decision_records
 from uniroute.pipeline.serving import RoutingError, RoutingRequest, log_decisions, route_batch, routing_source
 from uniroute.pipeline.spool import DecisionSpool
@@ -30,6 +31,7 @@ class Routed:
     source: str  # the store's champion, or the published version answering while the store is busy
     batch_id: str | None
     recorded_to: Path | None = None
+    calibration: str | None = None  # which prompt mix a budget or max cost was calibrated on
 
     @property
     def from_snapshot(self) -> bool:
@@ -56,8 +58,12 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
     terms of each argmin (Routed.explanation)."""
     answering = routing_source(ctx.db_path, ctx.published_dir, router_id)
     recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
+    calibration = Calibration()
+    if request.budget is not None or request.max_cost is not None:
+        calibration = calibration_at(ctx.db_path, answering.router.embedder_id, ctx.traffic_window)
     batch = route_batch(answering, texts, lam=request.lam, budget=request.budget, pool=request.pool,
-                        cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None, explain=explain)
+                        cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None, explain=explain,
+                        max_cost=request.max_cost, calibration=calibration)
     batch_id = None
     if log:  # first: a home that refuses the writer says so in one line, before anything is recorded
         with ctx.session("route-log", inputs=answering.router_id) as s:
@@ -75,7 +81,7 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
             recorded_to = spool.finished[-1] if spool.finished else None
         except OSError as exc:  # a read-only or full home still routes: the answer matters more than its record
             ctx.warn(f"decisions not recorded: cannot write the spool {ctx.spool_dir} ({exc.strerror or exc})")
-    return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to)
+    return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to, calibration.source)
 
 
 def prompts_from_file(path: Path) -> tuple[list[str], list[dict]]:

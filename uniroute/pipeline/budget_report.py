@@ -51,12 +51,19 @@ class BudgetReport:
         """Pool models no budget sends traffic to."""
         return sorted(set(self.frame.model.dropna()) - set(self.routed_models()))
 
+    @property
+    def calibration(self) -> str:
+        """The prompt mix the budgets were calibrated on (traffic window or validation prompts)."""
+        known = self.frame["calibration"].dropna() if "calibration" in self.frame.columns else pd.Series(dtype=str)
+        return str(known.iloc[0]) if len(known) else "validation prompts"
+
     def markdown(self) -> str:
         shown = self.table().round(3)
         lines = [f"# What each budget buys: {self.version}", "",
                  f"Router {self.router_id}. Budget: the most a prompt may cost on average, as a fraction of the "
-                 "pool's most expensive model. Expected score and cost on the validation prompts; share: the "
-                 "fraction of traffic each model gets.", "", markdown_table(shown)]
+                 f"pool's most expensive model. Expected score and cost on the {self.calibration} (the mix the "
+                 "budgets were calibrated on); share: the fraction of traffic each model gets.", "",
+                 markdown_table(shown)]
         if self.frame["model"].isna().all():
             lines += ["", f"Note: {PER_PROMPT_NOTE}."]
         elif self.unrouted_models():

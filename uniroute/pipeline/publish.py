@@ -22,8 +22,9 @@ import pandas as pd
 from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry, snapshot
+from uniroute.pipeline.calibration import TrafficWindow, traffic_calibration
 from uniroute.routers.serialize import router_to_bytes
-from uniroute.routers.tables import BUDGETS, NORMALISED_LAMBDAS, routing_tables, validation_weights
+from uniroute.routers.tables import BUDGETS, NORMALISED_LAMBDAS, RoutingTables, routing_tables
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ def latest_publication(con: store.Connection) -> dict | None:
     return None if rows.empty else rows.iloc[0].to_dict()
 
 
-def publish_champion(con: store.Connection, published_dir: Path, force: bool = False) -> PublishResult:
+def publish_champion(con: store.Connection, published_dir: Path, force: bool = False,
+                     window: TrafficWindow = TrafficWindow()) -> PublishResult:
     """Write and record a snapshot for the champion and the active pool, unless nothing changed since the last."""
     snapshot.check_current_link(published_dir)  # before anything is written: the switch after the commit would fail
     champion = registry.load_champion(con)
@@ -72,7 +74,14 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
     if latest is not None and latest["fingerprint"] == fp and not force:
         reason = f"nothing changed since {latest['version']}"
         return PublishResult(False, latest["version"], champion.router_id, pool, reason)
-    tables = routing_tables(router, pool, validation_weights(router))
+    # Budgets calibrated on the recent traffic when the window holds enough of it (pipeline.calibration); the
+    # published rows and the manifest say which mix.
+    calibration = traffic_calibration(con, router.embedder_id, window)
+    if router.one_hot:
+        tables = routing_tables(router, pool, calibration.cluster_weights(router))
+    else:
+        tables = routing_tables(router, pool, reference=calibration.X)
+    tables = RoutingTables(tables.routes, tables.budgets.assign(calibration=calibration.source))
     version = snapshot.new_version(fp)
     # Every kind publishes the table files (a LearnedMap or K-NN router's routes table is empty: it routes per
     # prompt with router.npz); centroids are the clusters Psi rows are measured on, none for K-NN.
@@ -91,6 +100,7 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
         "fingerprint": fp,
         "created": datetime.now(UTC).isoformat(),
         "price_snapshot": champion.price_snapshot,  # which prices the router's costs came from
+        "calibration": calibration.source,  # the prompt mix the budgets' lambdas were computed on
     }
     path = snapshot.write_folder(published_dir, version, files, manifest)
     crashpoint("publish:folder-written")

@@ -23,10 +23,12 @@ from uniroute import embed, store
 from uniroute.embed import text_hash
 from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry, snapshot
+from uniroute.pipeline.calibration import Calibration
 from uniroute.pipeline.decisions import Recording, explored, new_decision_ids
+from uniroute.routers.cost_cap import CostCapError, check_max_cost, check_reachable, lambda_for_max_cost
 from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter
-from uniroute.routers.tables import DEFAULT_QUALITY_TOLERANCE, default_budget, validation_proxy
+from uniroute.routers.tables import DEFAULT_QUALITY_TOLERANCE, default_budget
 
 
 class RoutingError(UnirouteError, ValueError):
@@ -108,18 +110,23 @@ def routing_source(db_path: Path, published_dir: Path, router_id: str | None = N
 @dataclass(frozen=True)
 class RoutingRequest:
     """How to route, checked once at the boundary with the same rules and messages on every surface (`uniroute
-    route`, `route --file`, the MLflow pyfunc, the Python API): a lambda or a budget, not both; the pool named."""
+    route`, `route --file`, the MLflow pyfunc, the Python API): a lambda, a budget or a max cost, one of them; the
+    pool named."""
 
     lam: float | None = None  # None: 0 (quality only), unless a budget sets it
     budget: float | None = None  # (0, 1]: target mean cost as a fraction of the priciest pool model's
     pool: tuple[str, ...] | None = None  # None: the router's active pool
+    max_cost: float | None = None  # >= 0: a hard cap on the expected mean cost per prompt, in the data's cost unit
 
     def __post_init__(self) -> None:
         if self.lam is not None and self.budget is not None:
             raise RoutingError("give a lambda or a budget, not both")
+        if self.max_cost is not None and (self.lam is not None or self.budget is not None):
+            raise RoutingError(f"give a max cost or a {'lambda' if self.lam is not None else 'budget'}, not both")
         try:
             lam = None if self.lam is None else check_lambda(self.lam)
             budget = None if self.budget is None else check_budget(self.budget)
+            max_cost = None if self.max_cost is None else check_max_cost(self.max_cost)
         except (TypeError, ValueError) as exc:
             raise RoutingError(str(exc)) from None
         pool = None
@@ -133,6 +140,7 @@ class RoutingRequest:
         object.__setattr__(self, "lam", lam)
         object.__setattr__(self, "budget", budget)
         object.__setattr__(self, "pool", pool)
+        object.__setattr__(self, "max_cost", max_cost)
 
     def pool_of(self, router_id: str, active: Sequence[str], retired: Collection[str] = ()) -> tuple[str, ...]:
         """The models to choose among: the named pool checked against the router's active pool, else all of it."""
@@ -168,14 +176,24 @@ def checked_prompts(texts: Sequence[Any]) -> list[str]:
 
 
 def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | None, budget: float | None,
-                    pool: Sequence[str] | None) -> tuple[list[str], tuple[str, ...]]:
-    """The prompts and the pool of a request, checked; RoutingError in one line for anything off."""
+                    pool: Sequence[str] | None, max_cost: float | None = None) -> tuple[list[str], tuple[str, ...]]:
+    """The prompts and the pool of a request, checked; RoutingError in one line for anything off (a max cost
+    below the cheapest pool model's cost too: nothing routes within it)."""
     texts = checked_prompts(texts)
-    request = RoutingRequest(lam, budget, None if pool is None else tuple(pool))
-    return texts, request.pool_of(source.router_id, source.pool, source.retired)
+    request = RoutingRequest(lam, budget, None if pool is None else tuple(pool), max_cost)
+    chosen = request.pool_of(source.router_id, source.pool, source.retired)
+    if request.max_cost is not None:
+        index = source.router.pool_indices(chosen)
+        try:
+            check_reachable(request.max_cost, chosen if request.pool is not None else
+                            [source.router.models[i] for i in index], source.router.costs[index])
+        except CostCapError as exc:
+            raise RoutingError(str(exc)) from None
+    return texts, chosen
 
 
 DEFAULT_SETTING = "default budget"
+MAX_COST_SETTING = "max cost"
 # Columns of every routed decisions frame beside the choice, read by name by the decision records.
 DECISION_EXTRAS = ("fallbacks", "expected_score", "expected_cost", "price_snapshot")
 
@@ -221,23 +239,20 @@ def route_batch(
     cache_dir: Path | None = None,
     recording: Recording | None = None,
     explain: bool = False,
+    max_cost: float | None = None,
+    calibration: Calibration | None = None,
 ) -> RoutedBatch:
     """Route texts (lambda, or the lambda that meets a budget): per prompt its decision_id, the chosen model, its
     ranked fall-backs, expected score and cost, and its cluster; with exploration on in `recording`, a share of
     prompts goes to a near-best model drawn at random, its probability kept; with explain, an `explain` column of
-    the argmin's terms per candidate (routers.explain)."""
-    texts, pool = checked_request(source, texts, lam, budget, pool)
+    the argmin's terms per candidate (routers.explain). A budget or a max cost is turned into lambda on the
+    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts)."""
+    texts, pool = checked_request(source, texts, lam, budget, pool, max_cost)
     router = source.router
     embedder = embedder or source.embedder(cache_dir)
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(texts)
-    lam, budget, setting = resolved_setting(router, pool, lam, budget)
-    if setting == "budget":
-        try:
-            lam = router.lambda_for_budget(validation_proxy(router), budget, pool)
-        except ValueError as exc:
-            raise RoutingError(str(exc)) from exc
-    lam = 0.0 if lam is None else float(lam)
+    lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration or Calibration())
     # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
     # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
     terms = router.route_terms(X, lam, pool)
@@ -256,6 +271,7 @@ def route_batch(
             "lam": lam,
             "budget": budget,
             "setting": setting,
+            "max_cost": max_cost,
             "router_id": source.router_id,
             "price_snapshot": source.price_snapshot,
         }
@@ -263,6 +279,24 @@ def route_batch(
     if explain:
         frame["explain"] = terms.explained()
     return RoutedBatch(frame, X, propensity, explore, embedder.embedder_id)
+
+
+def calibrated_lambda(router: AnyRouter, pool: Sequence[str], lam: float | None, budget: float | None,
+                      max_cost: float | None, calibration: Calibration) -> tuple[float, float | None, str]:
+    """(lambda, budget, which setting) of a checked request: a max cost or a budget turned into lambda on the
+    calibration's mix, the default budget's published lambda when none is named."""
+    if max_cost is not None:
+        try:
+            return lambda_for_max_cost(router, calibration.prompts(router), max_cost, pool), None, MAX_COST_SETTING
+        except ValueError as exc:
+            raise RoutingError(str(exc)) from None
+    lam, budget, setting = resolved_setting(router, pool, lam, budget)
+    if setting == "budget":
+        try:
+            lam = router.lambda_for_budget(calibration.prompts(router), budget, pool)
+        except ValueError as exc:
+            raise RoutingError(str(exc)) from exc
+    return (0.0 if lam is None else float(lam)), budget, setting
 
 
 def route_texts(
@@ -274,9 +308,12 @@ def route_texts(
     embedder: Any = None,
     cache_dir: Path | None = None,
     explain: bool = False,
+    max_cost: float | None = None,
+    calibration: Calibration | None = None,
 ) -> pd.DataFrame:
     """The decisions of route_batch, nothing recorded: one row per prompt (see route_batch)."""
-    return route_batch(source, texts, lam, budget, pool, embedder, cache_dir, explain=explain).decisions
+    return route_batch(source, texts, lam, budget, pool, embedder, cache_dir, explain=explain, max_cost=max_cost,
+                       calibration=calibration).decisions
 
 
 def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
@@ -293,7 +330,8 @@ def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     batch_id = uuid.uuid4().hex
     # routing_log keeps lambda and budget; which setting chose them (`setting`), the fall-backs, the expectations
     # and an explanation are said to the user, not stored here (decision records keep them).
-    rows = decisions.drop(columns=["setting", "decision_id", *DECISION_EXTRAS, "explain"], errors="ignore")
+    rows = decisions.drop(columns=["setting", "decision_id", "max_cost", *DECISION_EXTRAS, "explain"],
+                          errors="ignore")
     store.write_frame(con, "routing_log", rows.assign(batch_id=batch_id,
                                                       routed_at=datetime.now(UTC).replace(tzinfo=None)))
     return batch_id

@@ -22,6 +22,7 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.pipeline import snapshot
+from uniroute.pipeline.calibration import VALIDATION
 from uniroute.routers.psi import SPARSE_CELL
 from uniroute.store.sql_stream import SqlInterrupted, StreamedQuery
 
@@ -30,7 +31,8 @@ from uniroute.store.sql_stream import SqlInterrupted, StreamedQuery
 SNAPSHOT_VIEWS = {
     "current_routing_table": "select version, router_id, cluster, grid, budget, lam, model, fallbacks "
                              "from published_routes",
-    "current_budgets": "select version, grid, budget, lam, expected_score, expected_cost from published_budgets",
+    "current_budgets": "select version, grid, budget, lam, expected_score, expected_cost, calibration "
+                       "from published_budgets",
     "model_cluster_errors": "select router_id, model, cluster, loss as error, 1 - loss as accuracy, n as prompts, "
                             "error_lo, error_hi, routing_loss as routing_error, sparse from psi",
 }
@@ -72,7 +74,9 @@ def snapshot_tables(snap: snapshot.Snapshot) -> dict[str, pd.DataFrame]:
     routes = snap.routes if "fallbacks" in snap.routes.columns else snap.routes.assign(fallbacks=None)
     tables = {
         "published_routes": routes.assign(version=version, router_id=router_id),
-        "published_budgets": snap.budgets.assign(version=version),
+        # A snapshot published before budgets said their calibration was calibrated on the validation prompts.
+        "published_budgets": snap.budgets.assign(version=version, **({} if "calibration" in snap.budgets.columns
+                                                                    else {"calibration": VALIDATION})),
         "pool": pd.DataFrame({"model": snap.manifest["pool"]}),
     }
     if snapshot.PSI_FILE in snap.files:

@@ -166,23 +166,35 @@ class RoutingRule:
         candidates = self.pool_indices(pool)
         costs = self.costs[candidates]
         target = float(budget) * float(costs.max())
-        rows, weights = self._budget_rows(X_val, candidates)
-        if rows.shape[0] == 0:
-            raise ValueError("X_val is empty: cannot turn a budget into lambda")
-        lam, mean_cost = lambda_for_mean_cost(rows, costs, weights / weights.sum(), target)
+        lam = self.lambda_for_target(X_val, target, pool)
         if lam is None:
+            rows, weights = self._budget_rows(X_val, candidates)
+            mean_cost = float((weights / weights.sum()) @ costs[lambda_path(rows, costs).end])
             raise ValueError(
                 f"budget {budget} (mean cost {target:.6g}) is below the least achievable mean cost "
                 f"{mean_cost:.6g} (fraction {mean_cost / costs.max():.6g}) for this pool"
             )
+        return lam
+
+    def lambda_for_target(self, X: np.ndarray, target: float, pool: Sequence[str] | None = None) -> float | None:
+        """Smallest lambda whose mean routed cost on the prompts X is <= target (absolute, the data's cost unit);
+        None when even the cheapest routing costs more. Budgets and cost caps both end here."""
+        candidates = self.pool_indices(pool)
+        costs = self.costs[candidates]
+        rows, weights = self._budget_rows(X, candidates)
+        if rows.shape[0] == 0:
+            raise ValueError("X_val is empty: cannot turn a budget into lambda")
+        lam, _ = lambda_for_mean_cost(rows, costs, weights / weights.sum(), target)
+        if lam is None:
+            return None
         # The breakpoint is exact in real arithmetic; in floats the tie at it may tip the other way, so
         # step up until routing itself meets the target (a few ulps at most).
         for _ in range(200):
-            chosen = self.route(X_val, lam, pool)
+            chosen = self.route(X, lam, pool)
             if float(self.costs[chosen].mean()) <= target * (1 + 1e-12) + 1e-300:
                 return float(lam)
             lam = max(np.nextafter(lam, np.inf), lam * (1 + 1e-12), 1e-300)
-        raise RuntimeError(f"lambda_for_budget did not converge at lambda={lam} for budget {budget}")
+        raise RuntimeError(f"lambda_for_target did not converge at lambda={lam} for mean cost {target}")
 
 
 # The rules of a routing request's lambda and budget, with the messages every surface shows (the CLI, the

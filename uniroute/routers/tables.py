@@ -54,13 +54,15 @@ def validation_proxy(router: RoutingRule) -> np.ndarray:
 
 
 def routing_tables(
-    router: RoutingRule, pool: tuple[str, ...], cluster_weights: np.ndarray | None = None
+    router: RoutingRule, pool: tuple[str, ...], cluster_weights: np.ndarray | None = None,
+    reference: np.ndarray | None = None,
 ) -> RoutingTables:
     """Budget and lambda grids with expected validation score and cost; routes per cluster for one-hot routers.
 
-    cluster_weights (K,): validation prompts per cluster of a one-hot router (default: from its counts); other
-    kinds weigh their budget_reference prompts equally. Expected score and cost are validation estimates: the
-    mean over those prompts of the chosen model's estimated score and its cost.
+    cluster_weights (K,): prompts per cluster of a one-hot router (default: the validation counts; the recent
+    traffic's when budgets are calibrated on it); other kinds weigh their budget_reference prompts (or `reference`,
+    e.g. the recent traffic's) equally. Expected score and cost are estimates: the mean over those prompts of the
+    chosen model's estimated score and its cost.
     """
     pool_idx = router.pool_indices(pool)
     pool_costs = router.costs[pool_idx]
@@ -76,7 +78,7 @@ def routing_tables(
         share = weights / weights.sum()
         gamma_rows = router.routing_psi.T  # (K, M): a cluster's prompts share their gamma row
     else:
-        reference = router.budget_reference()
+        reference = router.budget_reference() if reference is None else reference
         gamma_rows = router.gamma(reference)
         share = np.full(reference.shape[0], 1.0 / reference.shape[0])
     settings: list[tuple[str, float | None, float]] = []

@@ -71,6 +71,7 @@ def _router_signature() -> Any:
             [
                 ParamSpec("lambda", "double", UNUSED_LAMBDA),  # not given: the default budget, unless a budget
                 ParamSpec("budget", "double", -1.0),
+                ParamSpec("max_cost", "double", -1.0),  # mean cost per prompt cap; -1: none (serving.RoutingRequest)
                 ParamSpec("pool", "string", ""),
                 ParamSpec("explain", "boolean", False),  # the argmin's terms per candidate (routers.explain)
             ]

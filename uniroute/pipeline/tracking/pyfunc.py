@@ -23,6 +23,7 @@ import pandas as pd
 
 from uniroute.embed import embedder_from_state, make_embedder, text_hash
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.calibration import VALIDATION, Calibration, TrafficWindow, calibration_at
 from uniroute.pipeline.decisions import (
     Recording,
     Served,
@@ -31,7 +32,14 @@ from uniroute.pipeline.decisions import (
     new_decision_ids,
     recording_of,
 )
-from uniroute.pipeline.serving import RoutingRequest, checked_prompts, cluster_of, pool_names, resolved_setting
+from uniroute.pipeline.serving import (
+    RoutingRequest,
+    RoutingSource,
+    calibrated_lambda,
+    checked_request,
+    cluster_of,
+    pool_names,
+)
 from uniroute.pipeline.spool import DecisionSpool
 from uniroute.routers.serialize import router_from_bytes
 from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
@@ -43,6 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 UNUSED_BUDGET = -1.0  # the signature's default for `budget`: no budget asked for
+UNUSED_MAX_COST = -1.0  # the signature's default for `max_cost`: no cap asked for (a request's -1 never gets here)
 # The signature's default for `lambda`: a value no request sends (-1 is a request, refused as negative); models
 # logged before it have 0.0 there, quality only.
 UNUSED_LAMBDA = -1e300
@@ -89,8 +98,13 @@ def request_of(params: Mapping[str, Any]) -> RoutingRequest:
     budget = None if budget is None or budget == UNUSED_BUDGET else budget
     lam = params.get("lambda")
     lam = None if lam is None or lam == UNUSED_LAMBDA or (budget is not None and lam == 0.0) else lam
+    max_cost = params.get("max_cost")
+    max_cost = None if max_cost is None or max_cost == UNUSED_MAX_COST else max_cost
+    if max_cost is not None and lam == 0.0:  # the lambda of models logged before UNUSED_LAMBDA: not given
+        lam = None
     pool = params.get("pool")
-    return RoutingRequest(lam, budget, None if pool is None or not str(pool).strip() else tuple(pool_names(pool)))
+    return RoutingRequest(lam, budget, None if pool is None or not str(pool).strip() else tuple(pool_names(pool)),
+                          max_cost)
 
 
 def routed_frame(
@@ -140,6 +154,13 @@ def _load_context(model: Any, context: Any) -> None:
     if val_path is not None:
         with np.load(val_path, allow_pickle=False) as saved:
             model.X_val = np.repeat(saved["rows"], saved["counts"], axis=0)  # (n, d) as logged
+    model.calibration = Calibration(model.X_val, VALIDATION)
+    if not _not_recording:  # a served model in a home with traffic calibrates budgets and caps on it
+        settings = settings_from_environment()
+        traffic = calibration_at(settings.db_path, router.embedder_id,
+                                 TrafficWindow(settings.budget_traffic_days, settings.budget_traffic_min_decisions,
+                                               settings.budget_traffic_max_decisions))
+        model.calibration = traffic if traffic.on_traffic else Calibration(model.X_val, traffic.source)
 
 
 _not_recording = False  # set while MLflow checks a model being logged: its routing of the example is no traffic
@@ -172,16 +193,19 @@ def served_spool(settings: Settings) -> tuple[DecisionSpool | None, Recording]:
 def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
     """Route each prompt: the request checked as `uniroute route` checks it, then embed and route_names."""
     request = request_of(params or {})
-    prompts = checked_prompts(_rows(model_input))
-    pool = request.pool_of(model.router_id, model.router.models)
-    lam, budget, setting = resolved_setting(model.router, pool, request.lam, request.budget)
+    # Checked as `uniroute route` checks it (serving.checked_request): the same rules and one-line messages.
+    source = RoutingSource(model.router, model.router_id, tuple(model.router.models), frozenset(), None, "pyfunc")
+    prompts, pool = checked_request(source, _rows(model_input), request.lam, request.budget, request.pool,
+                                    request.max_cost)
     chosen = None if request.pool is None else list(pool)
-    if setting == "budget":  # the served model's validation sample, or the router's own stand-in
-        lam = model.router.lambda_for_budget(model.X_val, budget, chosen)
+    # A budget or cap on the traffic's mix when the home has enough of it, else the served model's validation
+    # sample (None: the router's own stand-in).
+    calibration = getattr(model, "calibration", None) or Calibration(model.X_val, VALIDATION)
+    lam, budget, setting = calibrated_lambda(model.router, pool, request.lam, request.budget, request.max_cost,
+                                             calibration)
     X = np.asarray(model.embedder.encode(prompts), dtype=np.float32)
     # As `uniroute route`: the decision is rank 1 of the argmin's terms (routers.explain), with its fall-backs;
     # exploration (off by default) may serve a near-best model instead, its row then describing that model.
-    lam = float(lam or 0.0)
     terms = model.router.route_terms(X, lam, chosen)
     spool, recording = getattr(model, "spool", None), getattr(model, "recording", Recording(enabled=False))
     served, propensity, explore = explored(model.router, X, lam, chosen, terms.chosen(),
@@ -192,7 +216,7 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     clusters = cluster_of(model.router, X).astype(object)
     frame = pd.DataFrame({"prompt_index": np.arange(len(prompts), dtype=np.int64), "model": decided["model"]})
     frame = frame.assign(decision_id=new_decision_ids(len(frame)), cluster=clusters.where(clusters.notna(), None),
-                         lam=lam, budget=budget, setting=setting, router_id=model.router_id,
+                         lam=lam, budget=budget, setting=setting, max_cost=request.max_cost, router_id=model.router_id,
                          fallbacks=decided["fallbacks"], expected_score=decided["expected_score"],
                          expected_cost=decided["expected_cost"], price_snapshot=getattr(model, "price_snapshot", None))
     if spool is not None:
