@@ -125,11 +125,32 @@ def test_prices_and_a_setting_change_the_replay(traffic_home, logged, tmp_path):
     assert shown["inputs"]["lambda"] == 1.0 and shown["setting"] == "lambda 1"
 
 
+def test_a_max_cost_replay_stays_within_the_cap_on_the_replayed_traffic(traffic_home, logged):
+    """--max-cost is calibrated on the replayed decisions themselves: their replayed expected mean cost is within
+    the cap, a cap between the cheapest and the dearest model's cost binds, and the JSON says what was asked."""
+    _, served = _replayed(traffic_home, setting=ReplaySetting(lam=0.0))
+    with store.opened(traffic_home / "uniroute.duckdb", read_only=True) as con:
+        cheapest = float(replay_router(con, "champion").router.costs.min())
+    unconstrained = float(served.cost.mean())
+    assert unconstrained > cheapest  # lambda 0 buys dearer models: there is a cap to bind
+    for cap in (cheapest + 0.25 * (unconstrained - cheapest), cheapest + 0.75 * (unconstrained - cheapest)):
+        _, capped = _replayed(traffic_home, setting=ReplaySetting(max_cost=cap))
+        assert capped.cost.mean() <= cap * (1 + 1e-9)
+        assert capped.cost.mean() >= cheapest
+    shown = runner.invoke(app, ["replay", "--max-cost", f"{unconstrained:.12g}", "--json"], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    out = json.loads(shown.stdout)
+    assert out["inputs"]["max_cost"] == pytest.approx(unconstrained) and out["setting"].startswith("max cost")
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--with", "no-such-model"], "has no row for it"),
     (["--without", "no-such-model"], "not in the replayed pool"),
     (["--last", "5", "--since", "2026-01-01"], "give --last or --since, not both"),
-    (["--lambda", "1", "--budget", "0.5"], "give --lambda or --budget, not both"),
+    (["--lambda", "1", "--budget", "0.5"], "give one of --lambda, --budget or --max-cost, not several"),
+    (["--max-cost", "1", "--budget", "0.5"], "give one of --lambda, --budget or --max-cost, not several"),
+    (["--max-cost", "-1"], "max cost must be a finite number >= 0"),
+    (["--max-cost", "0"], "below the cheapest pool model's cost"),
     (["--router", "nope"], "no router version 'nope'"),
     (["--router", "challenger"], "no challenger in the store"),
     (["--since", "yesterday"], "is not a date or time"),

@@ -40,8 +40,11 @@ def replay_command(
                                                 "these costs per call.")] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Replay at this budget (a fraction (0, 1] of the "
                                                  "priciest pool model's cost).")] = None,
-    lam: Annotated[float | None, typer.Option("--lambda", help="Replay at this lambda. Neither: each decision at "
-                                              "its logged setting.")] = None,
+    lam: Annotated[float | None, typer.Option("--lambda", help="Replay at this lambda. None of --lambda, --budget "
+                                              "or --max-cost: each decision at its logged setting.")] = None,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", help="Replay at the best expected quality whose "
+                                                   "expected mean cost per prompt on the replayed decisions stays "
+                                                   "within this cap (the data's cost unit).")] = None,
     as_json: JsonFlag = False,
 ):
     """Re-route logged decisions (their stored embeddings, no prompt text) with a stored router version, at other
@@ -50,7 +53,7 @@ def replay_command(
     settings = settings_from_env()
     with one_line_errors(OSError):
         window = ReplayWindow(last, _since(since))
-        setting = ReplaySetting(lam, budget)
+        setting = ReplaySetting(lam, budget, max_cost)
         done = operations.replay(context(settings), window, router,
                                  without=pool_names(without) if without else (),
                                  with_models=pool_names(with_models) if with_models else (),

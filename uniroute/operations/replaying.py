@@ -60,7 +60,7 @@ def replay(ctx: Context, window: ReplayWindow, router: str = "champion", without
     per_call = per_call_prices(prices) if prices is not None else {}
     inputs = {"last": window.last, "since": window.since, "router": router, "without": list(without),
               "with": list(with_models), "prices": None if prices is None else str(prices), "lambda": setting.lam,
-              "budget": setting.budget}
+              "budget": setting.budget, "max_cost": setting.max_cost}
     with ctx.session("replay", inputs=f"{router} {window.line()}") as s:
         using = replay_router(s.con, router, without, with_models, per_call)
         result, _ = replay_traffic(s.con, using, window, setting, inputs=inputs)

@@ -29,6 +29,7 @@ from uniroute.pipeline import registry
 from uniroute.pipeline import replay_estimates as estimates
 from uniroute.pipeline.replay_estimates import ReplayedTraffic
 from uniroute.pipeline.serving import DEFAULT_SETTING, resolved_setting
+from uniroute.routers.cost_cap import check_max_cost, lambda_for_max_cost
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter, router_from_bytes
@@ -72,19 +73,21 @@ class ReplaySetting:
 
     lam: float | None = None
     budget: float | None = None
+    max_cost: float | None = None  # a hard cap on the mean cost per prompt, calibrated on the replayed window itself
 
     def __post_init__(self) -> None:
-        if self.lam is not None and self.budget is not None:
-            raise ReplayError("give --lambda or --budget, not both")
+        if sum(v is not None for v in (self.lam, self.budget, self.max_cost)) > 1:
+            raise ReplayError("give one of --lambda, --budget or --max-cost, not several")
         try:
             object.__setattr__(self, "lam", None if self.lam is None else check_lambda(self.lam))
             object.__setattr__(self, "budget", None if self.budget is None else check_budget(self.budget))
+            object.__setattr__(self, "max_cost", None if self.max_cost is None else check_max_cost(self.max_cost))
         except ValueError as exc:
             raise ReplayError(str(exc)) from None
 
     @property
     def as_logged(self) -> bool:
-        return self.lam is None and self.budget is None
+        return self.lam is None and self.budget is None and self.max_cost is None
 
 
 def replay_pool(router_id: str, models: Sequence[str], active: Sequence[str], without: Sequence[str] = (),
@@ -240,6 +243,13 @@ def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayW
     pool_pos = {m: j for j, m in enumerate(m for m in router.models if m in set(pool))}
     parts: list[dict[str, np.ndarray]] = []
     lambdas: dict = {}
+    if setting.max_cost is not None:
+        # The cap holds on the traffic replayed, not on a proxy of it: the window's own prompts are the mix.
+        try:
+            lambdas["fixed"] = lambda_for_max_cost(router, window_embeddings(con, window, batch_rows),
+                                                   setting.max_cost, pool)
+        except ValueError as exc:
+            raise ReplayError(str(exc)) from None
     for batch in _batches(con, window, batch_rows):
         frame = batch.select([c for c in batch.schema.names if c != "embedding"]).to_pandas()
         known = frame.router_id.isin(using.same_clusters).to_numpy() & frame.cluster.notna().to_numpy()
@@ -297,6 +307,8 @@ def setting_line(setting: ReplaySetting) -> str:
         return f"lambda {setting.lam:g}"
     if setting.budget is not None:
         return f"budget {setting.budget:g}"
+    if setting.max_cost is not None:
+        return f"max cost {setting.max_cost:g} per prompt (calibrated on the replayed decisions)"
     return f"each decision at its logged setting (lambda, budget, or the router's {DEFAULT_SETTING})"
 
 
