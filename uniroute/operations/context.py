@@ -12,6 +12,7 @@ from uniroute import store
 from uniroute.errors import UnirouteError
 from uniroute.pipeline.decisions import Recording, recording_of
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
+from uniroute.pipeline.evidence_gate import GateThresholds
 from uniroute.settings import Settings
 from uniroute.store.lock import DEFAULT_WAIT_SECONDS
 
@@ -50,6 +51,7 @@ class Context:
     tmp_dir: Path | None = None  # where `uniroute sql` spills; reconciliation removes a killed run's folders
     spool_dir: Path | None = None  # where routing records its decisions (None: nowhere); the inbox ingests it
     recording: Recording = Recording()  # how decisions are recorded (on by default, no prompt text, no exploration)
+    gate: GateThresholds = GateThresholds()  # when a newcomer is provisional in a cluster (pipeline.evidence_gate)
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,
@@ -59,7 +61,8 @@ class Context:
         return cls(settings.db_path, settings.published_dir, settings.cache_dir, settings.inbox_dir, tracking_uri,
                    artifact_root, settings.store_wait_seconds, settings.inbox_settle_seconds, on_wait, on_warning,
                    onboard_missing, settings.min_val_answers, settings.tmp_dir, settings.spool_dir,
-                   recording_of(settings))
+                   recording_of(settings), GateThresholds(settings.gate_min_cluster_answers,
+                                                          settings.gate_max_interval_width))
 
     @classmethod
     def at(cls, db_path: Path, published_dir: Path | None = None, cache_dir: Path | None = None) -> Context:
