@@ -6,15 +6,19 @@ onboarding set's view of the pool); every prompt is assigned already, so nothing
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from tests.helpers import ingest, onboard
 from tests.pipeline.toy_store import publish_in_session
 from uniroute import operations, store
+from uniroute.cli import app
 from uniroute.pipeline import registry
 from uniroute.pipeline.evidence_gate import GateThresholds, answers_to_full, wilson_width
 from uniroute.pipeline.onboard import onboard_models
@@ -139,3 +143,25 @@ def test_the_thresholds_are_settings(gate_db, tmp_path, monkeypatch):
         result = onboard_models(s.con, ["c"], gate=gate)
     assert result.gate["c"]["status"] == "full"  # 3 answers, interval 0.56 wide: enough under these thresholds
     assert wilson_width(0.0, 3) == pytest.approx(0.5615, abs=1e-3)
+
+
+def test_every_surface_gives_the_same_verdict(gate_db, tmp_path, monkeypatch):
+    """The command line, the inbox (what the flows run) and the Python API onboard through one operation."""
+    homes = {}
+    for surface in ("cli", "inbox"):
+        homes[surface] = tmp_path / surface
+        homes[surface].mkdir()
+        shutil.copyfile(gate_db, homes[surface] / "uniroute.duckdb")
+    lucky = _lucky(tmp_path)
+    ingest(gate_db, lucky, split="val", progress=False)
+    api = onboard(gate_db, ["c"]).as_dict()["gate"]
+    monkeypatch.setenv("UNIROUTE_HOME", str(homes["cli"]))
+    monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
+    shown = CliRunner().invoke(app, ["onboard", "--results", str(lucky), "--json"], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    (homes["inbox"] / "inbox").mkdir()
+    pd.read_csv(lucky).assign(split="val").to_csv(homes["inbox"] / "inbox" / "c.csv", index=False)
+    settings = Settings(home=homes["inbox"], mlflow=False, inbox_settle_seconds=0.0)
+    run = operations.inbox(operations.Context.of(settings))
+    assert api["c"]["status"] == "provisional"
+    assert json.loads(shown.stdout)["gate"] == api == run.onboarding.as_dict()["gate"]
