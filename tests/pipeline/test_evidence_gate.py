@@ -20,7 +20,7 @@ from tests.pipeline.toy_store import publish_in_session
 from uniroute import operations, store
 from uniroute.cli import app
 from uniroute.pipeline import registry
-from uniroute.pipeline.evidence_gate import GateThresholds, answers_to_full, wilson_width
+from uniroute.pipeline.evidence_gate import GateThresholds, answers_to_full, gate_model, wilson_width
 from uniroute.pipeline.onboard import onboard_models
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.router import Router
@@ -77,8 +77,8 @@ def _sql(db_path: Path, sql: str) -> pd.DataFrame:
 
 
 def _lucky(tmp_path: Path) -> Path:
-    """c (cost 0.5): 3 right answers in cluster 0, 20 answers in cluster 1 with error 0.5 (it loses there)."""
-    return _answers(tmp_path / "c.csv", "c", {**_scores(VAL[0][:3], 0), **_scores(VAL[1], 10)}, 0.5)
+    """c (cost 0.5): 3 right answers in cluster 0; 5 in cluster 1, 3 wrong (thin there too, but it loses)."""
+    return _answers(tmp_path / "c.csv", "c", {**_scores(VAL[0][:3], 0), **_scores(VAL[1][:5], 3)}, 0.5)
 
 
 def test_three_lucky_answers_make_it_provisional_and_it_takes_no_traffic_there(gate_db, tmp_path):
@@ -143,6 +143,19 @@ def test_the_thresholds_are_settings(gate_db, tmp_path, monkeypatch):
         result = onboard_models(s.con, ["c"], gate=gate)
     assert result.gate["c"]["status"] == "full"  # 3 answers, interval 0.56 wide: enough under these thresholds
     assert wilson_width(0.0, 3) == pytest.approx(0.5615, abs=1e-3)
+    # Each threshold alone makes 3 answers thin: too few (interval narrow enough), or too wide (answers enough);
+    # onboarding the same results again under other thresholds judges the model again.
+    for thresholds, provisional in ((GateThresholds(10, 0.6), [0]), (gate, []), (GateThresholds(3, 0.5), [0])):
+        with store.session(gate_db, "onboard") as s:
+            result = onboard_models(s.con, ["c"], gate=thresholds)
+        assert result.gate["c"]["provisional_clusters"] == provisional, thresholds
+        assert np.flatnonzero(_champion(gate_db).router.provisional_cells()[2]).tolist() == provisional
+
+
+def test_a_model_alone_in_the_pool_is_never_provisional():
+    router = Router("emb-test", ("c",), np.array([0.5]), np.array([[0.0, 0.4]]), CENTROIDS, np.array([[3, 5]]))
+    verdict = gate_model(router, "c", ("c",), GateThresholds())
+    assert verdict.status == "full" and verdict.cells["winner_without"].tolist() == ["", ""]
 
 
 def test_every_surface_gives_the_same_verdict(gate_db, tmp_path, monkeypatch):

@@ -206,6 +206,10 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
             continue
         router = router.with_model(model, row, cost, counts)
         changed.append(model)
+    # A model whose row is unchanged is judged again: the gate's thresholds (settings) or the pool may have moved.
+    regate = _verdict_changed(con, router, unchanged, gate)
+    changed += regate
+    unchanged = [m for m in unchanged if m not in regate]
     if not changed:
         result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), tuple(unchanged),
                                embedded, time.perf_counter() - started, waiting, min_answers)
@@ -258,6 +262,7 @@ def _gated(con: store.Connection, router: AnyRouter, changed: list[str],
     pool = tuple(m for m in router.models if m in active)
     gates = {}
     for model in changed:
+        router = router.with_floor(model, np.zeros(router.k))  # judged on its measured cells alone
         verdict = gate_model(router, model, pool, thresholds)
         router = router.with_floor(model, verdict.floor)
         # The onboarding set's continuation for the model, restricted to each cluster it is provisional in.
@@ -265,6 +270,25 @@ def _gated(con: store.Connection, router: AnyRouter, changed: list[str],
                         for c, n in verdict.answers_needed().items()}
         gates[model] = _Gated(verdict, next_prompts)
     return router, gates
+
+
+def _verdict_changed(con: store.Connection, router: AnyRouter, models: list[str],
+                     thresholds: GateThresholds) -> list[str]:
+    """The newcomers (judged by the gate before) whose gated cells the gate would set differently today."""
+    if not models or router.psi_centroids() is None or not hasattr(router, "with_floor"):
+        return []
+    judged = set(store.query(con, "onboarding_gated_models", models=list(models)).model)
+    models = [m for m in models if m in judged]
+    active = set(store.query(con, "active_models").model)
+    pool = tuple(m for m in router.models if m in active)
+    out = []
+    for model in models:
+        i = router.models.index(model)
+        held = np.zeros(router.k) if router.psi_floor is None else router.psi_floor[i]
+        fresh = router.with_floor(model, np.zeros(router.k))
+        if not np.array_equal(gate_model(fresh, model, pool, thresholds).floor, held):
+            out.append(model)
+    return out
 
 
 def _record_gates(con: store.Connection, router_id: str, gates: dict[str, _Gated],
