@@ -178,3 +178,14 @@ def test_every_surface_gives_the_same_verdict(gate_db, tmp_path, monkeypatch):
     run = operations.inbox(operations.Context.of(settings))
     assert api["c"]["status"] == "provisional"
     assert json.loads(shown.stdout)["gate"] == api == run.onboarding.as_dict()["gate"]
+
+
+def test_a_refreshed_row_drops_its_gate_and_others_keep_theirs():
+    """with_model measures a row anew (the gate judges it again); adding or retiring others keeps the bounds."""
+    router = Router("emb-test", ("a", "c"), np.array([1.0, 0.5]), np.array([[0.3, 0.2], [0.0, 0.4]]), CENTROIDS,
+                    np.array([[20, 20], [3, 5]])).with_floor("c", np.array([0.56, 0.0]))
+    assert router.routing_psi[1].tolist() == [0.56, 0.4]
+    assert router.with_model("c", np.array([0.1, 0.4]), 0.5, np.array([10, 5])).psi_floor is None
+    grown = router.with_model("d", np.array([0.2, 0.2]), 2.0, np.array([20, 20]))
+    assert grown.provisional_cells().tolist() == [[False, False], [True, False], [False, False]]
+    assert grown.without_model("a").provisional_cells().tolist() == [[True, False], [False, False]]
