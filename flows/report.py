@@ -113,8 +113,9 @@ def build_markdown(result: BuildResult, candidates: pd.DataFrame, run_id: str | 
     return "\n".join(lines)
 
 
-def onboarding_markdown(result: OnboardResult, evidence: pd.DataFrame) -> str:
-    """What onboarding did and, per new model, how much validation evidence its Psi row stands on."""
+def onboarding_markdown(result: OnboardResult, evidence: pd.DataFrame, gate: pd.DataFrame | None = None) -> str:
+    """What onboarding did and, per new model, how much validation evidence its Psi row stands on and the
+    evidence gate's verdict per cluster (where it is provisional and which prompts it should answer next)."""
     summary = pd.DataFrame(columns=["model", "clusters", "with_evidence", "on_fallback", "val_answers", "val_error"])
     if len(evidence):
         weighted = evidence.assign(weighted_error=evidence["error"] * evidence["cluster_val_prompts"])
@@ -133,7 +134,25 @@ def onboarding_markdown(result: OnboardResult, evidence: pd.DataFrame) -> str:
         "",
         "on_fallback: clusters where the model answered no validation prompt (its overall mean error is used). "
         "val_error: its Psi row averaged with the clusters weighted by their validation prompts.",
+        *_gate_markdown(result, gate),
     ])
+
+
+def _gate_markdown(result: OnboardResult, gate: pd.DataFrame | None) -> list[str]:
+    """The evidence gate's section: each model's status, its next prompts, and the per-cluster table."""
+    if not result.gate:
+        return []
+    lines = ["", "## Evidence gate", ""]
+    for model, verdict in result.gate.items():
+        if verdict["status"] == "full":
+            lines.append(f"- {model}: full (enough evidence wherever it wins at the default budget "
+                         f"{verdict['budget']:g})")
+        else:
+            lines.append(f"- {model}: **provisional** in clusters {verdict['provisional_clusters']}: routed there by "
+                         f"the upper end of its error's interval; answer next: {', '.join(verdict['next_prompts'])}")
+    if gate is not None and len(gate):
+        lines += ["", markdown_table(gate)]
+    return lines
 
 
 def onboard_run_name(result: OnboardResult) -> str:
@@ -206,8 +225,13 @@ def report_onboarding(result: OnboardResult, settings: Settings) -> None:
     evidence = _read(settings.db_path, "models_evidence", router_id=result.router_id, models=models)
     if evidence is None:
         return
-    create_markdown_artifact(onboarding_markdown(result, evidence), key="uniroute-onboarding",
+    gate = _read(settings.db_path, "onboarding_gate_of", router_id=result.router_id)
+    create_markdown_artifact(onboarding_markdown(result, evidence, gate), key="uniroute-onboarding",
                              description=f"Onboarding {', '.join(models)}")
+    if gate is not None and len(gate):
+        create_table_artifact(gate.to_dict("records"), key="uniroute-onboarding-gate",
+                              description="The evidence gate per new model and cluster (provisional: routed by its "
+                                          "error's upper bound)")
     records = evidence.assign(coverage=evidence["coverage"].map(_number)).to_dict("records")
     create_table_artifact(records, key="uniroute-onboarding-evidence",
                           description="Validation answers behind each new Psi cell")

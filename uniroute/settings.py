@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)
     # Evidence before traffic: validation answers a model needs before the router sends it any prompt.
     min_val_answers: int = 5
+    # The evidence gate (pipeline/evidence_gate.py): a model that would win a cluster with fewer answers there
+    # than this, or a 95% interval of its error there wider than this, is provisional in it.
+    gate_min_cluster_answers: int = 10
+    gate_max_interval_width: float = 0.5
     store_wait_seconds: float = 120.0  # how long a writer waits for another operation to release the store
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0

@@ -146,7 +146,9 @@ create table if not exists published_routes (
     budget   double,                    -- fraction of the most expensive pool model's cost (grid = budget)
     lam        double not null,     -- lambda (a DuckDB keyword, hence the short name)
     model    varchar not null,
-    fallbacks varchar[]              -- the rest of the pool, best first (null: published before they were kept)
+    fallbacks varchar[],             -- the rest of the pool, best first (null: published before they were kept)
+    provisional varchar[]            -- pool models provisional in the cluster: routed by their error's upper bound
+                                     -- (pipeline/evidence_gate.py); null: published before the gate
 );
 
 -- Grain: one row per (version, grid, budget/lambda): expected quality and cost of routing at that setting.

@@ -7,9 +7,10 @@ select r.* exclude (router) from routers as r
 join (select router_id from champion_history order by became_at desc, router_id desc limit 1) using (router_id);
 
 -- Grain: one row per (cluster, grid, budget or lambda) of the newest publication: the model and its ranked
--- fall-backs (the rest of the pool, best first; null for a publication written before they were kept).
+-- fall-backs (the rest of the pool, best first; null for a publication written before they were kept), and the
+-- pool models provisional in the cluster (the evidence gate: routed there by the upper end of their interval).
 create or replace view current_routing_table as
-select p.version, p.router_id, r.cluster, r.grid, r.budget, r.lam, r.model, r.fallbacks
+select p.version, p.router_id, r.cluster, r.grid, r.budget, r.lam, r.model, r.fallbacks, r.provisional
 from published_routes as r
 join (select * from publications order by created_at desc limit 1) as p on p.version = r.version;
 

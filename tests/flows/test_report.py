@@ -6,6 +6,8 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
 from flows.report import (
     build_markdown,
     build_run_name,
@@ -133,3 +135,16 @@ def test_inbox_run_name_counts_what_happened():
                 InboxOutcome("c.csv", "ingested", "done/c.csv", None, None)]
     assert inbox_run_name(outcomes) == "inbox: 2 ingested, 1 failed; results landed for m1, m2"
     assert inbox_run_name([]) == "inbox: nothing new"
+
+
+def test_onboarding_markdown_says_the_evidence_gate():
+    gate = {"c": {"status": "provisional", "budget": 0.4, "provisional_clusters": [0], "next_prompts": ["v03", "v07"]},
+            "d": {"status": "full", "budget": 0.4, "provisional_clusters": [], "next_prompts": []}}
+    result = OnboardResult("R2", "R1", ("c", "d"), (), 0, 0.5, gate=gate)
+    rows = pd.DataFrame({"model": ["c"], "cluster": [0], "answers": [3], "provisional": [True]})
+    text = onboarding_markdown(result, pd.DataFrame(), rows)
+    assert "## Evidence gate" in text
+    assert "- c: **provisional** in clusters [0]: routed there by the upper end of its error's interval; answer " \
+           "next: v03, v07" in text
+    assert "- d: full" in text and "| c | 0 | 3 | True |" in text
+    assert "Evidence gate" not in onboarding_markdown(OnboardResult("R2", "R1", ("c",), (), 0, 0.5), pd.DataFrame())

@@ -13,6 +13,7 @@ from uniroute.errors import UnirouteError
 from uniroute.pipeline.calibration import TrafficWindow
 from uniroute.pipeline.decisions import Recording, recording_of
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
+from uniroute.pipeline.evidence_gate import GateThresholds
 from uniroute.pipeline.shadow_config import ShadowConfig
 from uniroute.settings import Settings
 from uniroute.store.lock import DEFAULT_WAIT_SECONDS
@@ -54,6 +55,7 @@ class Context:
     recording: Recording = Recording()  # how decisions are recorded (on by default, no prompt text, no exploration)
     shadow: ShadowConfig = ShadowConfig()  # the nightly build's shadow gate on recent traffic
     traffic_window: TrafficWindow = TrafficWindow()  # the traffic budgets and --max-cost are calibrated on
+    gate: GateThresholds = GateThresholds()  # when a newcomer is provisional in a cluster (pipeline.evidence_gate)
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,
@@ -66,7 +68,8 @@ class Context:
                    recording_of(settings), ShadowConfig(settings.shadow_window_days, settings.shadow_min_decisions,
                                                         settings.shadow_alpha, settings.shadow_gate),
                    TrafficWindow(settings.budget_traffic_days, settings.budget_traffic_min_decisions,
-                                 settings.budget_traffic_max_decisions))
+                                 settings.budget_traffic_max_decisions),
+                   GateThresholds(settings.gate_min_cluster_answers, settings.gate_max_interval_width))
 
     @classmethod
     def at(cls, db_path: Path, published_dir: Path | None = None, cache_dir: Path | None = None) -> Context:

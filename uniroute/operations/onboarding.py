@@ -64,7 +64,7 @@ def onboard(ctx: Context, models: Sequence[str] = (), results: Sequence[Path] = 
                 raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard{why}")
             names += [m for m in found if m not in names]
         result = onboard_models(s.con, names, cache_dir=ctx.cache_dir, reactivate=reactivate,
-                                min_answers=ctx.min_val_answers) \
+                                min_answers=ctx.min_val_answers, gate=ctx.gate) \
             if registry.champion_id(s.con) else None
         done = Onboarding(tuple(names), result, tuple(problems))
         s.detail = done.line()

@@ -66,7 +66,7 @@ def rollback(ctx: Context, router_id: str | None = None, force: bool = False) ->
     published = None
     with ctx.session("rollback", inputs=" ".join(filter(None, [router_id, "force" if force else ""]))) as s:
         result = rollback_champion(s.con, router_id, force=force, cache_dir=ctx.cache_dir,
-                                   min_answers=ctx.min_val_answers)
+                                   min_answers=ctx.min_val_answers, gate=ctx.gate)
         if result.moved and latest_publication(s.con) is not None:
             published = publish_champion(s.con, ctx.published_dir)
             switch_current_after_commit(s, ctx.published_dir, published)

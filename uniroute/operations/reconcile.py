@@ -23,7 +23,7 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) 
         return reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
                          repair=repair, cache_dir=ctx.cache_dir,
                          onboard_missing=ctx.onboard_missing or operation != "reconcile",
-                         min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir)
+                         min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir, gate=ctx.gate)
 
     try:
         with ctx.session(operation, inputs=inputs) as s:

@@ -31,6 +31,8 @@ from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
+from uniroute.pipeline.evidence_gate import GateThresholds, ModelGate, gate_model
+from uniroute.pipeline.onboarding_set import choose_onboarding_set
 from uniroute.pipeline.psi_data import onboard_psi
 from uniroute.routers.kinds import router_kind
 from uniroute.routers.serialize import AnyRouter
@@ -54,9 +56,25 @@ class OnboardResult:
     seconds: float
     waiting: dict[str, int] = field(default_factory=dict)  # model -> its validation answers, too few for traffic
     min_answers: int = MIN_VAL_ANSWERS
+    # model -> the evidence gate's verdict (pipeline/evidence_gate.py): status full|provisional, the default
+    # budget it was judged at, the provisional clusters and the prompts to answer next there, best first
+    gate: dict[str, dict] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {**self.__dict__, "models": list(self.models), "unchanged": list(self.unchanged)}
+
+    def _gate_line(self) -> str:
+        parts = []
+        for m, g in self.gate.items():
+            if g["status"] == "full":
+                parts.append(f"{m} passes the evidence gate")
+                continue
+            ids = g["next_prompts"]
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            parts.append(f"{m} is provisional in clusters {g['provisional_clusters']} (it would win them at the "
+                         f"default budget {g['budget']:g} on too little evidence: routed there by the upper end of "
+                         f"its error's interval until it answers {len(ids)} more: {shown})")
+        return "; ".join(parts)
 
     def _waiting_line(self) -> str:
         return "; ".join(f"{m} waits for more evidence ({n} validation answers, {self.min_answers} needed before it "
@@ -70,10 +88,11 @@ class OnboardResult:
             done = f"{', '.join(self.unchanged)} already routable in router {self.router_id}: nothing to change"
             return done + (f"; {waiting}" if waiting else "")
         kept = f"; {', '.join(self.unchanged)} unchanged" if self.unchanged else ""
+        gate = self._gate_line()
         return (
             f"onboarded {', '.join(self.models)} -> router {self.router_id} (parent {self.parent_id}), "
             f"{self.embedded_prompts} new prompts embedded{kept}, {self.seconds:.2f}s"
-            + (f"; {waiting}" if waiting else "")
+            + (f"; {gate}" if gate else "") + (f"; {waiting}" if waiting else "")
         )
 
 
@@ -138,12 +157,13 @@ def _kind_name(router: AnyRouter) -> str:
 
 def onboard_models(con: store.Connection, models: Sequence[str], progress: bool = False,
                    cache_dir: Path | None = None, reactivate: bool = False,
-                   min_answers: int = MIN_VAL_ANSWERS) -> OnboardResult:
+                   min_answers: int = MIN_VAL_ANSWERS, gate: GateThresholds = GateThresholds()) -> OnboardResult:
     """Add or refresh `models` in a child of the champion router, from their validation results.
 
     A retired model stays retired (late results, an inbox file, a reconciliation never bring it back) unless
     `reactivate` says so on purpose. A model with fewer than min_answers validation answers is not routed yet:
-    its results stay stored and the result says it waits for more evidence.
+    its results stay stored and the result says it waits for more evidence. A model that would win a cluster on
+    too little evidence there is provisional in it (`gate`, pipeline/evidence_gate.py).
     """
     started = time.perf_counter()
     models = tuple(dict.fromkeys(str(m) for m in models))
@@ -186,11 +206,16 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
             continue
         router = router.with_model(model, row, cost, counts)
         changed.append(model)
+    # A model whose row is unchanged is judged again: the gate's thresholds (settings) or the pool may have moved.
+    regate = _verdict_changed(con, router, unchanged, gate)
+    changed += regate
+    unchanged = [m for m in unchanged if m not in regate]
     if not changed:
         result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), tuple(unchanged),
                                embedded, time.perf_counter() - started, waiting, min_answers)
         log.info(result.line())
         return result
+    router, gates = _gated(con, router, changed, gate)
     router_id = registry.new_router_id(champion.kind)
     registry.save_router_version(con, registry.NewVersion(  # the champion's clustering is stored already
         router,
@@ -205,11 +230,77 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
         origin="onboard",
         price_snapshot=registry.price_snapshot(con),
     ))
+    _record_gates(con, router_id, gates, gate)
     crashpoint("onboard:written")
+    verdicts = {m: g.summary() for m, g in gates.items()}
     result = OnboardResult(router_id, champion.router_id, tuple(changed), tuple(unchanged), embedded,
-                           time.perf_counter() - started, waiting, min_answers)
+                           time.perf_counter() - started, waiting, min_answers, verdicts)
     log.info(result.line())
     return result
+
+
+@dataclass(frozen=True)
+class _Gated:
+    """A model's gate verdict and the prompts it should answer next in its provisional clusters."""
+
+    verdict: ModelGate
+    next_prompts: dict[int, list[str]]
+
+    def summary(self) -> dict:
+        ids = [p for c in sorted(self.next_prompts) for p in self.next_prompts[c]]
+        return {"status": self.verdict.status, "budget": self.verdict.budget,
+                "provisional_clusters": self.verdict.provisional, "next_prompts": ids}
+
+
+def _gated(con: store.Connection, router: AnyRouter, changed: list[str],
+           thresholds: GateThresholds) -> tuple[AnyRouter, dict[str, _Gated]]:
+    """The router with each changed model's provisional cells routed by their bound, and the verdicts; a kind
+    without Psi clusters (K-NN) has no cells to gate."""
+    if router.psi_centroids() is None or not hasattr(router, "with_floor"):
+        return router, {}
+    active = set(store.query(con, "active_models").model)
+    pool = tuple(m for m in router.models if m in active)
+    gates = {}
+    for model in changed:
+        router = router.with_floor(model, np.zeros(router.k))  # judged on its measured cells alone
+        verdict = gate_model(router, model, pool, thresholds)
+        router = router.with_floor(model, verdict.floor)
+        # The onboarding set's continuation for the model, restricted to each cluster it is provisional in.
+        next_prompts = {c: choose_onboarding_set(con, n, "best", model, clusters=[c]).prompts["prompt_id"].tolist()
+                        for c, n in verdict.answers_needed().items()}
+        gates[model] = _Gated(verdict, next_prompts)
+    return router, gates
+
+
+def _verdict_changed(con: store.Connection, router: AnyRouter, models: list[str],
+                     thresholds: GateThresholds) -> list[str]:
+    """The newcomers (judged by the gate before) whose gated cells the gate would set differently today."""
+    if not models or router.psi_centroids() is None or not hasattr(router, "with_floor"):
+        return []
+    judged = set(store.query(con, "onboarding_gated_models", models=list(models)).model)
+    models = [m for m in models if m in judged]
+    active = set(store.query(con, "active_models").model)
+    pool = tuple(m for m in router.models if m in active)
+    out = []
+    for model in models:
+        i = router.models.index(model)
+        held = np.zeros(router.k) if router.psi_floor is None else router.psi_floor[i]
+        fresh = router.with_floor(model, np.zeros(router.k))
+        if not np.array_equal(gate_model(fresh, model, pool, thresholds).floor, held):
+            out.append(model)
+    return out
+
+
+def _record_gates(con: store.Connection, router_id: str, gates: dict[str, _Gated],
+                  thresholds: GateThresholds) -> None:
+    """The gate's rows of this version (the `onboarding_evidence` view reads them)."""
+    frames = [g.verdict.cells.assign(
+        router_id=router_id, model=m, budget=g.verdict.budget, min_cluster_answers=thresholds.min_cluster_answers,
+        max_interval_width=thresholds.max_interval_width,
+        next_prompts=[g.next_prompts.get(int(c), []) for c in g.verdict.cells["cluster"]])
+        for m, g in gates.items()]
+    if frames:
+        store.write_frame(con, "onboarding_gate", pd.concat(frames, ignore_index=True))
 
 
 def missing_from_champion(con: store.Connection, min_answers: int = MIN_VAL_ANSWERS) -> list[str]:

@@ -9,6 +9,7 @@ here: the order is then the within-cluster one alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,8 +50,10 @@ def _frames(con: store.Connection, clustering_id: str, models: list[str]) -> tup
 
 
 def choose_onboarding_set(con: store.Connection, size: int, strategy: str, model: str | None = None,
-                          cache_dir: Path | None = None, seed: int = 0) -> OnboardingSet:
-    """The next `size` validation prompts to send to a new model (or to `model`, which answered some already)."""
+                          cache_dir: Path | None = None, seed: int = 0,
+                          clusters: Sequence[int] | None = None) -> OnboardingSet:
+    """The next `size` validation prompts to send to a new model (or to `model`, which answered some already);
+    `clusters`: only prompts of those clusters (the evidence gate's provisional ones, pipeline/evidence_gate.py)."""
     if size < 1:
         raise OnboardingSetError(f"--size must be at least 1, got {size}")
     if strategy not in STRATEGIES:
@@ -65,8 +68,10 @@ def choose_onboarding_set(con: store.Connection, size: int, strategy: str, model
         raise OnboardingSetError("the store has no validation prompts to choose from (`uniroute build` assigns "
                                  "them)")
     answered_ids = set() if model is None else set(store.query(con, "onboarding_answered", model=model).prompt_id)
-    clusters = _clusters(candidates, losses)
-    k = int(max(clusters.max(), losses["cluster"].max() if losses["cluster"].notna().any() else 0)) + 1
+    all_clusters = _clusters(candidates, losses)
+    k = int(max(all_clusters.max(), losses["cluster"].max() if losses["cluster"].notna().any() else 0)) + 1
+    keep = np.ones(len(candidates), dtype=bool) if clusters is None else np.isin(all_clusters, list(clusters))
+    candidates, clusters = candidates[keep].reset_index(drop=True), all_clusters[keep]
     train = losses[losses["split"] == "train"]
     train_clusters = train.assign(cluster=train["cluster"].fillna(0).astype(int))
     wide_train = train_clusters.pivot_table(index=["prompt_id", "cluster"], columns="model", values="loss")

@@ -26,6 +26,7 @@ from uniroute.errors import DiskFull, is_disk_full
 from uniroute.ingest.inbox import PROCESSING
 from uniroute.pipeline import publish, registry, snapshot, tracking
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
+from uniroute.pipeline.evidence_gate import GateThresholds
 from uniroute.pipeline.onboard import OnboardError, missing_from_champion, onboard_models
 from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location, tracking_store_file
 
@@ -68,7 +69,7 @@ class Report:
 
 
 def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: Path | None,
-                onboard_missing: bool, min_answers: int) -> None:
+                onboard_missing: bool, min_answers: int, gate: GateThresholds) -> None:
     missing = missing_from_champion(con, min_answers)
     if not missing:
         champion = registry.champion_id(con)
@@ -86,7 +87,7 @@ def _check_pool(con: store.Connection, report: Report, repair: bool, cache_dir: 
         report.add("pool", "broken", f"active models {missing} are not in the champion router")
         return
     try:
-        result = onboard_models(con, missing, cache_dir=cache_dir, min_answers=min_answers)
+        result = onboard_models(con, missing, cache_dir=cache_dir, min_answers=min_answers, gate=gate)
     except (OnboardError, LookupError) as exc:
         report.add("pool", "broken", f"active models {missing} are not in the champion router and cannot be "
                    f"onboarded: {exc}")
@@ -248,6 +249,7 @@ def reconcile(
     onboard_missing: bool = True,
     min_answers: int = MIN_VAL_ANSWERS,
     tmp_dir: Path | None = None,
+    gate: GateThresholds = GateThresholds(),
 ) -> Report:
     """Check every invariant in the caller's session and, with repair, restore what is derived from the store.
 
@@ -257,7 +259,7 @@ def reconcile(
     report = Report()
     report.add("operations", "repaired" if s.interrupted else "ok",
                f"marked interrupted: {', '.join(s.interrupted)}" if s.interrupted else "no run was left unfinished")
-    _check_pool(s.con, report, repair, cache_dir, onboard_missing, min_answers)
+    _check_pool(s.con, report, repair, cache_dir, onboard_missing, min_answers, gate)
     _check_published(s, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
     _check_temp(tmp_dir, report, repair)

@@ -24,6 +24,7 @@ from uniroute import store
 from uniroute.errors import UnirouteError
 from uniroute.pipeline import registry
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
+from uniroute.pipeline.evidence_gate import GateThresholds
 from uniroute.pipeline.onboard import onboard_models
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,8 @@ def rollback_target(con: store.Connection, router_id: str | None) -> str:
 
 
 def rollback_champion(con: store.Connection, router_id: str | None, force: bool = False,
-                      cache_dir: Path | None = None, min_answers: int = MIN_VAL_ANSWERS) -> RollbackResult:
+                      cache_dir: Path | None = None, min_answers: int = MIN_VAL_ANSWERS,
+                      gate: GateThresholds = GateThresholds()) -> RollbackResult:
     """Make an earlier champion the champion again (the previous one when router_id is None).
 
     Refused in one line for an unknown version or one that was never the champion. A version that does not route
@@ -101,5 +103,5 @@ def rollback_champion(con: store.Connection, router_id: str | None, force: bool 
     log.info("rolled back the champion from %s to %s", current, target)
     onboarded = None
     if missing:
-        onboarded = onboard_models(con, missing, cache_dir=cache_dir, min_answers=min_answers).router_id
+        onboarded = onboard_models(con, missing, cache_dir=cache_dir, min_answers=min_answers, gate=gate).router_id
     return RollbackResult(target, current, moved=True, missing=missing, onboarded_router_id=onboarded)

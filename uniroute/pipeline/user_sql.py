@@ -29,8 +29,8 @@ from uniroute.store.sql_stream import SqlInterrupted, StreamedQuery
 # The store's views, rebuilt over a snapshot's tables (same names and columns as in sql/schema/004_views.sql:
 # tests/sql/test_columns.py compares them).
 SNAPSHOT_VIEWS = {
-    "current_routing_table": "select version, router_id, cluster, grid, budget, lam, model, fallbacks "
-                             "from published_routes",
+    "current_routing_table": "select version, router_id, cluster, grid, budget, lam, model, fallbacks, "
+                             "provisional from published_routes",
     "current_budgets": "select version, grid, budget, lam, expected_score, expected_cost, calibration "
                        "from published_budgets",
     "model_cluster_errors": "select router_id, model, cluster, loss as error, 1 - loss as accuracy, n as prompts, "
@@ -72,6 +72,8 @@ def snapshot_tables(snap: snapshot.Snapshot) -> dict[str, pd.DataFrame]:
     """The tables of a snapshot, keyed by the store table they mirror."""
     router_id, version = snap.manifest["router_id"], snap.version
     routes = snap.routes if "fallbacks" in snap.routes.columns else snap.routes.assign(fallbacks=None)
+    if "provisional" not in routes.columns:  # published before the evidence gate: nothing was gated
+        routes = routes.assign(provisional=None)
     tables = {
         "published_routes": routes.assign(version=version, router_id=router_id),
         # A snapshot published before budgets said their calibration was calibrated on the validation prompts.

@@ -110,6 +110,8 @@ class ClusterKind(RouterKind):
             arrays["psi_counts"] = router.psi_counts
         if router.reference is not None:
             arrays["reference"] = router.reference
+        if router.psi_floor is not None:  # the evidence gate's provisional cells (routers/router.py)
+            arrays["psi_floor"] = router.psi_floor
         arrays.update({MAP_PREFIX + name: value for name, value in self.map_arrays(router.assigner).items()})
         return {"shrinkage": router.shrinkage}, arrays
 
@@ -118,7 +120,8 @@ class ClusterKind(RouterKind):
         maps = {name[len(MAP_PREFIX):]: value for name, value in arrays.items() if name.startswith(MAP_PREFIX)}
         return Router(str(header["embedder_id"]), tuple(str(m) for m in header["models"]), arrays["costs"],
                       arrays["psi"], self.assigner_from(maps), arrays.get("psi_counts"),
-                      shrinkage=float(header.get("shrinkage", 0.0)), reference=arrays.get("reference"))
+                      shrinkage=float(header.get("shrinkage", 0.0)), reference=arrays.get("reference"),
+                      psi_floor=arrays.get("psi_floor"))
 
 
 class KMeansKind(ClusterKind):

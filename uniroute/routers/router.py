@@ -55,6 +55,10 @@ class Router(RoutingRule):
     psi_counts: np.ndarray | None = None  # (M, K) labelled prompts behind each Psi cell
     shrinkage: float = 0.0  # pseudo-prompts of the pool prior added to every cell (needs psi_counts)
     reference: np.ndarray | None = None  # (n, d) validation prompts for budgets (soft maps; one-hot derive theirs)
+    # (M, K) the evidence gate's floor (pipeline/evidence_gate.py): a cell > 0 is provisional, routed by
+    # max(its cell, this bound: the upper end of its error's interval), so a model that would win a cluster on
+    # too few answers takes its traffic only where even its pessimistic error wins. 0: not gated. None: no gate.
+    psi_floor: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         models = tuple(str(m) for m in self.models)
@@ -92,6 +96,12 @@ class Router(RoutingRule):
         routing = psi if self.psi_counts is None else _frozen_copy(
             shrunk_values(psi, self.psi_counts, self.shrinkage), np.float64
         )
+        if self.psi_floor is not None:
+            floor = _frozen_copy(self.psi_floor, np.float64)
+            if floor.shape != (m, k) or not np.all(np.isfinite(floor)) or floor.min() < 0 or floor.max() > 1:
+                raise ValueError(f"psi_floor must be ({m}, {k}) with values in [0, 1], got shape {floor.shape}")
+            object.__setattr__(self, "psi_floor", floor)
+            routing = _frozen_copy(np.maximum(routing, floor), np.float64)
         object.__setattr__(self, "_routing_psi", routing)
         if self.reference is not None:
             ref = _frozen_copy(self.reference, np.float32)
@@ -140,6 +150,20 @@ class Router(RoutingRule):
             "n": cells["n"], "routing_loss": self.routing_psi.reshape(-1),  # the shrunk cell for count-aware Psi
             "error_lo": cells["error_lo"], "error_hi": cells["error_hi"], "sparse": cells["sparse"],
         })
+
+    def provisional_cells(self) -> np.ndarray:
+        """(M, K) bool: the cells the evidence gate routes by their pessimistic bound (psi_floor > 0)."""
+        if self.psi_floor is None:
+            return np.zeros(self.psi.shape, dtype=bool)
+        return self.psi_floor > 0
+
+    def with_floor(self, name: str, floor_row: np.ndarray) -> Router:
+        """A new router whose model `name` is routed by max(cell, floor_row) per cluster (zeros: not gated)."""
+        if name not in self.models:
+            raise ValueError(f"model {name!r} is not in the router (models: {list(self.models)})")
+        floor = np.zeros(self.psi.shape) if self.psi_floor is None else self.psi_floor.copy()
+        floor[self.models.index(name)] = np.asarray(floor_row, dtype=np.float64)
+        return replace(self, psi_floor=floor if floor.any() else None)
 
     def model_row(self, prompt_ids: Sequence[str], X: np.ndarray,
                   losses: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -275,6 +299,9 @@ class Router(RoutingRule):
             i = self.models.index(name)
             psi, costs = self.psi.copy(), self.costs.copy()
             psi[i], costs[i] = psi_row, cost
+            floor = None if self.psi_floor is None else self.psi_floor.copy()
+            if floor is not None:  # a refreshed row is measured anew: the gate judges it again (with_floor)
+                floor[i] = 0.0
             if counts is not None:
                 new_counts = self.psi_counts.copy()
                 new_counts[i] = counts
@@ -282,10 +309,12 @@ class Router(RoutingRule):
         else:
             psi = np.vstack([self.psi, psi_row])
             costs = np.append(self.costs, cost)
+            floor = None if self.psi_floor is None else np.vstack([self.psi_floor, np.zeros(self.k)])
             if counts is not None:
                 new_counts = np.vstack([self.psi_counts, counts])
             models = (*self.models, name)
-        return replace(self, models=models, costs=costs, psi=psi, psi_counts=new_counts)
+        return replace(self, models=models, costs=costs, psi=psi, psi_counts=new_counts,
+                       psi_floor=None if floor is None or not floor.any() else floor)
 
     def without_model(self, name: str) -> Router:
         """A new router without model `name`."""
@@ -298,4 +327,5 @@ class Router(RoutingRule):
             costs=self.costs[keep],
             psi=self.psi[keep],
             psi_counts=None if self.psi_counts is None else self.psi_counts[keep],
+            psi_floor=None if self.psi_floor is None or not self.psi_floor[keep].any() else self.psi_floor[keep],
         )

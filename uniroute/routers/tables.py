@@ -23,7 +23,7 @@ BUDGETS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 # Lambda in units of loss per (cost / most expensive pool model's cost), so the grid means the same
 # thing whether costs are USD per query or billions of parameters.
 NORMALISED_LAMBDAS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
-ROUTE_COLUMNS = ("cluster", "grid", "budget", "lam", "model", "fallbacks")
+ROUTE_COLUMNS = ("cluster", "grid", "budget", "lam", "model", "fallbacks", "provisional")
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,8 @@ class RoutingTables:
     """What a gateway needs: routes (cluster x setting -> model; one-hot only), expected score/cost per setting."""
 
     routes: pd.DataFrame  # columns cluster, grid, budget, lam (lambda), model, fallbacks (the rest of the pool, best
-    # first: where a gateway sends the cluster's prompts when the model is down)
+    # first: where a gateway sends the cluster's prompts when the model is down), provisional (the pool models the
+    # evidence gate routes by their error's upper bound in the cluster: pipeline/evidence_gate.py)
     budgets: pd.DataFrame  # columns grid, budget, lam, expected_score, expected_cost
 
 
@@ -91,6 +92,7 @@ def routing_tables(
     settings += [("lambda", None, lam / max_cost) for lam in NORMALISED_LAMBDAS]
     rows = np.arange(gamma_rows.shape[0])
     routes, budgets = [], []
+    provisional = _provisional(router, pool_idx) if one_hot else []
     for grid, budget, lam in settings:
         # One-hot: the ranked terms per cluster (routers.explain), so the chosen model and its fall-backs come
         # from one ranking; rank 1 is exactly cluster_table's choice.
@@ -109,10 +111,18 @@ def routing_tables(
             fallbacks = terms.summary()["fallbacks"]
             routes += [
                 {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m],
-                 "fallbacks": fallbacks[c]}
+                 "fallbacks": fallbacks[c], "provisional": provisional[c]}
                 for c, m in enumerate(choice)
             ]
     return RoutingTables(routes=pd.DataFrame(routes, columns=list(ROUTE_COLUMNS)), budgets=pd.DataFrame(budgets))
+
+
+def _provisional(router: RoutingRule, pool_idx: np.ndarray) -> list[list[str]]:
+    """Per cluster, the pool models whose cell there the evidence gate routes by its bound (router.psi_floor)."""
+    floor = getattr(router, "psi_floor", None)
+    if floor is None:
+        return [[] for _ in range(router.k)]
+    return [[router.models[m] for m in pool_idx if floor[m, c] > 0] for c in range(router.k)]
 
 
 # The default routing setting when a request names neither a budget nor a lambda: lambda 0 sends every prompt to
