@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,44 @@ def _task_seconds(stream: list[dict], prefix: str) -> list[float]:
     return out
 
 
+class RssSampler:
+    """The driver's resident memory sampled every `every` seconds on a thread, its peak per named phase: where the
+    peak comes from (ru_maxrss gives the whole run's peak only)."""
+
+    def __init__(self, every: float = 0.2) -> None:
+        import psutil
+
+        self._process, self._every, self._phase = psutil.Process(), every, "start"
+        self.peaks: dict[str, float] = {}
+        self.timeline: list[tuple[float, float]] = []  # (seconds since start, MB), to set beside the driver's log
+        self._t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            self.sample()
+
+    def sample(self) -> None:
+        mb = self._process.memory_info().rss / 2**20
+        self.timeline.append((round(time.perf_counter() - self._t0, 1), round(mb, 1)))
+        self.peaks[self._phase] = round(max(self.peaks.get(self._phase, 0.0), mb), 1)
+
+    def phase(self, name: str) -> None:
+        self.sample()
+        self._phase = name
+        self.sample()
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+
 def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
     """The driver's part (a child process): embed, then cluster, on the scheduler at address."""
     from distributed import Client, get_task_stream
@@ -94,16 +134,19 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
     from uniroute import operations
 
     os.environ["UNIROUTE_HOME"] = str(home)
+    logging.basicConfig(level=logging.INFO, format="%(relativeCreated)8.0f ms %(name)s: %(message)s")
     ctx = operations.Context.at(home / "uniroute.duckdb", cache_dir=home.parent / "cache")
     out: dict[str, Any] = {}
-    with Client(address, timeout=60) as client:
+    with RssSampler() as rss, Client(address, timeout=60) as client:
         out["rss_mb_before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t0 = time.perf_counter()
+        rss.phase("embed")
         with get_task_stream(client) as embed_stream:
             looked_up = operations.embed_new_prompts(ctx, "static", client=client)
         out["embed_seconds"] = time.perf_counter() - t0
         out["prompts"] = looked_up
         t1 = time.perf_counter()
+        rss.phase("cluster")
         with get_task_stream(client) as cluster_stream:
             clusters = operations.cluster_on_dask(ctx, "static", k, seed, client=client)
         out["cluster_seconds"] = time.perf_counter() - t1
@@ -116,6 +159,9 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
         out["kmeans_block_tasks"] = {"count": len(partial_tasks),
                                      "mean_seconds": sum(partial_tasks) / max(len(partial_tasks), 1)}
         out["workers"] = len(client.scheduler_info()["workers"])
+        rss.phase("end")
+    out["driver_rss_mb_peak_by_phase"] = rss.peaks
+    (home.parent / "driver_rss_timeline.json").write_text(json.dumps(rss.timeline[::5]))
     out["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -137,6 +183,7 @@ def run(work: Path, home: Path, workers: int, k: int, seed: int) -> dict[str, An
         child = subprocess.run([sys.executable, "-m", "benchmarks.scale.dask_plane", "--driver", address,
                                 "--home", str(home), "--k", str(k), "--seed", str(seed)],
                                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+        (logs / "driver.log").write_text(child.stderr)
         if child.returncode != 0:
             raise RuntimeError(f"driver failed: {child.stderr[-3000:]}")
         result = json.loads(child.stdout.strip().splitlines()[-1])

@@ -146,7 +146,7 @@ def test_clusters_are_fitted_and_written_on_the_workers(db_path: Path, tmp_path:
         with store.opened(db_path) as con:
             result = cluster_dataset(con, model.embedder_id, model.dim, 5, seed=0, client=client)
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    assert {"count", "partial", "assign_partition"} <= set(prefixes), prefixes
+    assert {"rows", "partial", "assign_partition"} <= set(prefixes), prefixes
     # The workers see the training rows in partition order: the in-process fit of the same rows in that order.
     row_of = {h: i for i, h in enumerate(prompts["text_hash"])}
     keep = set(prompts["text_hash"][train])

@@ -8,12 +8,12 @@ from dataclasses import replace
 from typing import Any
 
 from uniroute import store
-from uniroute.embed import embed_missing, make_embedder
+from uniroute.embed import make_embedder
+from uniroute.embed.fill import embed_store_prompts
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
 from uniroute.pipeline.build import BuildResult, run_build
-from uniroute.pipeline.build_data import prompt_texts
 from uniroute.pipeline.clusters_dask import DatasetClusters, cluster_dataset
 from uniroute.progress import ticking
 
@@ -63,9 +63,7 @@ def embed_new_prompts(ctx: Context, embedder: str, client: Any = None, progress:
         stage(f"preparing the {embedder} embedder")
         model = make_embedder(embedder, progress=progress, cache_dir=ctx.cache_dir)
         stage(f"embedding the new prompts with {embedder}", own_bar=True)
-        texts = prompt_texts(s.con)
-        embed_missing(s.con, texts, model, client=client)
-        return len(texts)
+        return embed_store_prompts(s.con, model, client=client)
 
 
 def cluster_on_dask(ctx: Context, embedder: str, k: int, seed: int = 0, client: Any = None) -> DatasetClusters:

@@ -21,7 +21,6 @@ import dask.array as da
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from uniroute import store
@@ -56,27 +55,27 @@ class DatasetClusters:
 
 
 @functools.lru_cache(maxsize=4)
-def _keep(url: str) -> pa.Array:
-    """The training hashes a task keeps (read once per worker process: every task of a fit asks for the same file)."""
+def _keep(url: str) -> frozenset[str]:
+    """The training hashes a task keeps (read once per worker process: every task of a fit asks for the same file).
+
+    A Python set, built once: pyarrow's is_in rebuilt its hash table of the value set on every call, 0.1 s per
+    partition at 120k training prompts and most of the clustering's time at 1M (benchmarks/scale/dask_plane.py)."""
     with fsspec.open(url, "rb") as f:
-        return pq.read_table(f).column("text_hash").combine_chunks()
+        return frozenset(pq.read_table(f).column("text_hash").to_pylist())
 
 
 def _read(path: str, keep_url: str | None) -> pa.Table:
     with fsspec.open(path, "rb") as f:
         table = pq.read_table(f, columns=["text_hash", "vector"])
     if keep_url is not None:
-        table = table.filter(pc.is_in(table.column("text_hash"), value_set=_keep(keep_url)))
+        keep = _keep(keep_url)
+        table = table.filter(pa.array([h in keep for h in table.column("text_hash").to_pylist()], pa.bool_()))
     return table
 
 
 def _vectors(table: pa.Table, dim: int) -> np.ndarray:
     flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     return flat.astype(np.float32, copy=False).reshape(table.num_rows, dim)
-
-
-def _count(paths: list[str], keep_url: str) -> int:
-    return sum(_read(p, keep_url).num_rows for p in paths)
 
 
 def _rows(paths: list[str], keep_url: str, dim: int) -> np.ndarray:
@@ -114,15 +113,22 @@ def _write_keep(root: str, hashes: pa.Array) -> str:
 def training_array(files: list[str], keep_url: str, dim: int, client: Client | None,
                    files_per_block: int = FILES_PER_BLOCK) -> da.Array:
     """The training rows of every partition as one Dask array (n_train, dim), blocks of files_per_block partitions
-    read on the workers (and kept in their memory with a client, so the Lloyd steps do not read the files again)."""
+    read once: with a client on the workers and kept in their memory (the driver learns each block's row count
+    only), without one in this process (small data)."""
     groups = [files[i : i + files_per_block] for i in range(0, len(files), files_per_block)]
-    counts = dask.compute(*[dask.delayed(_count)(g, keep_url) for g in groups])
-    blocks = [da.from_delayed(dask.delayed(_rows)(g, keep_url, dim), shape=(n, dim), dtype=np.float32)
-              for g, n in zip(groups, counts, strict=True) if n]
+    if client is None:
+        arrays = dask.compute(*[dask.delayed(_rows)(g, keep_url, dim) for g in groups])
+        blocks = [da.from_array(a, chunks=a.shape) for a in arrays if len(a)]
+    else:
+        # One read: the blocks are read into the workers' memory and only their lengths come back (a first pass
+        # that counted rows read every file twice).
+        futures = [client.submit(_rows, g, keep_url, dim, pure=False) for g in groups]
+        counts = client.gather([client.submit(len, f) for f in futures])
+        blocks = [da.from_delayed(f, shape=(n, dim), dtype=np.float32)
+                  for f, n in zip(futures, counts, strict=True) if n]
     if not blocks:
         raise store.StoreError("no training prompt has a vector in the embedding dataset: embed them first")
-    X = da.concatenate(blocks)
-    return client.persist(X) if client is not None else X
+    return da.concatenate(blocks)
 
 
 def cluster_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
