@@ -212,6 +212,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/uniroute-bench-dask"))
+    parser.add_argument("--out", type=Path, default=RESULT, help="the results' JSON (default dask_plane.json)")
     parser.add_argument("--driver")
     parser.add_argument("--home", type=Path)
     args = parser.parse_args()
@@ -233,7 +234,7 @@ def main() -> None:
         result["one_over_two_workers"] = round(runs["1"]["wall_seconds"] / runs["2"]["wall_seconds"], 2)
     if "2" in runs:
         result["extrapolated_10m"] = extrapolate(runs["2"], args.prompts)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

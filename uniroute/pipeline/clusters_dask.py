@@ -9,6 +9,7 @@ cluster), one file per embedding partition, `.part` then renamed like the embedd
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 # Embedding partitions (2,048 prompts each from the workers) per block of the K-means array: a Lloyd step is one
 # task per block, and on a busy cluster the per-task overhead, not the arithmetic, set the pace of 1-file blocks.
 FILES_PER_BLOCK = 8
+# DuckDB's memory while it lists the training hashes (its default, 80% of RAM, kept what it read in the driver).
+QUERY_DUCKDB_MEMORY = "512MB"
 
 
 @dataclass(frozen=True)
@@ -131,26 +134,44 @@ def training_array(files: list[str], keep_url: str, dim: int, client: Client | N
     return da.concatenate(blocks)
 
 
+def _scheduler(client: Client | None) -> contextlib.AbstractContextManager:
+    """Every dask.compute inside on the client's cluster, even when it is not the process's default client (the
+    blocks are its futures: the local scheduler cannot see them); without one, as dask's configuration says."""
+    return dask.config.set(scheduler=client) if client is not None else contextlib.nullcontext()
+
+
+def fit_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
+                client: Client | None = None) -> tuple[Centroids, int]:
+    """K-means (K = k) over the training prompts' vectors of one embedder in the dataset, the Lloyd sums on the
+    client's workers (in this process without one); (the centres, how many training rows)."""
+    root = root_of(con)
+    files = partition_files(root, embedder_id)
+    with store.memory_limited(con, QUERY_DUCKDB_MEMORY):
+        train = store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
+    keep_url = _write_keep(root, train)
+    try:
+        with _scheduler(client):
+            X = training_array(files, keep_url, dim, client)
+            return fit_centroids_dask(X, k, seed), int(X.shape[0])
+    finally:
+        fs, keep_path = fsspec.core.url_to_fs(keep_url)
+        fs.rm(keep_path)
+
+
 def cluster_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
                     client: Client | None = None) -> DatasetClusters:
     """K-means (K = k) over the training prompts' vectors of one embedder, fitted and assigned on the workers."""
-    seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    root = root_of(con)
-    files = partition_files(root, embedder_id)
-    train = store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
-    keep_url = _write_keep(root, train)
-    X = training_array(files, keep_url, dim, client)
-    seconds["read"] = time.perf_counter() - t0
-    centroids = fit_centroids_dask(X, k, seed)
-    seconds["fit"] = time.perf_counter() - t0 - seconds["read"]
+    centroids, n_train = fit_dataset(con, embedder_id, dim, k, seed, client)
+    seconds = {"fit": time.perf_counter() - t0}
     clustering_id = clustering_id_of(centroids)
+    root = root_of(con)
     out = f"{root}/assignments/{clustering_id}"
     centers = dask.delayed(centroids.centers, name=f"centers-{clustering_id}")
-    sizes = np.sum(dask.compute(*[dask.delayed(_assign_partition)(p, centers, out) for p in files]), axis=0)
-    seconds["assign"] = time.perf_counter() - t0 - seconds["read"] - seconds["fit"]
-    fs, keep_path = fsspec.core.url_to_fs(keep_url)
-    fs.rm(keep_path)
-    result = DatasetClusters(centroids, clustering_id, int(X.shape[0]), sizes, out, seconds)
+    files = partition_files(root, embedder_id)
+    with _scheduler(client):
+        sizes = np.sum(dask.compute(*[dask.delayed(_assign_partition)(p, centers, out) for p in files]), axis=0)
+    seconds["assign"] = time.perf_counter() - t0 - seconds["fit"]
+    result = DatasetClusters(centroids, clustering_id, n_train, sizes, out, seconds)
     log.info(result.line())
     return result
