@@ -4,7 +4,8 @@ scheduler with W worker processes (one thread each), measuring the driver's peak
 What runs is what `uniroute build` with UNIROUTE_DASK_ADDRESS and `operations.cluster_on_dask` do: the embedding
 (one task per TASK_TEXTS prompts, each writing its Parquet file), then K-means over the training prompts'
 partitions on the workers and every prompt's cluster written back. The driver is a child process of this script
-(`--driver`), so its ru_maxrss is its own; the scheduler and workers are `python -m distributed.cli.*` processes.
+(`--driver`), so its peak RSS (VmHWM) is its own, and a thread samples it per phase; the scheduler and workers
+are `python -m distributed.cli.*` processes.
 
 The store holds `--prompts` prompts x `--models` LLMs of synthetic logs (uniroute.synth). Neither step reads the
 LLMs' results (embedding and clustering see prompts only), so the default is 2 LLMs: ingesting 1M x 100 result
@@ -89,6 +90,15 @@ def _task_seconds(stream: list[dict], prefix: str) -> list[float]:
     return out
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS since it exec'd (VmHWM): ru_maxrss keeps the forking parent's RSS across exec, so a
+    driver started after `prepare` ingested 1M prompts reported the parent's 1.6 GB before it did anything."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 class RssSampler:
     """The driver's resident memory sampled every `every` seconds on a thread, its peak per named phase: where the
     peak comes from (ru_maxrss gives the whole run's peak only)."""
@@ -138,7 +148,7 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
     ctx = operations.Context.at(home / "uniroute.duckdb", cache_dir=home.parent / "cache")
     out: dict[str, Any] = {}
     with RssSampler() as rss, Client(address, timeout=60) as client:
-        out["rss_mb_before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out["rss_mb_before"] = _peak_rss_mb()
         t0 = time.perf_counter()
         rss.phase("embed")
         with get_task_stream(client) as embed_stream:
@@ -162,7 +172,7 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
         rss.phase("end")
     out["driver_rss_mb_peak_by_phase"] = rss.peaks
     (home.parent / "driver_rss_timeline.json").write_text(json.dumps(rss.timeline[::5]))
-    out["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["driver_peak_rss_mb"] = _peak_rss_mb()
     return out
 
 
