@@ -46,7 +46,9 @@ def nightly_build() -> dict:
         on_dask = 0
         if operations.embeds_ahead(inputs):  # TF-IDF is fitted on this build's training prompts, inside the build
             on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(settings, settings.embedder)
-        result = operations.build(ctx, settings.embedder, settings.seed, settings.build_kinds, progress=True)
+        # The build itself runs here; with an external scheduler its K-means refit (a large build) runs there.
+        result = operations.build(ctx, settings.embedder, settings.seed, settings.build_kinds,
+                                  dask_address=settings.dask_address, progress=True)
         logger.info(result.line())
         logger.info(result.selection)
         compared = result.candidates_table().drop(columns=["build_router_id"], errors="ignore")

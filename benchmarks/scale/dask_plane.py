@@ -4,7 +4,8 @@ scheduler with W worker processes (one thread each), measuring the driver's peak
 What runs is what `uniroute build` with UNIROUTE_DASK_ADDRESS and `operations.cluster_on_dask` do: the embedding
 (one task per TASK_TEXTS prompts, each writing its Parquet file), then K-means over the training prompts'
 partitions on the workers and every prompt's cluster written back. The driver is a child process of this script
-(`--driver`), so its ru_maxrss is its own; the scheduler and workers are `python -m distributed.cli.*` processes.
+(`--driver`), so its peak RSS (VmHWM) is its own, and a thread samples it per phase; the scheduler and workers
+are `python -m distributed.cli.*` processes.
 
 The store holds `--prompts` prompts x `--models` LLMs of synthetic logs (uniroute.synth). Neither step reads the
 LLMs' results (embedding and clustering see prompts only), so the default is 2 LLMs: ingesting 1M x 100 result
@@ -22,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -87,6 +90,53 @@ def _task_seconds(stream: list[dict], prefix: str) -> list[float]:
     return out
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak RSS since it exec'd (VmHWM): ru_maxrss keeps the forking parent's RSS across exec, so a
+    driver started after `prepare` ingested 1M prompts reported the parent's 1.6 GB before it did anything."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class RssSampler:
+    """The driver's resident memory sampled every `every` seconds on a thread, its peak per named phase: where the
+    peak comes from (ru_maxrss gives the whole run's peak only)."""
+
+    def __init__(self, every: float = 0.2) -> None:
+        import psutil
+
+        self._process, self._every, self._phase = psutil.Process(), every, "start"
+        self.peaks: dict[str, float] = {}
+        self.timeline: list[tuple[float, float]] = []  # (seconds since start, MB), to set beside the driver's log
+        self._t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            self.sample()
+
+    def sample(self) -> None:
+        mb = self._process.memory_info().rss / 2**20
+        self.timeline.append((round(time.perf_counter() - self._t0, 1), round(mb, 1)))
+        self.peaks[self._phase] = round(max(self.peaks.get(self._phase, 0.0), mb), 1)
+
+    def phase(self, name: str) -> None:
+        self.sample()
+        self._phase = name
+        self.sample()
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+
 def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
     """The driver's part (a child process): embed, then cluster, on the scheduler at address."""
     from distributed import Client, get_task_stream
@@ -94,16 +144,19 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
     from uniroute import operations
 
     os.environ["UNIROUTE_HOME"] = str(home)
+    logging.basicConfig(level=logging.INFO, format="%(relativeCreated)8.0f ms %(name)s: %(message)s")
     ctx = operations.Context.at(home / "uniroute.duckdb", cache_dir=home.parent / "cache")
     out: dict[str, Any] = {}
-    with Client(address, timeout=60) as client:
-        out["rss_mb_before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with RssSampler() as rss, Client(address, timeout=60) as client:
+        out["rss_mb_before"] = _peak_rss_mb()
         t0 = time.perf_counter()
+        rss.phase("embed")
         with get_task_stream(client) as embed_stream:
             looked_up = operations.embed_new_prompts(ctx, "static", client=client)
         out["embed_seconds"] = time.perf_counter() - t0
         out["prompts"] = looked_up
         t1 = time.perf_counter()
+        rss.phase("cluster")
         with get_task_stream(client) as cluster_stream:
             clusters = operations.cluster_on_dask(ctx, "static", k, seed, client=client)
         out["cluster_seconds"] = time.perf_counter() - t1
@@ -116,7 +169,10 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
         out["kmeans_block_tasks"] = {"count": len(partial_tasks),
                                      "mean_seconds": sum(partial_tasks) / max(len(partial_tasks), 1)}
         out["workers"] = len(client.scheduler_info()["workers"])
-    out["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss.phase("end")
+    out["driver_rss_mb_peak_by_phase"] = rss.peaks
+    (home.parent / "driver_rss_timeline.json").write_text(json.dumps(rss.timeline[::5]))
+    out["driver_peak_rss_mb"] = _peak_rss_mb()
     return out
 
 
@@ -137,6 +193,7 @@ def run(work: Path, home: Path, workers: int, k: int, seed: int) -> dict[str, An
         child = subprocess.run([sys.executable, "-m", "benchmarks.scale.dask_plane", "--driver", address,
                                 "--home", str(home), "--k", str(k), "--seed", str(seed)],
                                cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+        (logs / "driver.log").write_text(child.stderr)
         if child.returncode != 0:
             raise RuntimeError(f"driver failed: {child.stderr[-3000:]}")
         result = json.loads(child.stdout.strip().splitlines()[-1])
@@ -165,6 +222,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("/tmp/uniroute-bench-dask"))
+    parser.add_argument("--out", type=Path, default=RESULT, help="the results' JSON (default dask_plane.json)")
     parser.add_argument("--driver")
     parser.add_argument("--home", type=Path)
     args = parser.parse_args()
@@ -186,7 +244,7 @@ def main() -> None:
         result["one_over_two_workers"] = round(runs["1"]["wall_seconds"] / runs["2"]["wall_seconds"], 2)
     if "2" in runs:
         result["extrapolated_10m"] = extrapolate(runs["2"], args.prompts)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

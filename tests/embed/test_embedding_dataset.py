@@ -146,7 +146,7 @@ def test_clusters_are_fitted_and_written_on_the_workers(db_path: Path, tmp_path:
         with store.opened(db_path) as con:
             result = cluster_dataset(con, model.embedder_id, model.dim, 5, seed=0, client=client)
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    assert {"count", "partial", "assign_partition"} <= set(prefixes), prefixes
+    assert {"rows", "partial", "assign_partition"} <= set(prefixes), prefixes
     # The workers see the training rows in partition order: the in-process fit of the same rows in that order.
     row_of = {h: i for i, h in enumerate(prompts["text_hash"])}
     keep = set(prompts["text_hash"][train])
@@ -159,3 +159,27 @@ def test_clusters_are_fitted_and_written_on_the_workers(db_path: Path, tmp_path:
     assert len(written) == len(set(texts)) and int(result.sizes.sum()) == len(written)
     by_hash = dict(zip(written["text_hash"], written["cluster"], strict=True))
     assert [by_hash[h] for h in prompts["text_hash"]] == result.centroids.assign(X).tolist()
+
+
+def test_the_store_prompts_are_embedded_from_a_work_file_once_per_text(db_path: Path, tmp_path: Path) -> None:
+    """embed/fill.py, in-process: every prompt a build reads gets a vector, a text shared by two prompts is encoded
+    once, the work file is gone afterwards and a rerun embeds nothing."""
+    from tests.helpers import ingest
+    from tests.synthetic_logs import synthetic_long
+    from uniroute.embed.fill import embed_store_prompts
+
+    logs = synthetic_long(n_prompts=120, n_models=3)
+    first, second = sorted(logs["prompt_id"].unique())[:2]
+    logs.loc[logs["prompt_id"] == second, "prompt"] = logs.loc[logs["prompt_id"] == first, "prompt"].iloc[0]
+    logs.to_parquet(tmp_path / "logs.parquet", index=False)
+    ingest(db_path, tmp_path / "logs.parquet", progress=False)
+    model = CountingEmbedder(embed.fit_tfidf(logs["prompt"].unique().tolist(), dim=6, seed=0, progress=False))
+    with store.opened(db_path) as con:
+        assert embed_store_prompts(con, model) == 120
+        assert sorted(model.seen) == sorted(logs["prompt"].unique()) and len(model.seen) == 119
+        dataset.expose_view(con)
+        hashes = con.execute("select p.text_hash, count(e.text_hash) from (select distinct text_hash from prompts) p "
+                             "left join embeddings e using (text_hash) group by p.text_hash").fetchall()
+        assert len(hashes) == 119 and all(n == 1 for _, n in hashes)
+        assert embed_store_prompts(con, model) == 120 and len(model.seen) == 119  # nothing left to embed
+    assert not list((db_path.parent / "embeddings" / "work").glob("*"))

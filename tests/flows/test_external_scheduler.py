@@ -78,7 +78,7 @@ def test_build_on_an_existing_scheduler_equals_the_in_process_build(external_sch
         prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
     assert any("embed" in prefix for prefix in prefixes), prefixes
     # The Dask phase's progress reached the run's log from the worker that ran the embedding task.
-    embed_lines = [log.message for log in _all_logs() if log.name == "uniroute.embed.cache"]
+    embed_lines = [log.message for log in _all_logs() if log.name == "uniroute.embed.fill"]
     assert any("distinct to embed" in line for line in embed_lines), embed_lines
     assert any("partition files" in line for line in embed_lines), embed_lines
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -87,28 +87,36 @@ def _fill(texts: list[str], new_pos: np.ndarray, hashes: list[str], embedder: Em
                 encode_partition([texts[i] for i in chunk], hashes[lo : lo + len(chunk)], embedder, root)
                 bar.update(len(chunk))
             return len(chunks)
-        # The embedder is a task's result, not scattered data: a worker lost mid-run took scattered data with it and
-        # every task needing it was cancelled ("already forgotten"), while a task's result is recomputed elsewhere.
-        # It travels once per worker (a MiniLM pickles without its weights; each worker process loads them once).
-        # Results are file names and counts: the vectors never come back. Collected in order, each advancing the
-        # bar, which is the Dask phase's progress in the log.
-        run = uuid.uuid4().hex[:8]  # task names the dashboard shows: embed-partition-<run>-<first row>
-        shared = client.submit(_same, embedder, key=f"embedder-{run}")
-        futures = [client.submit(encode_partition, [texts[i] for i in chunk], hashes[lo : lo + len(chunk)],
-                                 shared, root, key=f"embed-partition-{run}-{lo}")
-                   for lo, chunk in chunks]
-        for future in futures:
-            try:
-                _, rows = future.result()
-            except Exception as exc:  # KilledWorker, a cancelled future, a lost scheduler: Dask's many ways to fail
-                for other in futures:
-                    other.cancel()
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise DaskEmbedError(
-                    f"embedding on the Dask cluster failed at task {future.key} ({type(exc).__name__}: {first}); the "
-                    f"files written so far are kept and a rerun embeds only the rest") from exc
-            bar.update(rows)
-        return len(futures)
+        run_on_workers(client, encode_partition, [([texts[i] for i in chunk], hashes[lo : lo + len(chunk)], str(lo))
+                                                  for lo, chunk in chunks], embedder, root, bar)
+        return len(chunks)
+
+
+def run_on_workers(client: Client, task: Callable[..., tuple[str, int]], calls: Sequence[tuple[Any, Any, str]],
+                   embedder: Embedder, root: str, bar: Any) -> None:
+    """task(a, b, embedder, root) for each (a, b, name) of calls on the client's workers, each writing one partition
+    file; DaskEmbedError naming the first task that failed (the others are cancelled).
+
+    The embedder is a task's result, not scattered data: a worker lost mid-run took scattered data with it and
+    every task needing it was cancelled ("already forgotten"), while a task's result is recomputed elsewhere.
+    It travels once per worker (a MiniLM pickles without its weights; each worker process loads them once).
+    Results are file names and counts: the vectors never come back. Collected in order, each advancing the
+    bar, which is the Dask phase's progress in the log.
+    """
+    run = uuid.uuid4().hex[:8]  # task names the dashboard shows: embed-partition-<run>-<name>
+    shared = client.submit(_same, embedder, key=f"embedder-{run}")
+    futures = [client.submit(task, a, b, shared, root, key=f"embed-partition-{run}-{name}") for a, b, name in calls]
+    for future in futures:
+        try:
+            _, rows = future.result()
+        except Exception as exc:  # KilledWorker, a cancelled future, a lost scheduler: Dask's many ways to fail
+            for other in futures:
+                other.cancel()
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise DaskEmbedError(
+                f"embedding on the Dask cluster failed at task {future.key} ({type(exc).__name__}: {first}); the "
+                f"files written so far are kept and a rerun embeds only the rest") from exc
+        bar.update(rows)
 
 
 def embed_missing(

@@ -148,7 +148,9 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors, used = self.table()
-        encodings = wordpiece_tokenizer(str(minilm_path()), self.max_tokens).encode_batch(
+        # encode_batch_fast: the same ids without the character offsets (unused here); tokenising is most of an
+        # encode, and this is ~10% of it (benchmarks/scale/dask_plane.py).
+        encodings = wordpiece_tokenizer(str(minilm_path()), self.max_tokens).encode_batch_fast(
             texts, add_special_tokens=False
         )
         token_ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from distributed import Client
+
 from uniroute import store
-from uniroute.embed import embed_missing, make_embedder
+from uniroute.embed import make_embedder
+from uniroute.embed.fill import embed_store_prompts
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
 from uniroute.pipeline.build import BuildResult, run_build
-from uniroute.pipeline.build_data import prompt_texts
 from uniroute.pipeline.clusters_dask import DatasetClusters, cluster_dataset
 from uniroute.progress import ticking
 
@@ -26,22 +29,25 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
     MLflow and `published/current` follow. EmbedderError or KindError for a bad name, before the store opens.
 
     dask_address (UNIROUTE_DASK_ADDRESS): the new prompts are embedded on that scheduler's workers first, as the
-    nightly flow does, and the build's notes say so; None: in this process (the flow embeds on its own cluster).
+    nightly flow does, and the build's notes say so, and a K-means refit over every training prompt runs there;
+    None: in this process (the flow embeds on its own cluster first).
     """
     inputs = build_inputs(embedder, seed, kinds)
-    on_dask = None
-    if dask_address and embeds_ahead(inputs):
-        from distributed import Client
-
-        with Client(dask_address, timeout=60) as client:
+    with contextlib.ExitStack() as stack:
+        # One client for the build: the new prompts are embedded on its workers first, and a K-means refit on every
+        # training prompt (a build larger than its tuning sample) runs there too, over the embedding dataset.
+        client = stack.enter_context(Client(dask_address, timeout=60)) if dask_address else None
+        on_dask = None
+        if client is not None and embeds_ahead(inputs):
             looked_up = embed_new_prompts(ctx, inputs.embedder.name, client=client, progress=progress)
-        on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
-    with ctx.session("build", inputs=inputs.line()) as s:
-        result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
-                           min_answers=ctx.min_val_answers, progress=progress, shadow=ctx.shadow)
-        if on_dask:
-            result = replace(result, notes=(*result.notes, on_dask))
-        s.detail = result.line()
+            on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
+        with ctx.session("build", inputs=inputs.line()) as s:
+            result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
+                               min_answers=ctx.min_val_answers, progress=progress, client=client,
+                               shadow=ctx.shadow)
+            if on_dask:
+                result = replace(result, notes=(*result.notes, on_dask))
+            s.detail = result.line()
     reconciled(ctx)
     return result
 
@@ -63,9 +69,7 @@ def embed_new_prompts(ctx: Context, embedder: str, client: Any = None, progress:
         stage(f"preparing the {embedder} embedder")
         model = make_embedder(embedder, progress=progress, cache_dir=ctx.cache_dir)
         stage(f"embedding the new prompts with {embedder}", own_bar=True)
-        texts = prompt_texts(s.con)
-        embed_missing(s.con, texts, model, client=client)
-        return len(texts)
+        return embed_store_prompts(s.con, model, client=client)
 
 
 def cluster_on_dask(ctx: Context, embedder: str, k: int, seed: int = 0, client: Any = None) -> DatasetClusters:

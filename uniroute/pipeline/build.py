@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,21 +28,26 @@ from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
 from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
+from uniroute.pipeline.clusters_dask import fit_dataset
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
 from uniroute.pipeline.shadow_config import ShadowConfig
 from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
 from uniroute.progress import ticking
 from uniroute.routers.kinds import Tuned, router_kind
+from uniroute.routers.kmeans import Centroids
 from uniroute.selection.curves import curve_metrics
 from uniroute.selection.data import RoutingData
 from uniroute.selection.split import TrialSplit
 from uniroute.selection.state import StateConfig, TrialState
 
+if TYPE_CHECKING:
+    from distributed import Client
+
 log = logging.getLogger(__name__)
 
 # Above this many training prompts the kinds are tuned on a fixed subsample (an exact K-means per candidate K
 # on all of them would take minutes each) and the served one-hot router's K-means is refitted on all of them
-# on Dask (RouterKind.full_scale).
+# over the embedding dataset, on the Dask workers when the build has a cluster (RouterKind.full_scale).
 TUNING_SAMPLE = 50_000
 # Deviation from the paper's protocol at scale: above these sizes K (and K-NN's k) is chosen on a fixed random
 # subsample of the validation prompts and the build is scored on a subsample of the test prompts. The paper's
@@ -164,7 +170,7 @@ def write_assignments(
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
               kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS,
-              progress: bool = False, shadow: ShadowConfig | None = None) -> BuildResult:
+              progress: bool = False, client: Client | None = None, shadow: ShadowConfig | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
@@ -173,17 +179,19 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     router is served (promoted) when its validation Area is not below the champion's and the shadow gate on recent
     traffic (shadow_gate; `shadow`, default ShadowConfig()) does not refuse it. With fewer than two
     training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
-    held-out evaluation is skipped.
+    held-out evaluation is skipped. client: the Dask cluster a K-means refit on every training prompt runs on
+    (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process.
     """
     kinds = checked_kinds(kinds)
     # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing)
     with store.memory_limited(con, BUILD_DUCKDB_MEMORY), ticking("build", log, enabled=progress) as stage:
-        return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage, shadow or ShadowConfig())
+        return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage, client,
+                          shadow or ShadowConfig())
 
 
 def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None,
                kinds: Sequence[str], min_answers: int, stage: Callable[..., None],
-               shadow: ShadowConfig) -> BuildResult:
+               client: Client | None, shadow: ShadowConfig) -> BuildResult:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     stage("loading the store")
@@ -215,7 +223,12 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
     pool = [models[j] for j in pool_columns]
     stage("tuning the router kinds")
-    cands = fit_candidates(BuildRows(state, sample, split, X, scores, prompt_ids, seed),
+    def refit_clusters(k: int) -> Centroids:
+        stage(f"K-means (K={k}) on every training prompt's vector in the embedding dataset"
+              f"{' on Dask' if client is not None else ''}")
+        return fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
+
+    cands = fit_candidates(BuildRows(state, sample, split, X, scores, prompt_ids, refit_clusters),
                            BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
                            kinds, on_stage=stage)
     router = cands.routers[cands.chosen]

@@ -5,7 +5,7 @@ Only the training LLMs' labels on training and validation prompts reach the tuni
 (TrialState.fits); test prompts are never read here. Each kind's router is selection.served_router over every
 pool model with validation results; where the build tuned on samples (build._tuning_rows) the kind brings it to
 full scale (RouterKind.full_scale: the cluster kinds measure Psi on every validation prompt, and the one-hot
-ones refit K-means on every training prompt, on Dask).
+ones refit K-means on every training prompt, over the embedding dataset on the Dask workers).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,20 +21,13 @@ import pandas as pd
 from uniroute.errors import UnirouteError
 from uniroute.routers.kinds import FullScale, Tuned, kind_names, router_kind
 from uniroute.routers.kmeans import Centroids
-from uniroute.routers.kmeans_dask import fit_centroids_dask
 from uniroute.routers.serialize import AnyRouter
 from uniroute.selection.selection import Selection, select_kind, served_router
 from uniroute.selection.split import TrialSplit
 from uniroute.selection.state import TrialState
 
-if TYPE_CHECKING:
-    import dask.array
-
 log = logging.getLogger(__name__)
 
-# Above this many training prompts a served one-hot router's K-means is refitted on all of them on Dask
-# (mini-batch over chunks; STACK.md: ~7 s for 1M x 384); below it the tuned fit already used them all.
-DASK_KMEANS_CHUNK = 50_000
 TABLE_COLUMNS = ("kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best",
                  "chosen")
 
@@ -97,31 +89,10 @@ def untuned_default(kinds: Sequence[str], n_val: int, n_train: int) -> Tuned:
     raise KindError(f"no router kind can be built without training LLMs among {list(kind_names())}")
 
 
-def _lazy_rows(X: np.ndarray, rows: np.ndarray) -> dask.array.Array:
-    """X[rows] as a Dask array of DASK_KMEANS_CHUNK rows per chunk, each taken from X only when computed.
-
-    The same chunks as da.from_array(X[rows], chunks=DASK_KMEANS_CHUNK) (so the same K-means), without the
-    copy of every training row (0.6 GB at 600k x 256 float32) beside X.
-    """
-    import dask
-    import dask.array as da
-
-    source = dask.delayed(X, name="build-embeddings")  # named: dask would otherwise hash all of X
-    take = dask.delayed(np.take, pure=False)
-    blocks = [da.from_delayed(take(source, rows[lo : lo + DASK_KMEANS_CHUNK], axis=0),
-                              shape=(len(rows[lo : lo + DASK_KMEANS_CHUNK]), X.shape[1]), dtype=X.dtype)
-              for lo in range(0, len(rows), DASK_KMEANS_CHUNK)]
-    return da.concatenate(blocks)
-
-
 def _full_scale(router: AnyRouter, kind: str, X: np.ndarray, split: TrialSplit, sample: TrialSplit,
-                val_losses: np.ndarray, seed: int) -> AnyRouter:
+                val_losses: np.ndarray, refit_clusters: Callable[[int], Centroids]) -> AnyRouter:
     """The kind's router measured on every prompt where the tuning used samples of them (`sample`).
     val_losses (n_val_all, P): the pool's losses on every validation prompt."""
-
-    def refit_clusters(k: int) -> Centroids:
-        return fit_centroids_dask(_lazy_rows(X, split.train), k, seed)
-
     scale = FullScale(train_sampled=len(sample.train) < len(split.train), val_sampled=len(sample.val) < len(split.val),
                       val_embeddings=lambda: X[split.val], val_losses=val_losses, refit_clusters=refit_clusters)
     return router_kind(kind).full_scale(router, scale)
@@ -137,7 +108,9 @@ class BuildRows:
     X: np.ndarray  # (N, d) every prompt's embedding
     scores: np.ndarray  # (N, M_all) the build's score matrix; only its validation rows are read here
     prompt_ids: Sequence[str]  # (N,)
-    seed: int
+    # K-means (K) on every training prompt, for the kinds that refit where the tuning sampled them: the build
+    # passes clusters_dask.fit_dataset, over the embedding dataset on the Dask workers (or in-process without).
+    refit_clusters: Callable[[int], Centroids]
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,8 +126,8 @@ class BuildPool:
 def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
                    on_stage: Callable[[str], None] | None = None) -> Candidates:
     """Tune every kind, select the one to serve, and build each kind's router over the pool."""
-    state, sample, split, X, scores, prompt_ids, seed = (rows.state, rows.sample, rows.split, rows.X, rows.scores,
-                                                         rows.prompt_ids, rows.seed)
+    state, sample, split, X, scores, prompt_ids = (rows.state, rows.sample, rows.split, rows.X, rows.scores,
+                                                   rows.prompt_ids)
     pool_columns, pool_costs, embedder_id = pool.columns, pool.costs, pool.embedder_id
     pool = pool.models
     n_val = len(sample.val)
@@ -189,7 +162,7 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     routers = {}
     for kind, t in tuned.items():
         router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
-        routers[kind] = _full_scale(router, kind, X, split, sample, all_val_losses[:, seen], seed)
+        routers[kind] = _full_scale(router, kind, X, split, sample, all_val_losses[:, seen], rows.refit_clusters)
     candidates = Candidates(tuned, routers, chosen, selection, tuple(notes))
     if selection is None:  # select_kind logs its own line
         log.info("%s", candidates.line())

@@ -9,6 +9,7 @@ cluster), one file per embedding partition, `.part` then renamed like the embedd
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -21,7 +22,6 @@ import dask.array as da
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from uniroute import store
@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 # Embedding partitions (2,048 prompts each from the workers) per block of the K-means array: a Lloyd step is one
 # task per block, and on a busy cluster the per-task overhead, not the arithmetic, set the pace of 1-file blocks.
 FILES_PER_BLOCK = 8
+# DuckDB's memory while it lists the training hashes (its default, 80% of RAM, kept what it read in the driver).
+QUERY_DUCKDB_MEMORY = "512MB"
 
 
 @dataclass(frozen=True)
@@ -56,27 +58,27 @@ class DatasetClusters:
 
 
 @functools.lru_cache(maxsize=4)
-def _keep(url: str) -> pa.Array:
-    """The training hashes a task keeps (read once per worker process: every task of a fit asks for the same file)."""
+def _keep(url: str) -> frozenset[str]:
+    """The training hashes a task keeps (read once per worker process: every task of a fit asks for the same file).
+
+    A Python set, built once: pyarrow's is_in rebuilt its hash table of the value set on every call, 0.1 s per
+    partition at 120k training prompts and most of the clustering's time at 1M (benchmarks/scale/dask_plane.py)."""
     with fsspec.open(url, "rb") as f:
-        return pq.read_table(f).column("text_hash").combine_chunks()
+        return frozenset(pq.read_table(f).column("text_hash").to_pylist())
 
 
 def _read(path: str, keep_url: str | None) -> pa.Table:
     with fsspec.open(path, "rb") as f:
         table = pq.read_table(f, columns=["text_hash", "vector"])
     if keep_url is not None:
-        table = table.filter(pc.is_in(table.column("text_hash"), value_set=_keep(keep_url)))
+        keep = _keep(keep_url)
+        table = table.filter(pa.array([h in keep for h in table.column("text_hash").to_pylist()], pa.bool_()))
     return table
 
 
 def _vectors(table: pa.Table, dim: int) -> np.ndarray:
     flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     return flat.astype(np.float32, copy=False).reshape(table.num_rows, dim)
-
-
-def _count(paths: list[str], keep_url: str) -> int:
-    return sum(_read(p, keep_url).num_rows for p in paths)
 
 
 def _rows(paths: list[str], keep_url: str, dim: int) -> np.ndarray:
@@ -114,37 +116,62 @@ def _write_keep(root: str, hashes: pa.Array) -> str:
 def training_array(files: list[str], keep_url: str, dim: int, client: Client | None,
                    files_per_block: int = FILES_PER_BLOCK) -> da.Array:
     """The training rows of every partition as one Dask array (n_train, dim), blocks of files_per_block partitions
-    read on the workers (and kept in their memory with a client, so the Lloyd steps do not read the files again)."""
+    read once: with a client on the workers and kept in their memory (the driver learns each block's row count
+    only), without one in this process (small data)."""
     groups = [files[i : i + files_per_block] for i in range(0, len(files), files_per_block)]
-    counts = dask.compute(*[dask.delayed(_count)(g, keep_url) for g in groups])
-    blocks = [da.from_delayed(dask.delayed(_rows)(g, keep_url, dim), shape=(n, dim), dtype=np.float32)
-              for g, n in zip(groups, counts, strict=True) if n]
+    if client is None:
+        arrays = dask.compute(*[dask.delayed(_rows)(g, keep_url, dim) for g in groups])
+        blocks = [da.from_array(a, chunks=a.shape) for a in arrays if len(a)]
+    else:
+        # One read: the blocks are read into the workers' memory and only their lengths come back (a first pass
+        # that counted rows read every file twice).
+        futures = [client.submit(_rows, g, keep_url, dim, pure=False) for g in groups]
+        counts = client.gather([client.submit(len, f) for f in futures])
+        blocks = [da.from_delayed(f, shape=(n, dim), dtype=np.float32)
+                  for f, n in zip(futures, counts, strict=True) if n]
     if not blocks:
         raise store.StoreError("no training prompt has a vector in the embedding dataset: embed them first")
-    X = da.concatenate(blocks)
-    return client.persist(X) if client is not None else X
+    return da.concatenate(blocks)
+
+
+def _scheduler(client: Client | None) -> contextlib.AbstractContextManager:
+    """Every dask.compute inside on the client's cluster, even when it is not the process's default client (the
+    blocks are its futures: the local scheduler cannot see them); without one, as dask's configuration says."""
+    return dask.config.set(scheduler=client) if client is not None else contextlib.nullcontext()
+
+
+def fit_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
+                client: Client | None = None) -> tuple[Centroids, int]:
+    """K-means (K = k) over the training prompts' vectors of one embedder in the dataset, the Lloyd sums on the
+    client's workers (in this process without one); (the centres, how many training rows)."""
+    root = root_of(con)
+    files = partition_files(root, embedder_id)
+    with store.memory_limited(con, QUERY_DUCKDB_MEMORY):
+        train = store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
+    keep_url = _write_keep(root, train)
+    try:
+        with _scheduler(client):
+            X = training_array(files, keep_url, dim, client)
+            return fit_centroids_dask(X, k, seed), int(X.shape[0])
+    finally:
+        fs, keep_path = fsspec.core.url_to_fs(keep_url)
+        fs.rm(keep_path)
 
 
 def cluster_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
                     client: Client | None = None) -> DatasetClusters:
     """K-means (K = k) over the training prompts' vectors of one embedder, fitted and assigned on the workers."""
-    seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    root = root_of(con)
-    files = partition_files(root, embedder_id)
-    train = store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
-    keep_url = _write_keep(root, train)
-    X = training_array(files, keep_url, dim, client)
-    seconds["read"] = time.perf_counter() - t0
-    centroids = fit_centroids_dask(X, k, seed)
-    seconds["fit"] = time.perf_counter() - t0 - seconds["read"]
+    centroids, n_train = fit_dataset(con, embedder_id, dim, k, seed, client)
+    seconds = {"fit": time.perf_counter() - t0}
     clustering_id = clustering_id_of(centroids)
+    root = root_of(con)
     out = f"{root}/assignments/{clustering_id}"
     centers = dask.delayed(centroids.centers, name=f"centers-{clustering_id}")
-    sizes = np.sum(dask.compute(*[dask.delayed(_assign_partition)(p, centers, out) for p in files]), axis=0)
-    seconds["assign"] = time.perf_counter() - t0 - seconds["read"] - seconds["fit"]
-    fs, keep_path = fsspec.core.url_to_fs(keep_url)
-    fs.rm(keep_path)
-    result = DatasetClusters(centroids, clustering_id, int(X.shape[0]), sizes, out, seconds)
+    files = partition_files(root, embedder_id)
+    with _scheduler(client):
+        sizes = np.sum(dask.compute(*[dask.delayed(_assign_partition)(p, centers, out) for p in files]), axis=0)
+    seconds["assign"] = time.perf_counter() - t0 - seconds["fit"]
+    result = DatasetClusters(centroids, clustering_id, n_train, sizes, out, seconds)
     log.info(result.line())
     return result
