@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.helpers import ingest
@@ -42,7 +43,7 @@ def tiny_blocks(monkeypatch):
 
 def test_blocks_write_what_the_whole_file_writes(tmp_path, home, tiny_blocks):
     path = write(tmp_path / "logs.csv", long_csv(*_lines()))
-    assert len(list(batches.long_csv_batches(path, None))) > 3
+    assert len(list(batches.long_batches(path, None))) > 3
     whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
     whole_db.parent.mkdir()
     blocks_db.parent.mkdir()
@@ -76,3 +77,24 @@ def test_a_bad_byte_late_in_the_file_names_its_offset_and_line(tmp_path, db_path
     line = text[:at].count(b"\n") + 1
     with pytest.raises(IngestError, match=rf"not UTF-8 text: byte 0xff at offset {at} \(line {line}\)"):
         ingest(db_path, path, progress=False)
+
+
+def test_a_large_parquet_file_in_blocks_writes_what_the_whole_file_writes(tmp_path, tiny_blocks, monkeypatch):
+    monkeypatch.setattr(batches, "BLOCK_ROWS", 250)
+    frame = pd.DataFrame([line.split(",") for line in _lines()], columns=["prompt_id", "prompt", "model", "score",
+                                                                         "cost"])
+    frame["score"] = pd.to_numeric(frame.score, errors="coerce")  # "n/a": a missing score, quarantined
+    frame["cost"] = frame.cost.astype(float)
+    path = tmp_path / "logs.parquet"
+    frame.to_parquet(path, index=False, row_group_size=400)
+    assert len(list(batches.long_batches(path, None))) > 3
+    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
+    whole_db.parent.mkdir()
+    blocks_db.parent.mkdir()
+    blocked = ingest(blocks_db, path, progress=False)
+    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
+    whole = ingest(whole_db, path, progress=False)
+    for field in ("rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "models", "first_problem"):
+        assert getattr(blocked, field) == getattr(whole, field), field
+    assert blocked.rows_quarantined > 0 and _tables(blocks_db)[:2] == _tables(whole_db)[:2]
+    assert [n for n, _ in _tables(blocks_db)[2]] == [n for n, _ in _tables(whole_db)[2]]

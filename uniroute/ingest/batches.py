@@ -1,9 +1,10 @@
-"""A large long-format CSV read in batches, so ingest memory follows a batch, not the file (issue 22).
+"""A large long-format CSV or Parquet file read in batches, so ingest memory follows a batch, not the file (issue 22).
 
-A file of at most BATCH_BYTES is read whole, as before. A larger one that is long-format CSV is first checked as
-UTF-8 without NUL bytes in one streaming pass (the same one-line errors naming the offset and line), then read by
-Arrow's streaming CSV reader, one block of about BLOCK_BYTES at a time; each block is staged with its rows'
-numbers in the file, so every quarantine reason still names the file's row. ingest_file checks and writes the
+A file of at most BATCH_BYTES is read whole, as before. A larger long-format CSV is first checked as UTF-8 without
+NUL bytes in one streaming pass (the same one-line errors naming the offset and line), then read by Arrow's
+streaming CSV reader, one block of about BLOCK_BYTES at a time; a larger long Parquet file is read BLOCK_ROWS rows
+at a time. Each block is staged with its rows' numbers in the file, so every quarantine reason still names the
+file's row. ingest_file checks and writes the
 blocks one after the other inside one transaction, so a file is still written whole or not at all.
 
 What a block cannot see of the blocks before it, the store can: the earlier blocks' rows are written (uncommitted)
@@ -19,9 +20,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
-from uniroute.ingest.formats import detect_format, one_line_errors
-from uniroute.ingest.long import FORMAT_LONG_CSV, long_csv_columns
+from uniroute.ingest.formats import detect_format, is_pairwise_file, one_line_errors
+from uniroute.ingest.long import FORMAT_LONG_CSV, long_csv_columns, long_parquet_columns, long_parquet_wanted
 from uniroute.ingest.staging import (
     LONG_REQUIRED,
     IngestError,
@@ -32,6 +34,7 @@ from uniroute.ingest.staging import (
 )
 
 BATCH_BYTES = 32 * 1024 * 1024  # files up to this size are read whole (every check sees the whole file at once)
+BLOCK_ROWS = 65_536  # a Parquet block
 BLOCK_BYTES = 8 * 1024 * 1024  # Arrow's read block: about 60,000 rows of a typical log
 CHUNK_BYTES = 16 * 1024 * 1024  # the UTF-8 pass's read size
 HEAD_BYTES = 1024 * 1024  # what format detection and the header read
@@ -74,8 +77,9 @@ def checked_text_head(path: Path) -> str:
     return head
 
 
-def long_csv_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
-    """The staged blocks of a long CSV larger than BATCH_BYTES; None for any other file (read whole)."""
+def long_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
+    """The staged blocks of a long CSV or Parquet file larger than BATCH_BYTES; None for any other file (read
+    whole)."""
     path = Path(path)
     try:
         if path.stat().st_size <= BATCH_BYTES:
@@ -84,7 +88,9 @@ def long_csv_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
             head = handle.read(8)
     except OSError:
         return None  # the whole-file reader says what is wrong, in its words
-    if head.startswith((b"PAR1", b"\x1f\x8b", b"PK\x03\x04")):
+    if head.startswith(b"PAR1"):
+        return None if is_pairwise_file(path) else _parquet_blocks(path, split)
+    if head.startswith((b"\x1f\x8b", b"PK\x03\x04")):
         return None
     text = checked_text_head(path)
     if detect_format(path, head, text) != FORMAT_LONG_CSV:
@@ -109,3 +115,28 @@ def _blocks(path: Path, header: list[str], split: str | None) -> Iterator[Staged
                               f"{exc}") from exc
     if first == 1:
         raise IngestError(f"{path}: no data rows (only a header)")
+
+
+def _parquet_blocks(path: Path, split: str | None) -> Iterator[Staged]:
+    first = 1
+    with one_line_errors(path):
+        try:
+            parquet = pq.ParquetFile(path)
+            names = parquet.schema_arrow.names
+            wanted, coded = long_parquet_wanted(path, parquet)
+            reader = pq.ParquetFile(path, read_dictionary=coded).iter_batches(batch_size=BLOCK_ROWS, columns=wanted)
+        except (pa.ArrowException, OSError) as exc:
+            raise IngestError(f"{path}: not a readable Parquet file (truncated?): {exc}") from exc
+        while True:
+            try:
+                batch = next(reader)
+            except StopIteration:
+                break
+            except (pa.ArrowException, OSError) as exc:
+                raise IngestError(f"{path}: not a readable Parquet file (truncated?) after row {first - 1}: "
+                                  f"{exc}") from exc
+            if batch.num_rows:
+                yield long_parquet_columns(path, names, pa.Table.from_batches([batch]), split, first)
+                first += batch.num_rows
+    if first == 1:
+        raise IngestError(f"{path}: no data rows")

@@ -15,7 +15,7 @@ from typing import Any
 
 from uniroute import store
 from uniroute.faults import crashpoint
-from uniroute.ingest.batches import long_csv_batches
+from uniroute.ingest.batches import long_batches
 from uniroute.ingest.checks import COST_CEILING, checked_rows
 from uniroute.ingest.decisions import FORMAT_DECISIONS, load_decisions
 from uniroute.ingest.formats import staged_file
@@ -137,7 +137,7 @@ def ingest_file(
         return replace(summary, seconds=round(time.perf_counter() - started, 3))
     with _progress(path, size, progress) as bar:
         bar.set_postfix_str(STAGES[0])
-        blocks = long_csv_batches(path, split)
+        blocks = long_batches(path, split)
         staged = next(blocks) if blocks is not None else staged_file(path, split)
         log.info("%s: read %d rows as %s, %d staged results", path, staged.rows_read, staged.format,
                  staged.rows.num_rows)
@@ -153,7 +153,7 @@ def ingest_file(
         now = datetime.now()
         with store.memory_limited(con, INGEST_DUCKDB_MEMORY):
             summary = _staged_summary(con, staged, path, source, file_hash, now, bar)
-            for block in blocks or ():  # a large long CSV: each block checked against what the earlier ones wrote
+            for block in blocks or ():  # a large long file: each block checked against what the earlier ones wrote
                 log.info("%s: rows %d-%d", path, block.rows.column("row_number")[0].as_py(),
                          block.rows.column("row_number")[-1].as_py())
                 summary = _added(summary, _staged_summary(con, block, path, source, file_hash, now, None))

@@ -72,20 +72,35 @@ def long_parquet(path: Path, split: str | None) -> Staged:
     try:
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
-        if any(name not in names for name in LONG_REQUIRED):
-            raise missing_columns_error(path, names, LONG_REQUIRED, "long format")
-        wanted = [name for name in (*LONG_REQUIRED, *LONG_OPTIONAL) if name in names]
-        # Ids and prompt texts repeat once per model: reading them dictionary-coded skips materialising
-        # every copy, and the checks work on the codes anyway.
-        coded = [name for name in ("prompt_id", "prompt", "model", "benchmark") if name in wanted
-                 and (pa.types.is_string(parquet.schema_arrow.field(name).type)
-                      or pa.types.is_large_string(parquet.schema_arrow.field(name).type))]
+        wanted, coded = long_parquet_wanted(path, parquet)
         table = pq.ParquetFile(path, read_dictionary=coded).read(columns=wanted)
     except (pa.ArrowException, OSError) as exc:
         raise IngestError(f"{path}: not a readable Parquet file (truncated?): {exc}") from exc
-    n = table.num_rows
-    if n == 0:
+    if table.num_rows == 0:
         raise IngestError(f"{path}: no data rows")
+    return long_parquet_columns(path, names, table, split)
+
+
+def long_parquet_wanted(path: Path, parquet: pq.ParquetFile) -> tuple[list[str], list[str]]:
+    """(columns to read, string columns to read dictionary-coded) of a long Parquet file; IngestError when a
+    required column is missing."""
+    names = parquet.schema_arrow.names
+    if any(name not in names for name in LONG_REQUIRED):
+        raise missing_columns_error(path, names, LONG_REQUIRED, "long format")
+    wanted = [name for name in (*LONG_REQUIRED, *LONG_OPTIONAL) if name in names]
+    # Ids and prompt texts repeat once per model: reading them dictionary-coded skips materialising
+    # every copy, and the checks work on the codes anyway.
+    coded = [name for name in ("prompt_id", "prompt", "model", "benchmark") if name in wanted
+             and (pa.types.is_string(parquet.schema_arrow.field(name).type)
+                  or pa.types.is_large_string(parquet.schema_arrow.field(name).type))]
+    return wanted, coded
+
+
+def long_parquet_columns(path: Path, names: list[str], table: pa.Table, split: str | None,
+                         first_row: int = 1) -> Staged:
+    """Staged rows of a long Parquet file's columns (the whole file, or one batch starting at row first_row)."""
+    n = table.num_rows
+    wanted = table.column_names
     columns: dict[str, Any] = {name: as_strings(table[name]) for name in ("prompt_id", "prompt", "model")}
     columns["score"] = numbers_from_arrow(path, table["score"], "score")
     columns["cost"] = numbers_from_arrow(path, table["cost"], "cost")
@@ -93,7 +108,7 @@ def long_parquet(path: Path, split: str | None) -> Staged:
         if name in names:
             columns[name] = as_strings(table[name])
     ignored = [name for name in names if name not in wanted]
-    return _long_staged(path, FORMAT_LONG_PARQUET, columns, n, split, ignored)
+    return _long_staged(path, FORMAT_LONG_PARQUET, columns, n, split, ignored, first_row)
 
 
 def long_csv(path: Path, text: str, split: str | None) -> Staged:
