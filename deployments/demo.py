@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import shutil
@@ -27,6 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from deployments.heartbeat import heartbeat
+from uniroute.progress import EVERY_SECONDS
 from uniroute.settings import Settings, apply_offline_environment
 
 DEMO_MARKER = ".uniroute-demo"
@@ -121,17 +124,19 @@ def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
             )
 
     deadline = time.monotonic() + timeout
-    said = None
+    said, said_at = None, time.monotonic()
     while time.monotonic() < deadline:
         for run in asyncio.run(latest()):
             if run.created.timestamp() < since - 1 or not run.state:
                 continue
             if run.state.is_final():
                 return {"flow_run": run.name, "state": run.state.name, "created": str(run.created)}
-            if run.state.name != said:
-                said = run.state.name
-                print(f"onboarding run {run.name}: {said.lower()} ({time.time() - since:.1f} s after the file was "
-                      "ingested)", flush=True)
+            # a new state at once; the same one again every few seconds (a run spends 20 s running)
+            if run.state.name != said or time.monotonic() - said_at >= EVERY_SECONDS:
+                still = "still " if run.state.name == said else ""
+                said, said_at = run.state.name, time.monotonic()
+                print(f"onboarding run {run.name}: {still}{said.lower()} ({time.time() - since:.1f} s after the "
+                      "file was ingested)", flush=True)
         time.sleep(1)
     raise TimeoutError(f"no onboarding run completed within {timeout:.0f} s (Prefect API {api_url})")
 
@@ -155,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
 
     # The server takes 10-60 s to answer, depending on the machine's load: say so rather than sit silent.
     print(f"Starting a Prefect server for this run (its log: {logs_dir / 'prefect-server.log'})", flush=True)
-    with prefect_server(settings, logs_dir / "prefect-server.log") as api_url:
+    with contextlib.ExitStack() as stack:
+        with heartbeat("starting the Prefect server"):
+            api_url = stack.enter_context(prefect_server(settings, logs_dir / "prefect-server.log"))
         # Before anything imports Prefect: its settings are read once, and every flow of this run must talk to
         # this server, never to a temporary one Prefect would start on its own.
         os.environ["PREFECT_API_URL"] = api_url
@@ -194,7 +201,8 @@ def main(argv: list[str] | None = None) -> None:
                                       env=runner_env, stdout=runner_log, stderr=subprocess.STDOUT)
         try:
             print("serving the onboarding deployment; waiting for its trigger to be registered", flush=True)
-            wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
+            with heartbeat("waiting for the onboarding deployment and its trigger"):
+                wait_until_served(ONBOARDING, triggered=True)  # the deployment and its trigger's automation exist
             val_ids = sql(settings, "select prompt_id from prompt_splits where split = 'val'").prompt_id
             landed = logs[(logs.model == newcomer) & logs.prompt_id.isin(set(val_ids))]
             drop_into_inbox(landed, settings.inbox_dir / f"{newcomer.replace('/', '_')}_validation.parquet")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from distributed import worker_client
 from prefect import flow, get_run_logger, task
 
@@ -9,6 +11,7 @@ from flows.common import flow_context, flow_settings, library_log_in_run, reconc
 from flows.dask_runner import dask_task_runner
 from flows.report import build_run_name, rename_run, report_build, started
 from uniroute import operations
+from uniroute.progress import EVERY_SECONDS
 from uniroute.settings import Settings
 
 
@@ -27,7 +30,15 @@ def embed_new_prompts(settings: Settings, embedder: str) -> int:
 @flow(name="uniroute-embed")
 def embed_on_dask(settings: Settings, embedder: str) -> int:
     """Runs with the Dask task runner chosen at run time (see nightly_build)."""
-    return embed_new_prompts.submit(settings, embedder).result()
+    future = embed_new_prompts.submit(settings, embedder)
+    # Until the task runs in a worker (a new worker process imports the stack first: 10-15 s on a loaded
+    # machine) nothing else speaks; once it runs, the library's own progress lines take over.
+    started = time.monotonic()
+    future.wait(timeout=EVERY_SECONDS)
+    while not (future.state.is_running() or future.state.is_final()):
+        get_run_logger().info("embed task waiting for a Dask worker (%.0f s)", time.monotonic() - started)
+        future.wait(timeout=EVERY_SECONDS)
+    return future.result()
 
 
 @flow(name="uniroute-nightly-build", flow_run_name=started("build"))

@@ -17,6 +17,9 @@ from typing import Any
 # flows/common.py) still shows these, so no long step is silent there.
 PROGRESS = "uniroute_progress"
 MARK = {PROGRESS: True}
+# Off a terminal, a line at most this often: half of the 10 s a user waits before a step looks stuck (issue 23),
+# so a step's own pauses between updates still leave no 10 s silence.
+EVERY_SECONDS = 5.0
 
 
 class LoggedProgress:
@@ -64,7 +67,7 @@ class LoggedProgress:
 
 
 def progress_bar(total: int, desc: str, unit: str, logger: logging.Logger, enabled: bool = True,
-                 every_seconds: float = 10.0, **tqdm_options: Any) -> Any:
+                 every_seconds: float = EVERY_SECONDS, **tqdm_options: Any) -> Any:
     """A tqdm bar on a terminal, a LoggedProgress elsewhere, a disabled bar when not enabled."""
     from tqdm.auto import tqdm
 
@@ -80,7 +83,7 @@ class Ticking:
     stage and the elapsed time, refreshed every second by a daemon thread; elsewhere an INFO line per stage and
     every `every_seconds` while one lasts. Call it with a stage name to move on."""
 
-    def __init__(self, desc: str, logger: logging.Logger, enabled: bool, every_seconds: float = 10.0) -> None:
+    def __init__(self, desc: str, logger: logging.Logger, enabled: bool, every_seconds: float = EVERY_SECONDS) -> None:
         import threading
 
         self.desc, self.logger, self.every = desc, logger, every_seconds
@@ -129,6 +132,6 @@ class Ticking:
             sys.stderr.flush()
 
 
-def ticking(desc: str, logger: logging.Logger, enabled: bool = True, every_seconds: float = 10.0) -> Ticking:
+def ticking(desc: str, logger: logging.Logger, enabled: bool = True, every_seconds: float = EVERY_SECONDS) -> Ticking:
     """A Ticking progress line for a step measured in stages and seconds rather than units."""
     return Ticking(desc, logger, enabled, every_seconds)

@@ -24,6 +24,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from benchmarks.runner import load_average
+
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "ingest_memory.json"
 ROW_BYTES = 130  # about what one generated row takes
 
@@ -59,6 +61,7 @@ def main() -> None:
         csv_path = Path(tmp) / "junk.csv"
         rows = write_junk_csv(csv_path, args.mb)
         file_mb = csv_path.stat().st_size / 1e6
+        load_before = load_average()
         env = {**os.environ, "UNIROUTE_HOME": str(Path(tmp) / "home"), "UNIROUTE_MLFLOW": "false"}
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "uniroute", "ingest", str(csv_path)], env=env,
@@ -74,6 +77,8 @@ def main() -> None:
         "exit_code": done.returncode,
         "output": (done.stdout + done.stderr).strip().splitlines()[-3:],
         "seconds": round(seconds, 1),
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
         "peak_rss_mb": round(peak_mb, 1),
         "peak_over_file": round(peak_mb / file_mb, 2),
     }

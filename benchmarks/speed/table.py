@@ -73,12 +73,31 @@ def _build_rows(data: dict[str, Any]) -> list[str]:
             "`benchmarks/scale/synthetic.py` |"]
 
 
+def _ingest_memory_rows(data: dict[str, Any]) -> list[str]:
+    load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
+    before = data.get("before")
+    was = f" (was {before['peak_rss_mb']:,.0f} MB, {before['peak_over_file']:.1f}x)" if before else ""
+    return [f"| `uniroute ingest`, {data['file_mb']:.0f} MB junk CSV ({data['rows']:,} rows), peak RSS | "
+            f"{data['peak_rss_mb']:,.0f} MB = {data['peak_over_file']:.1f}x the file{was}, {data['seconds']:.0f} s | "
+            f"a small multiple of a batch | {load} | `{data['command']}` |"]
+
+
+def _silence_rows(data: dict[str, Any]) -> list[str]:
+    load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
+    gaps = " / ".join(f"{gap['seconds']:g}" for gap in data["longest_gaps"])
+    cold = " --cold" if data.get("cold") else ""
+    return [f"| `make run`{' cold' if cold else ''}: longest silences, s (wall {data['wall_seconds']:.0f} s) | "
+            f"{gaps} | {data['target_seconds']:g} s | {load} | "
+            f"`python -m benchmarks.speed.make_run_silence{cold}` |"]
+
+
 def speed_table() -> str:
     """The Markdown table, with the machine it was measured on."""
     rows: list[str] = []
     machine: dict[str, Any] = {}
     for name, make_rows in (("embedding.json", _embedding_rows), ("route_command.json", _route_rows),
-                            ("evaluate.json", _evaluate_rows), ("pipeline.json", _build_rows)):
+                            ("evaluate.json", _evaluate_rows), ("pipeline.json", _build_rows),
+                            ("ingest_memory.json", _ingest_memory_rows), ("make_run_silence.json", _silence_rows)):
         data = _load(name)
         if data is not None:
             rows += make_rows(data)

@@ -63,3 +63,23 @@ def test_a_full_disk_while_logging_to_mlflow_fails_the_run_and_keeps_no_artifact
     assert runner.invoke(app, ["doctor"]).exit_code == 0  # space freed: the next sync logs it
     assert runner.invoke(app, ["doctor", "--check"]).stdout.count("broken") == 0
     assert sorted(r.info.status for r in _runs(pool.home))[-1] == "FINISHED"
+
+
+def test_route_on_a_full_disk_still_answers_and_says_in_one_line_its_decisions_were_not_recorded(pool, monkeypatch):
+    monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
+    spool = pool.spool_dir
+    spooled = sorted(os.listdir(spool)) if spool.exists() else []
+    before = table_checksums(pool.db_path)
+    monkeypatch.setenv(DISK_FULL_ENV, "spool:write")
+    result = runner.invoke(app, ["route", "--budget", "0.5", "what is two and two"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "synth-llm-" in result.stdout  # the answer matters more than its record
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"decisions not recorded: cannot write the spool {spool} (No space left on device)" in lines[0]
+    assert sorted(os.listdir(spool)) == spooled  # no empty or half-written .part left holding the space
+    assert table_checksums(pool.db_path) == before
+    monkeypatch.delenv(DISK_FULL_ENV)
+    result = runner.invoke(app, ["route", "--budget", "0.5", "what is two and two"], catch_exceptions=False)
+    assert result.exit_code == 0 and not result.stderr.strip(), result.output
+    assert len(os.listdir(spool)) == len(spooled) + 1  # space freed: recorded again

@@ -4,8 +4,11 @@ keeps working once the original is gone, and MLflow's store of another home is n
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -114,3 +117,21 @@ def test_a_tracking_store_of_another_home_is_one_line(moved):
     assert len(runs) == 3  # the template's, the fixture's and this test's
     for run in runs:
         assert "routes.parquet" in {f.path for f in client.list_artifacts(run.info.run_id)}
+
+
+def test_the_champion_loads_with_mlflow_in_a_new_process_from_the_copy(moved, logs, tmp_path):
+    """As docs/operate.md serves it: MLFLOW_TRACKING_URI at the copy's mlflow.db, `models:/uniroute-router@champion`
+    with --env-manager local, in a process that never saw the original folder (which is gone)."""
+    old, moved = moved
+    _run("doctor")  # the repair `doctor --check` names: the artifact locations follow the copy
+    requests = tmp_path / "requests.json"
+    requests.write_text(json.dumps({"dataframe_records": [{"prompt": "what caused the revolution"}]}))
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{moved / 'mlflow.db'}",
+           "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+    done = subprocess.run([str(Path(sys.executable).parent / "mlflow"), "models", "predict", "-m",
+                           "models:/uniroute-router@champion", "--env-manager", "local", "-i", str(requests),
+                           "-t", "json"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not old.exists()
+    predictions = json.loads(done.stdout.strip().splitlines()[-1])["predictions"]
+    assert len(predictions) == 1 and predictions[0]["model"] in set(logs.model)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
+
+import pyarrow as pa
 
 from uniroute.ingest.long import (
     FORMAT_LONG_CSV,
@@ -69,16 +73,18 @@ def _first_object_is_pairwise(text: str) -> bool:
 
 
 def staged_file(path: Path, split: str | None = None) -> Staged | StagedPairs:
-    """Parse a file of any supported format (detected by content) into staged rows; IngestError if unusable.
-
-    What a reader's parser raises on hostile or odd content (a JSON nesting bomb, a lone surrogate that cannot be
-    UTF-8, a Parquet column of lists where text belongs) becomes one line naming the file, never a traceback.
-    """
-    import pyarrow as pa
-
+    """Parse a file of any supported format (detected by content) into staged rows; IngestError if unusable."""
     path = Path(path)
-    try:
+    with one_line_errors(path):
         return _staged(path, split)
+
+
+@contextlib.contextmanager
+def one_line_errors(path: Path) -> Iterator[None]:
+    """What a reader's parser raises on hostile or odd content (a JSON nesting bomb, a lone surrogate that cannot be
+    UTF-8, a Parquet column of lists where text belongs) becomes one line naming the file, never a traceback."""
+    try:
+        yield
     except RecursionError:
         raise IngestError(f"{path}: JSON nested too deeply to be a log (an array or object inside another "
                           "about a thousand times)") from None
@@ -126,7 +132,6 @@ def _staged(path: Path, split: str | None) -> Staged | StagedPairs:
 
 def _pairwise_parquet(path: Path) -> bool:
     """Whether a Parquet file's columns are those of pairwise preferences (an unreadable one is not)."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from uniroute import store
 from uniroute.faults import crashpoint
+from uniroute.ingest.batches import long_batches
 from uniroute.ingest.checks import COST_CEILING, checked_rows
 from uniroute.ingest.decisions import FORMAT_DECISIONS, load_decisions
 from uniroute.ingest.formats import staged_file
@@ -27,6 +28,7 @@ from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH, ROUTERBENCH_KEY_KIND
 from uniroute.ingest.staging import (
     SPLITS,
     IngestError,
+    Staged,
     file_sha256,
 )
 from uniroute.ingest.traffic import traffic_format
@@ -35,6 +37,9 @@ from uniroute.progress import progress_bar
 log = logging.getLogger(__name__)
 
 LARGE_FILE_BYTES = 8 * 1024 * 1024
+# DuckDB's default limit is 80% of RAM, and a file's uncommitted rows grew towards it (about 100 MB a 16 MB
+# block): capped, it writes them out to the store's file before the commit instead.
+INGEST_DUCKDB_MEMORY = "128MB"
 STAGES = ("read", "check rows", "check against the store", "write")
 # The SQL that checks a file's coded rows against the store, in order (each builds one temp table or view).
 CHECK_STATEMENTS = (
@@ -132,7 +137,8 @@ def ingest_file(
         return replace(summary, seconds=round(time.perf_counter() - started, 3))
     with _progress(path, size, progress) as bar:
         bar.set_postfix_str(STAGES[0])
-        staged = staged_file(path, split)
+        blocks = long_batches(path, split)
+        staged = next(blocks) if blocks is not None else staged_file(path, split)
         log.info("%s: read %d rows as %s, %d staged results", path, staged.rows_read, staged.format,
                  staged.rows.num_rows)
         bar.update()
@@ -144,58 +150,93 @@ def ingest_file(
             summary = replace(summary, seconds=round(time.perf_counter() - started, 3))
             log.info("%s", summary.line())
             return summary
-        merges = cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
-        bar.set_postfix_str(STAGES[1])
-        checked = checked_rows(rows_pointed_at_stored(staged.rows, merges), staged.per_model)
-        bar.update()
-        bar.set_postfix_str(STAGES[2])
-        with contextlib.ExitStack() as relations:
-            for name, table in (("ingest_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
-                                ("ingest_models", checked.models), ("ingest_rejects", checked.rejects)):
-                relations.enter_context(store.registered(con, name, table))
-            log.info("%s: checking %d rows against the store", path, checked.candidates.num_rows)
-            for statement in CHECK_STATEMENTS:
-                store.execute(con, statement)
-            counts = store.query(con, "ingest_counts").iloc[0]
-            first = store.query(con, "ingest_first_problem")
-            landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
-            retired = tuple(store.query(con, "ingest_retired_models").model.tolist())
-            bar.update()
-            bar.set_postfix_str(STAGES[3])
-            log.info("%s: writing", path)
-            moved = sum(merged_into_staged(con, merge, path) for merge in merges if merge.staged_is_main)
-            now = datetime.now()
-            write = {"source_file": source, "now": now}
-            store.execute(con, "ingest_insert_models", now=now)
-            store.execute(con, "ingest_insert_prompts", **write)
-            store.execute(con, "ingest_insert_results", file_hash=file_hash, **write)
-            store.execute(con, "ingest_insert_quarantine", file_hash=file_hash, **write)
-            store.execute(con, "ingest_insert_keys", key_kind=ROUTERBENCH_KEY_KIND, file_hash=file_hash, now=now)
-            summary = IngestSummary(
-                path=source,
-                file_hash=file_hash,
-                format=staged.format,
-                status="ingested",
-                rows_read=staged.rows_read,
-                rows_accepted=int(counts.rows_accepted),
-                rows_duplicate=checked.duplicates + int(counts.rows_stored),
-                rows_quarantined=int(counts.rows_quarantined),
-                new_prompts=int(counts.new_prompts) - moved,
-                new_models=int(counts.new_models),
-                merged_prompts=sum(not merge.staged_is_main for merge in merges) + moved,
-                shared_texts=checked.shared_texts + int(counts.shared_texts),
-                first_problem=None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}",
-                landed_models=landed,
-                retired_models=retired,
-                models=tuple(store.query(con, "ingest_given_models").model.tolist()),
-                ignored_columns=staged.ignored_columns,
-            )
-            _record_file(con, summary, now)
+        now = datetime.now()
+        with store.memory_limited(con, INGEST_DUCKDB_MEMORY):
+            summary = _staged_summary(con, staged, path, source, file_hash, now, bar)
+            for block in blocks or ():  # a large long file: each block checked against what the earlier ones wrote
+                log.info("%s: rows %d-%d", path, block.rows.column("row_number")[0].as_py(),
+                         block.rows.column("row_number")[-1].as_py())
+                summary = _added(summary, _staged_summary(con, block, path, source, file_hash, now, None))
+        _record_file(con, summary, now)
         crashpoint("ingest:written")
         bar.update()
     summary = replace(summary, seconds=round(time.perf_counter() - started, 3))
     log.info("%s", summary.line())
     return summary
+
+
+def _staged_summary(con: store.Connection, staged: Staged, path: Path, source: str, file_hash: str,
+                    now: datetime, bar: Any) -> IngestSummary:
+    """Check one file's (or one block's) staged rows within the file and against the store, and write them."""
+    stage = bar.set_postfix_str if bar is not None else (lambda _text: None)
+    advance = bar.update if bar is not None else (lambda: None)
+    merges = cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
+    stage(STAGES[1])
+    checked = checked_rows(rows_pointed_at_stored(staged.rows, merges), staged.per_model)
+    advance()
+    stage(STAGES[2])
+    with contextlib.ExitStack() as relations:
+        for name, table in (("ingest_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
+                            ("ingest_models", checked.models), ("ingest_rejects", checked.rejects)):
+            relations.enter_context(store.registered(con, name, table))
+        log.info("%s: checking %d rows against the store", path, checked.candidates.num_rows)
+        for statement in CHECK_STATEMENTS:
+            store.execute(con, statement)
+        counts = store.query(con, "ingest_counts").iloc[0]
+        first = store.query(con, "ingest_first_problem")
+        landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
+        retired = tuple(store.query(con, "ingest_retired_models").model.tolist())
+        advance()
+        stage(STAGES[3])
+        log.info("%s: writing", path)
+        moved = sum(merged_into_staged(con, merge, path) for merge in merges if merge.staged_is_main)
+        write = {"source_file": source, "now": now}
+        store.execute(con, "ingest_insert_models", now=now)
+        store.execute(con, "ingest_insert_prompts", **write)
+        store.execute(con, "ingest_insert_results", file_hash=file_hash, **write)
+        store.execute(con, "ingest_insert_quarantine", file_hash=file_hash, **write)
+        store.execute(con, "ingest_insert_keys", key_kind=ROUTERBENCH_KEY_KIND, file_hash=file_hash, now=now)
+        return IngestSummary(
+            path=source,
+            file_hash=file_hash,
+            format=staged.format,
+            status="ingested",
+            rows_read=staged.rows_read,
+            rows_accepted=int(counts.rows_accepted),
+            rows_duplicate=checked.duplicates + int(counts.rows_stored),
+            rows_quarantined=int(counts.rows_quarantined),
+            new_prompts=int(counts.new_prompts) - moved,
+            new_models=int(counts.new_models),
+            merged_prompts=sum(not merge.staged_is_main for merge in merges) + moved,
+            shared_texts=checked.shared_texts + int(counts.shared_texts),
+            first_problem=None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}",
+            landed_models=landed,
+            retired_models=retired,
+            models=tuple(store.query(con, "ingest_given_models").model.tolist()),
+            ignored_columns=staged.ignored_columns,
+        )
+
+
+def _added(total: IngestSummary, block: IngestSummary) -> IngestSummary:
+    """A file's summary so far with one more block's counts (models in the order first seen)."""
+    def union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*a, *b)))
+
+    return replace(
+        total,
+        rows_read=total.rows_read + block.rows_read,
+        rows_accepted=total.rows_accepted + block.rows_accepted,
+        rows_duplicate=total.rows_duplicate + block.rows_duplicate,
+        rows_quarantined=total.rows_quarantined + block.rows_quarantined,
+        new_prompts=total.new_prompts + block.new_prompts,
+        new_models=total.new_models + block.new_models,
+        merged_prompts=total.merged_prompts + block.merged_prompts,
+        shared_texts=total.shared_texts + block.shared_texts,
+        first_problem=total.first_problem or block.first_problem,
+        landed_models=union(total.landed_models, block.landed_models),
+        retired_models=union(total.retired_models, block.retired_models),
+        models=union(total.models, block.models),
+    )
 
 
 def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, file_hash: str) -> IngestSummary:

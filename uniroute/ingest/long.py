@@ -37,7 +37,7 @@ FORMAT_LONG_CSV = "long-csv"
 FORMAT_LONG_JSONL = "long-jsonl"
 
 def _long_staged(path: Path, fmt: str, columns: dict[str, Any], n: int, split: str | None,
-                 ignored: Sequence[str]) -> Staged:
+                 ignored: Sequence[str], first_row: int = 1) -> Staged:
     """Staged rows of a long file from its columns (ids and text as strings, numbers as (value, bad text))."""
     split_values, split_problems = split_and_problems(columns.get("split"), split, n)
     problems = columns.get("pre_reason")
@@ -45,12 +45,12 @@ def _long_staged(path: Path, fmt: str, columns: dict[str, Any], n: int, split: s
         problems = split_problems
     elif split_problems.null_count < len(split_problems):
         problems = pc.coalesce(problems, split_problems)
-    if ignored:
+    if ignored and first_row == 1:
         log.info("%s: ignoring columns %s", path, list(ignored))
     rows = staged_table(
         n,
         {
-            "row_number": np.arange(1, n + 1, dtype=np.int64),
+            "row_number": np.arange(first_row, first_row + n, dtype=np.int64),
             "prompt_id": columns["prompt_id"],
             "prompt": columns["prompt"],
             "model": columns["model"],
@@ -72,20 +72,35 @@ def long_parquet(path: Path, split: str | None) -> Staged:
     try:
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
-        if any(name not in names for name in LONG_REQUIRED):
-            raise missing_columns_error(path, names, LONG_REQUIRED, "long format")
-        wanted = [name for name in (*LONG_REQUIRED, *LONG_OPTIONAL) if name in names]
-        # Ids and prompt texts repeat once per model: reading them dictionary-coded skips materialising
-        # every copy, and the checks work on the codes anyway.
-        coded = [name for name in ("prompt_id", "prompt", "model", "benchmark") if name in wanted
-                 and (pa.types.is_string(parquet.schema_arrow.field(name).type)
-                      or pa.types.is_large_string(parquet.schema_arrow.field(name).type))]
+        wanted, coded = long_parquet_wanted(path, parquet)
         table = pq.ParquetFile(path, read_dictionary=coded).read(columns=wanted)
     except (pa.ArrowException, OSError) as exc:
         raise IngestError(f"{path}: not a readable Parquet file (truncated?): {exc}") from exc
-    n = table.num_rows
-    if n == 0:
+    if table.num_rows == 0:
         raise IngestError(f"{path}: no data rows")
+    return long_parquet_columns(path, names, table, split)
+
+
+def long_parquet_wanted(path: Path, parquet: pq.ParquetFile) -> tuple[list[str], list[str]]:
+    """(columns to read, string columns to read dictionary-coded) of a long Parquet file; IngestError when a
+    required column is missing."""
+    names = parquet.schema_arrow.names
+    if any(name not in names for name in LONG_REQUIRED):
+        raise missing_columns_error(path, names, LONG_REQUIRED, "long format")
+    wanted = [name for name in (*LONG_REQUIRED, *LONG_OPTIONAL) if name in names]
+    # Ids and prompt texts repeat once per model: reading them dictionary-coded skips materialising
+    # every copy, and the checks work on the codes anyway.
+    coded = [name for name in ("prompt_id", "prompt", "model", "benchmark") if name in wanted
+             and (pa.types.is_string(parquet.schema_arrow.field(name).type)
+                  or pa.types.is_large_string(parquet.schema_arrow.field(name).type))]
+    return wanted, coded
+
+
+def long_parquet_columns(path: Path, names: list[str], table: pa.Table, split: str | None,
+                         first_row: int = 1) -> Staged:
+    """Staged rows of a long Parquet file's columns (the whole file, or one batch starting at row first_row)."""
+    n = table.num_rows
+    wanted = table.column_names
     columns: dict[str, Any] = {name: as_strings(table[name]) for name in ("prompt_id", "prompt", "model")}
     columns["score"] = numbers_from_arrow(path, table["score"], "score")
     columns["cost"] = numbers_from_arrow(path, table["cost"], "cost")
@@ -93,7 +108,7 @@ def long_parquet(path: Path, split: str | None) -> Staged:
         if name in names:
             columns[name] = as_strings(table[name])
     ignored = [name for name in names if name not in wanted]
-    return _long_staged(path, FORMAT_LONG_PARQUET, columns, n, split, ignored)
+    return _long_staged(path, FORMAT_LONG_PARQUET, columns, n, split, ignored, first_row)
 
 
 def long_csv(path: Path, text: str, split: str | None) -> Staged:
@@ -102,9 +117,15 @@ def long_csv(path: Path, text: str, split: str | None) -> Staged:
     if any(name not in header for name in LONG_REQUIRED):
         raise missing_columns_error(path, header, LONG_REQUIRED, "long format")
     table = read_csv_table(path, header)
-    n = table.num_rows
-    if n == 0:
+    if table.num_rows == 0:
         raise IngestError(f"{path}: no data rows (only a header)")
+    return long_csv_columns(path, header, table, split)
+
+
+def long_csv_columns(path: Path, header: list[str], table: pa.Table, split: str | None,
+                     first_row: int = 1) -> Staged:
+    """Staged rows of a long CSV's text cells (a whole file, or one batch of it starting at data row first_row)."""
+    n = table.num_rows
     # Ids and prompts stay Arrow strings: as Python objects they took about five times the file.
     columns: dict[str, Any] = {name: table[name] for name in ("prompt_id", "prompt", "model")}
     columns["score"] = numbers_from_text(table["score"].to_pandas())
@@ -113,7 +134,7 @@ def long_csv(path: Path, text: str, split: str | None) -> Staged:
         if name in table.column_names:
             columns[name] = pa.array(blank_is_null(table[name].to_pandas()), pa.string())
     ignored = [name for name in header if name not in LONG_REQUIRED and name not in LONG_OPTIONAL]
-    return _long_staged(path, FORMAT_LONG_CSV, columns, n, split, ignored)
+    return _long_staged(path, FORMAT_LONG_CSV, columns, n, split, ignored, first_row)
 
 
 def identifiers(values: Sequence[Any], name: str) -> tuple[pa.Array, list[str | None]]:

@@ -90,10 +90,14 @@ def decoded_text(path: Path, data: bytes) -> str:
         ) from exc
 
 
+HEADER_CHARS = 1 << 20  # a header row is far shorter; a quoted name may still span lines within it
+
+
 def csv_header(path: Path, text: str) -> list[str]:
     """The header row of CSV text; duplicated names are an error (columns would be ambiguous)."""
     try:
-        header = next(csv.reader(io.StringIO(text)))
+        # Only the head: StringIO keeps four bytes a character, so over the whole text it took 4x the file.
+        header = next(csv.reader(io.StringIO(text[:HEADER_CHARS])))
     except csv.Error as exc:
         raise IngestError(f"{path}: cannot read a CSV header: {exc}") from exc
     except StopIteration as exc:
@@ -119,19 +123,24 @@ def read_csv_table(path: Path, header: list[str]) -> pa.Table:
     return _read_csv(path, path, header)
 
 
+def csv_options(header: list[str], block_size: int | None = None) -> dict[str, Any]:
+    """Arrow's CSV options: the header's names, every cell as text ('' when empty), quoted newlines allowed."""
+    return {
+        "read_options": pa_csv.ReadOptions(column_names=header, skip_rows=1,
+                                           **({"block_size": block_size} if block_size else {})),
+        "parse_options": pa_csv.ParseOptions(newlines_in_values=True),
+        "convert_options": pa_csv.ConvertOptions(
+            column_types={name: pa.string() for name in header}, strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    }
+
+
 def _read_csv(path: Path, source: Any, header: list[str]) -> pa.Table:
     """Arrow's reader, because it refuses a row with a wrong number of cells (pandas silently turns one extra
     cell into an index, or pads a short row); quoted cells may span lines (RouterBench responses do)."""
     try:
-        return pa_csv.read_csv(
-            source,
-            read_options=pa_csv.ReadOptions(column_names=header, skip_rows=1),
-            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
-            convert_options=pa_csv.ConvertOptions(
-                column_types={name: pa.string() for name in header}, strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
+        return pa_csv.read_csv(source, **csv_options(header))
     except pa.ArrowInvalid as exc:
         raise IngestError(f"{path}: not readable as CSV (truncated or malformed?): {exc}") from exc
 

@@ -9,6 +9,7 @@ process killed mid-write loses at most the records of its unfinished `.part` and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from uniroute.faults import disk_full
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +59,13 @@ class DecisionSpool:
         with self._lock:
             if self._handle is None:
                 self._open()
-            self._handle.write(text)
-            self._handle.flush()  # a killed process leaves whole lines in the .part (never ingested anyway)
+            try:
+                disk_full("spool:write", self._part)
+                self._handle.write(text)
+                self._handle.flush()  # a killed process leaves whole lines in the .part (never ingested anyway)
+            except OSError:
+                self._drop_batch()
+                raise
             self._size += len(text)
             if self._size >= self.max_bytes or time.monotonic() - self._opened_at >= self.max_seconds:
                 self._finish()
@@ -75,6 +83,21 @@ class DecisionSpool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _drop_batch(self) -> None:
+        """Under the lock, after a failed write (a full disk): cut the file back to its whole earlier lines and
+        finish it, or remove it when this batch was its first; never a half line or an empty file left behind."""
+        with contextlib.suppress(OSError):
+            self._handle.truncate(self._size)  # Python's buffer may hold part of the batch: it goes too
+        if self._size:
+            with contextlib.suppress(OSError):
+                self._finish()
+            return
+        with contextlib.suppress(OSError):
+            self._handle.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self._part)
+        self._handle, self._part = None, None
 
     def _open(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

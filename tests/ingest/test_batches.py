@@ -1,0 +1,100 @@
+"""A long CSV larger than a batch is read and written block by block (uniroute/ingest/batches.py): the same rows,
+counts and quarantine reasons (with the file's row numbers) as reading it whole, one-line errors naming the file,
+and nothing written when a later block is broken. The batch and block sizes are made tiny here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.helpers import ingest
+from tests.ingest.files import long_csv, rows, write
+from uniroute.ingest import IngestError, batches
+
+N_PROMPTS = 600
+TABLES = ("select prompt_id, text, split from prompts order by 1",
+          "select prompt_id, model, score, cost from results order by 1, 2",
+          "select row_number, reason from quarantine order by 1")
+
+
+def _lines() -> list[str]:
+    out = []
+    for i in range(N_PROMPTS):
+        for m in range(3):
+            score = "n/a" if (i * 3 + m) % 7 == 0 else f"{(i * m) % 10 / 10:g}"
+            out.append(f"p{i},question number {i} about topic {i % 13},m{m},{score},0.{m + 1}")
+    out.append("p5,a different text for p5,m0,1,0.1")  # a conflict with a row in the first block
+    out.append("p7,question number 7 about topic 7,m1,0.7,0.2")  # an exact repeat (first rows: p7 m1 is 0.7)
+    return out
+
+
+def _tables(db_path: Path) -> list[list[tuple]]:
+    return [rows(db_path, sql) for sql in TABLES]
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    monkeypatch.setattr(batches, "BATCH_BYTES", 1024)
+    monkeypatch.setattr(batches, "BLOCK_BYTES", 16 * 1024)
+    monkeypatch.setattr(batches, "CHUNK_BYTES", 4096)
+
+
+def test_blocks_write_what_the_whole_file_writes(tmp_path, home, tiny_blocks):
+    path = write(tmp_path / "logs.csv", long_csv(*_lines()))
+    assert len(list(batches.long_batches(path, None))) > 3
+    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
+    whole_db.parent.mkdir()
+    blocks_db.parent.mkdir()
+    blocked = ingest(blocks_db, path, progress=False)
+    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
+    whole = ingest(whole_db, path, progress=False)
+    for field in ("rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "new_models", "models"):
+        assert getattr(blocked, field) == getattr(whole, field), field
+    assert blocked.rows_read == 3 * N_PROMPTS + 2 and blocked.first_problem == whole.first_problem
+    assert _tables(blocks_db)[:2] == _tables(whole_db)[:2]
+    quarantined = _tables(blocks_db)[2]
+    assert [n for n, _ in quarantined] == [n for n, _ in _tables(whole_db)[2]]  # the file's row numbers
+    assert any(n == 3 * N_PROMPTS + 1 and "text" in reason for n, reason in quarantined), quarantined[-3:]
+
+
+def test_a_broken_row_in_a_later_block_is_one_line_and_writes_nothing(tmp_path, db_path, tiny_blocks):
+    lines = _lines()
+    lines[1500] = "p500,too,many,cells,0.1,x"
+    path = write(tmp_path / "logs.csv", long_csv(*lines))
+    with pytest.raises(IngestError, match=r"logs.csv: not readable as CSV \(truncated or malformed\?\) after data "
+                                          r"row \d+: .*Expected 5 columns, got 6"):
+        ingest(db_path, path, progress=False)
+    assert rows(db_path, "select count(*) from results") == [(0,)]
+    assert rows(db_path, "select count(*) from ingested_files") == [(0,)]
+
+
+def test_a_bad_byte_late_in_the_file_names_its_offset_and_line(tmp_path, db_path, tiny_blocks):
+    text = long_csv(*_lines()).encode()
+    at = text.index(b"\np400,") + 1
+    path = write(tmp_path / "logs.csv", text[:at] + b"\xff" + text[at:])
+    line = text[:at].count(b"\n") + 1
+    with pytest.raises(IngestError, match=rf"not UTF-8 text: byte 0xff at offset {at} \(line {line}\)"):
+        ingest(db_path, path, progress=False)
+
+
+def test_a_large_parquet_file_in_blocks_writes_what_the_whole_file_writes(tmp_path, tiny_blocks, monkeypatch):
+    monkeypatch.setattr(batches, "BLOCK_ROWS", 250)
+    frame = pd.DataFrame([line.split(",") for line in _lines()], columns=["prompt_id", "prompt", "model", "score",
+                                                                         "cost"])
+    frame["score"] = pd.to_numeric(frame.score, errors="coerce")  # "n/a": a missing score, quarantined
+    frame["cost"] = frame.cost.astype(float)
+    path = tmp_path / "logs.parquet"
+    frame.to_parquet(path, index=False, row_group_size=400)
+    assert len(list(batches.long_batches(path, None))) > 3
+    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
+    whole_db.parent.mkdir()
+    blocks_db.parent.mkdir()
+    blocked = ingest(blocks_db, path, progress=False)
+    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
+    whole = ingest(whole_db, path, progress=False)
+    for field in ("rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "models", "first_problem"):
+        assert getattr(blocked, field) == getattr(whole, field), field
+    assert blocked.rows_quarantined > 0 and _tables(blocks_db)[:2] == _tables(whole_db)[:2]
+    assert [n for n, _ in _tables(blocks_db)[2]] == [n for n, _ in _tables(whole_db)[2]]

@@ -1,0 +1,142 @@
+"""A large long-format CSV or Parquet file read in batches, so ingest memory follows a batch, not the file (issue 22).
+
+A file of at most BATCH_BYTES is read whole, as before. A larger long-format CSV is first checked as UTF-8 without
+NUL bytes in one streaming pass (the same one-line errors naming the offset and line), then read by Arrow's
+streaming CSV reader, one block of about BLOCK_BYTES at a time; a larger long Parquet file is read BLOCK_ROWS rows
+at a time. Each block is staged with its rows' numbers in the file, so every quarantine reason still names the
+file's row. ingest_file checks and writes the
+blocks one after the other inside one transaction, so a file is still written whole or not at all.
+
+What a block cannot see of the blocks before it, the store can: the earlier blocks' rows are written (uncommitted)
+before the next block is checked against the store, so a prompt id repeated in a later block with another text,
+or a result repeated with another score, is quarantined as a conflict with the stored row (first row wins, as
+within a block); an exact repeat is counted as a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from uniroute.ingest.formats import detect_format, is_pairwise_file, one_line_errors
+from uniroute.ingest.long import FORMAT_LONG_CSV, long_csv_columns, long_parquet_columns, long_parquet_wanted
+from uniroute.ingest.staging import (
+    LONG_REQUIRED,
+    IngestError,
+    Staged,
+    csv_header,
+    csv_options,
+    missing_columns_error,
+)
+
+BATCH_BYTES = 32 * 1024 * 1024  # files up to this size are read whole (every check sees the whole file at once)
+BLOCK_ROWS = 65_536  # a Parquet block
+BLOCK_BYTES = 8 * 1024 * 1024  # Arrow's read block: about 60,000 rows of a typical log
+CHUNK_BYTES = 16 * 1024 * 1024  # the UTF-8 pass's read size
+HEAD_BYTES = 1024 * 1024  # what format detection and the header read
+
+
+def checked_text_head(path: Path) -> str:
+    """The file's first HEAD_BYTES as text, after checking the whole file is UTF-8 without NUL bytes, chunk by
+    chunk (IngestError naming the offset and line of the first bad byte, as staging.decoded_text does)."""
+    head, line, offset, carry, content = "", 1, 0, b"", False
+    with open(path, "rb") as handle:
+        start = handle.read(3)
+        if start.startswith((b"\xff\xfe", b"\xfe\xff")):
+            raise IngestError(f"{path}: the file is UTF-16 text; save it as UTF-8")
+        carry = start.removeprefix(b"\xef\xbb\xbf")
+        offset = len(start) - len(carry)
+        while True:
+            chunk = handle.read(CHUNK_BYTES)
+            data = carry + chunk
+            # Cut after the last newline: a newline is never inside a multi-byte character.
+            cut = len(data) if not chunk else data.rfind(b"\n") + 1
+            piece, carry = data[:cut], data[cut:]
+            try:
+                text = piece.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                where = line + piece.count(b"\n", 0, exc.start)
+                raise IngestError(f"{path}: not UTF-8 text: byte 0x{piece[exc.start]:02x} at offset "
+                                  f"{offset + exc.start} (line {where}); save the file as UTF-8") from exc
+            if "\x00" in text:
+                raise IngestError(f"{path}: a binary file (NUL bytes at offset {offset + text.index(chr(0))}), "
+                                  "not CSV or JSON")
+            content = content or bool(text.strip())
+            if len(head) < HEAD_BYTES:
+                head += text[: HEAD_BYTES - len(head)]
+            line += piece.count(b"\n")
+            offset += len(piece)
+            if not chunk and not carry:
+                break
+    if not content:
+        raise IngestError(f"{path}: the file is empty (only whitespace)")
+    return head
+
+
+def long_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
+    """The staged blocks of a long CSV or Parquet file larger than BATCH_BYTES; None for any other file (read
+    whole)."""
+    path = Path(path)
+    try:
+        if path.stat().st_size <= BATCH_BYTES:
+            return None
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return None  # the whole-file reader says what is wrong, in its words
+    if head.startswith(b"PAR1"):
+        return None if is_pairwise_file(path) else _parquet_blocks(path, split)
+    if head.startswith((b"\x1f\x8b", b"PK\x03\x04")):
+        return None
+    text = checked_text_head(path)
+    if detect_format(path, head, text) != FORMAT_LONG_CSV:
+        return None
+    header = csv_header(path, text)
+    if any(name not in header for name in LONG_REQUIRED):
+        raise missing_columns_error(path, header, LONG_REQUIRED, "long format")
+    return _blocks(path, header, split)
+
+
+def _blocks(path: Path, header: list[str], split: str | None) -> Iterator[Staged]:
+    first = 1
+    with one_line_errors(path):
+        try:
+            reader = pa_csv.open_csv(path, **csv_options(header, BLOCK_BYTES))
+            for batch in reader:
+                if batch.num_rows:
+                    yield long_csv_columns(path, header, pa.Table.from_batches([batch]), split, first)
+                    first += batch.num_rows
+        except pa.ArrowInvalid as exc:
+            raise IngestError(f"{path}: not readable as CSV (truncated or malformed?) after data row {first - 1}: "
+                              f"{exc}") from exc
+    if first == 1:
+        raise IngestError(f"{path}: no data rows (only a header)")
+
+
+def _parquet_blocks(path: Path, split: str | None) -> Iterator[Staged]:
+    first = 1
+    with one_line_errors(path):
+        try:
+            parquet = pq.ParquetFile(path)
+            names = parquet.schema_arrow.names
+            wanted, coded = long_parquet_wanted(path, parquet)
+            reader = pq.ParquetFile(path, read_dictionary=coded).iter_batches(batch_size=BLOCK_ROWS, columns=wanted)
+        except (pa.ArrowException, OSError) as exc:
+            raise IngestError(f"{path}: not a readable Parquet file (truncated?): {exc}") from exc
+        while True:
+            try:
+                batch = next(reader)
+            except StopIteration:
+                break
+            except (pa.ArrowException, OSError) as exc:
+                raise IngestError(f"{path}: not a readable Parquet file (truncated?) after row {first - 1}: "
+                                  f"{exc}") from exc
+            if batch.num_rows:
+                yield long_parquet_columns(path, names, pa.Table.from_batches([batch]), split, first)
+                first += batch.num_rows
+    if first == 1:
+        raise IngestError(f"{path}: no data rows")
