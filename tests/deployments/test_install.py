@@ -16,7 +16,7 @@ for name in ("alpha", "beta", "gamma"):
     print(f"  Downloading {name}-1.0-py3-none-any.whl (10 kB)", flush=True)
     print(f"Requirement already satisfied: {name}-dep in ./site-packages", flush=True)
 print("Installing collected packages: alpha, beta, gamma", flush=True)
-time.sleep(2.5)  # pip installing torch: nothing printed for a long while
+time.sleep(6)  # pip installing torch: nothing printed for a long while
 print("Successfully installed alpha-1.0 beta-1.0 gamma-1.0", flush=True)
 sys.exit(int(sys.argv[1]))
 """
@@ -40,9 +40,9 @@ def test_status_lines_keep_coming_without_pip_noise(tmp_path: Path) -> None:
     assert not any("Requirement already satisfied" in t or "Downloading" in t for t in texts)
     assert any(t.startswith("    fake: installing (3 packages)") for t in texts)
     assert texts[-1].startswith("    fake: installed (1 package)")
-    # the 2.5 s pip is silent while installing still gets a line at least every `--every` s (+ scheduling slack)
+    # the 6 s pip is silent while installing still gets a line every `--every` s (1 s; 3 s of slack for a loaded CI)
     gaps = [b - a for (a, _), (b, _) in zip(lines, lines[1:], strict=False)]
-    assert max(gaps) < 2.0, texts
+    assert max(gaps) < 4.0, texts
     assert "Requirement already satisfied: gamma-dep" in (tmp_path / "install.log").read_text()
 
 
