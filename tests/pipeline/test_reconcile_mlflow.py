@@ -88,3 +88,22 @@ def test_a_damaged_tracking_store_is_reported_without_opening_mlflow(db_path, tr
     found = _mlflow(_reconcile(db_path, tmp_path, tracking))
     assert len(found) == 1 and found[0][0] == "broken" and "is not a readable MLflow store" in found[0][1]
     assert db_file.read_bytes().startswith(b"not an sqlite file")
+
+
+def test_a_check_never_creates_a_missing_tracking_store(db_path, tmp_path):
+    """Only checking (a read-only home): a missing mlflow.db is broken once there is a champion to log, and is
+    not created; with no champion there is nothing to log yet."""
+    absent = tmp_path / "absent" / "mlflow.db"
+    tracking = (f"sqlite:///{absent}", tmp_path / "mlartifacts")
+    with store.session(db_path, "doctor") as s:  # an empty store: no champion
+        assert _mlflow(reconcile(s, tmp_path / "published", *tracking, repair=False)) == [("ok", "no champion yet")]
+    save_toy_champion(db_path)
+    assert _mlflow(_reconcile(db_path, tmp_path, tracking, repair=False)) == [
+        ("broken", f"{absent} does not exist: `uniroute doctor` logs every router version and publication to a new "
+                   "one")]
+    assert not absent.exists()
+
+
+def test_doctor_on_a_store_without_a_champion_finds_mlflow_in_step(db_path, tracking, tmp_path):
+    with store.session(db_path, "doctor") as s:
+        assert _mlflow(reconcile(s, tmp_path / "published", *tracking)) == [("ok", "no champion yet")]
