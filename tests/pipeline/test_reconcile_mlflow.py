@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from uniroute import store
+from uniroute.faults import DISK_FULL_ENV
 from uniroute.pipeline import registry
 from uniroute.pipeline.reconcile import Report, reconcile
 
@@ -107,3 +108,11 @@ def test_a_check_never_creates_a_missing_tracking_store(db_path, tmp_path):
 def test_doctor_on_a_store_without_a_champion_finds_mlflow_in_step(db_path, tracking, tmp_path):
     with store.session(db_path, "doctor") as s:
         assert _mlflow(reconcile(s, tmp_path / "published", *tracking)) == [("ok", "no champion yet")]
+
+
+def test_a_full_disk_while_logging_is_one_broken_line_not_a_traceback(db_path, tracking, tmp_path, monkeypatch):
+    save_toy_champion(db_path)
+    monkeypatch.setenv(DISK_FULL_ENV, "mlflow:artifacts")  # the OSError a full disk gives, at the first artifact
+    [(status, detail)] = _mlflow(_reconcile(db_path, tmp_path, tracking))
+    assert status == "broken" and detail.startswith("no space left on the device of ")
+    assert detail.endswith("(`uniroute doctor` logs what is missing)")
