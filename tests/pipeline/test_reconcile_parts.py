@@ -155,3 +155,19 @@ def test_lists_name_five_entries_and_mark_only_a_sixth_with_dots(saved: Path, tm
     assert found["files"] == ("repaired", f"removed 5 stray snapshot entries: {', '.join(strays)}")
     assert found["tmp"] == ("repaired", f"removed 6 spill folder(s) of killed `uniroute sql` runs: "
                             f"{', '.join(spills)} ...")
+
+
+def test_doctor_publishes_the_champion_again_over_a_damaged_newest_publication(saved: Path, tmp_path: Path):
+    published = tmp_path / "published"
+    damaged = publish_in_session(saved, published)
+    snapshot.make_current(published, damaged.version)
+    (damaged.path / "routes.parquet").write_bytes(b"not parquet")
+    report = _reconcile(saved, published)
+    status, detail = _found(report)["published"]
+    again = snapshot.current_version(published)  # switched once the session committed
+    assert again != damaged.version and snapshot.read_snapshot(published / again) is not None
+    assert status == "repaired" and detail.startswith(f"the newest publication {damaged.version} was damaged (")
+    assert detail.endswith(f"): published the champion again as {again}, current once this run commits")
+    assert (published / damaged.version).is_dir()  # kept, recorded, for a look
+    assert _found(_reconcile(saved, published, repair=False))["published"] == (
+        "ok", f"`current` is the newest publication {again}")
