@@ -42,12 +42,20 @@ MODULES: dict[str, list[str]] = {
                                "--deselect=tests/robustness/test_sandbox_paths.py::"
                                "test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line"],
     "uniroute.pipeline.onboard": ["tests/pipeline/test_onboard_result.py", "tests/pipeline/test_onboard.py",
-                                  "tests/pipeline/test_onboard_refresh.py"],
+                                  "tests/pipeline/test_onboard_paths.py", "tests/pipeline/test_onboard_embedding.py",
+                                  "tests/pipeline/test_onboard_refresh.py", "tests/pipeline/test_battles.py",
+                                  "--deselect=tests/pipeline/test_battles.py::"
+                                  "test_a_build_gives_battle_only_models_psi_rows_on_the_accuracy_scale"],
     "uniroute.ingest.inbox": ["tests/ingest/test_inbox_parts.py", "tests/ingest/test_inbox.py",
                               "tests/ingest/test_inbox_names.py", "tests/ingest/test_inbox_safety.py"],
-    "uniroute.ingest.checks": ["tests/ingest/test_bad_input.py", "tests/ingest/test_null_keys.py"],
+    "uniroute.ingest.checks": ["tests/ingest/test_bad_input.py", "tests/ingest/test_null_keys.py",
+                               "tests/ingest/test_formats.py", "tests/ingest/test_load.py",
+                               "--deselect=tests/ingest/test_load.py::"
+                               "test_killed_mid_ingest_leaves_the_store_as_before_and_a_rerun_works"],
+    "uniroute.ingest.pairwise_checks": ["tests/ingest/test_pairwise.py", "tests/ingest/test_null_keys.py"],
     "uniroute.pipeline.publish": ["tests/pipeline/test_publish_parts.py", "tests/pipeline/test_snapshot.py"],
-    "uniroute.pipeline.reconcile": ["tests/pipeline/test_reconcile_parts.py"],
+    "uniroute.pipeline.reconcile": ["tests/pipeline/test_reconcile_parts.py", "tests/pipeline/test_reconcile_pool.py",
+                                    "tests/pipeline/test_reconcile_mlflow.py"],
 }
 
 

@@ -28,8 +28,9 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from benchmarks.runner import RESULTS_DIR, load_average, machine_info, timed, write_result
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.knn import knn_gamma
+from uniroute.routers.lambda_path import argmin_cheapest
 from uniroute.routers.learned_map import LearnedMap
-from uniroute.routers.router import Router, argmin_cheapest
+from uniroute.routers.router import Router
 
 RESULTS = RESULTS_DIR / "routing.json"
 

@@ -11,7 +11,7 @@ from uniroute import store
 from uniroute.pipeline import registry
 from uniroute.pipeline.onboard import OnboardError
 from uniroute.pipeline.retire import RetireError
-from uniroute.routers.kmeans import Centroids
+from uniroute.routers.kmeans import Centroids, clustering_id_of
 from uniroute.routers.router import Router
 
 # Six validation prompts: p0-p2 in cluster 0, p3-p5 in cluster 1.
@@ -33,7 +33,7 @@ def champion_db(db_path, tmp_path):
     ingest(db_path, _write_long(tmp_path / "a.csv", "a", [1, 1, 1, 0, 0, 0], 1.0), split="val", progress=False)
     ingest(db_path, _write_long(tmp_path / "b.csv", "b", [0, 0, 1, 1, 1, 1], 3.0), split="val", progress=False)
     centroids = Centroids(np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))
-    clustering_id = registry.clustering_id_of(centroids)
+    clustering_id = clustering_id_of(centroids)
     psi = np.array([[0.0, 1.0], [2 / 3, 0.0]])
     router = Router("emb-test", ("a", "b"), np.array([1.0, 3.0]), psi, centroids, np.full((2, 2), 3))
     with store.session(db_path, "test-setup") as s:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from uniroute import store
 from uniroute.cli import app
 from uniroute.pipeline import registry
-from uniroute.routers.kmeans import Centroids
+from uniroute.routers.kmeans import Centroids, clustering_id_of
 from uniroute.routers.router import Router
 
 runner = CliRunner()
@@ -50,7 +50,7 @@ def champion_home(home, tmp_path, monkeypatch):
     pd.concat([a, b]).to_csv(tmp_path / "ab.csv", index=False)
     assert runner.invoke(app, ["ingest", str(tmp_path / "ab.csv"), "--split", "val"]).exit_code == 0
     centroids = Centroids(np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))
-    clustering_id = registry.clustering_id_of(centroids)
+    clustering_id = clustering_id_of(centroids)
     psi = np.array([[0.0, 1.0], [2 / 3, 0.0]])
     router = Router("emb-test", ("a", "b"), np.array([1.0, 3.0]), psi, centroids, np.full((2, 2), 3))
     with store.session(db_path, "test-setup") as s:

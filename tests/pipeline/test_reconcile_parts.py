@@ -128,3 +128,46 @@ def test_spill_folders_of_killed_sql_runs_are_removed_or_reported(saved: Path, t
     status, detail = _found(_reconcile(saved, tmp_path / "published", tmp_dir=tmp))["tmp"]
     assert (status, detail) == ("repaired", "removed 1 spill folder(s) of killed `uniroute sql` runs: sql-999999999")
     assert not dead.exists()
+
+
+def test_lists_name_five_entries_and_mark_only_a_sixth_with_dots(saved: Path, tmp_path: Path):
+    published, inbox, tmp = tmp_path / "published", tmp_path / "inbox", tmp_path / "tmp"
+    publish_in_session(saved, published)
+    (inbox / ".processing").mkdir(parents=True)
+    tmp.mkdir()
+    strays = [f"stray-{i}" for i in range(5)]
+    spills = [f"sql-99999999{i}" for i in range(5)]  # no process has these pids
+    claimed = [f"f{i}.csv" for i in range(6)]
+    for name in strays:
+        (published / name).mkdir()
+    for name in spills:
+        (tmp / name).mkdir()
+    for name in claimed:
+        (inbox / ".processing" / name).write_text("x")
+    found = _found(_reconcile(saved, published, repair=False, inbox_dir=inbox, tmp_dir=tmp))
+    assert found["files"] == ("broken", f"5 stray snapshot entries: {', '.join(strays)}")
+    assert found["inbox"] == ("broken", f"6 file(s) claimed by an interrupted inbox run ({', '.join(claimed[:5])}); "
+                              "`uniroute inbox` finishes them")
+    assert found["tmp"] == ("broken", f"5 spill folder(s) of killed `uniroute sql` runs in {tmp}: {', '.join(spills)} "
+                            "(`uniroute doctor` or the next `uniroute sql` removes them)")
+    (tmp / "sql-999999995").mkdir()
+    found = _found(_reconcile(saved, published, inbox_dir=inbox, tmp_dir=tmp))
+    assert found["files"] == ("repaired", f"removed 5 stray snapshot entries: {', '.join(strays)}")
+    assert found["tmp"] == ("repaired", f"removed 6 spill folder(s) of killed `uniroute sql` runs: "
+                            f"{', '.join(spills)} ...")
+
+
+def test_doctor_publishes_the_champion_again_over_a_damaged_newest_publication(saved: Path, tmp_path: Path):
+    published = tmp_path / "published"
+    damaged = publish_in_session(saved, published)
+    snapshot.make_current(published, damaged.version)
+    (damaged.path / "routes.parquet").write_bytes(b"not parquet")
+    report = _reconcile(saved, published)
+    status, detail = _found(report)["published"]
+    again = snapshot.current_version(published)  # switched once the session committed
+    assert again != damaged.version and snapshot.read_snapshot(published / again) is not None
+    assert status == "repaired" and detail.startswith(f"the newest publication {damaged.version} was damaged (")
+    assert detail.endswith(f"): published the champion again as {again}, current once this run commits")
+    assert (published / damaged.version).is_dir()  # kept, recorded, for a look
+    assert _found(_reconcile(saved, published, repair=False))["published"] == (
+        "ok", f"`current` is the newest publication {again}")

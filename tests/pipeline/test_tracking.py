@@ -23,13 +23,13 @@ from uniroute.pipeline.tracking import (
     load_router_model,
     pool_of,
     prompts_of,
-    routed_frame,
     sync_mlflow,
 )
 from uniroute.pipeline.tracking.relocate import ForeignTrackingStore
-from uniroute.routers.kmeans import Centroids, fit_centroids
+from uniroute.routers.kmeans import Centroids, clustering_id_of, fit_centroids
 from uniroute.routers.psi import psi_from_losses
-from uniroute.routers.router import EmbedderMismatch, Router
+from uniroute.routers.router import Router
+from uniroute.routers.rule import EmbedderMismatch
 from uniroute.routers.tables import default_budget, validation_proxy
 
 from .topics import COSTS, MODELS, NEW_PROMPTS, PROMPTS, topic_losses
@@ -55,7 +55,7 @@ def _save(db_path: Path, router: Router, router_id: str, promoted: bool = True, 
     curves = pd.DataFrame({"method": "kmeans", "point": [0, 1], "cost": [0.2, 0.9], "score": [0.5, 0.8]})
     with uniroute_store.session(db_path, "test") as s:
         registry.save_router_version(s.con, registry.NewVersion(
-            router, router_id, registry.clustering_id_of(router.assigner), "kmeans", "fp-1",
+            router, router_id, clustering_id_of(router.assigner), "kmeans", "fp-1",
             val_area, promoted, f"test {origin}", centroids=router.assigner, parent_id=parent_id, origin=origin,
             metrics=metric_rows if metrics else None, curves=curves if metrics else None,
         ))
@@ -217,28 +217,27 @@ def test_global_tracking_uri_is_left_as_it_was(db_path, tracking, tiny_router, m
 # ---- the pyfunc's routing, without MLflow ---------------------------------------------------------------
 
 
-def test_routed_frame_lambda_pool_and_budget(tiny_router):
+def test_route_terms_lambda_pool_and_budget(tiny_router):
+    """The pyfunc routes by the argmin's terms (routers.explain.RouteTerms): rank 1 of each prompt's terms."""
     X = np.array([[-0.9, 0.1], [0.8, 0.0], [1.2, -0.1]], dtype=np.float32)  # clusters 0, 1, 1
 
-    frame = routed_frame(tiny_router, X)
-    assert frame["prompt_index"].tolist() == [0, 1, 2]
-    assert frame["model"].tolist() == ["cheap", "big", "big"]
+    def chosen(lam: float = 0.0, pool: list[str] | None = None) -> list[str]:
+        return tiny_router.route_terms(X, lam, pool).summary()["model"].tolist()
+
+    assert chosen() == ["cheap", "big", "big"]
     # lambda 0.2: cluster 1 costs big 0.1 + 2.0, cheap 0.9 + 0.2, mid 0.6 + 1.0 -> cheap
-    assert routed_frame(tiny_router, X, lam=0.2)["model"].tolist() == ["cheap", "cheap", "cheap"]
-    assert routed_frame(tiny_router, X, pool=["cheap", "mid"])["model"].tolist() == ["cheap", "mid", "mid"]
+    assert chosen(0.2) == ["cheap", "cheap", "cheap"]
+    assert chosen(pool=["cheap", "mid"]) == ["cheap", "mid", "mid"]
     # Budget 0.1 of the priciest (10) = mean cost 1: only 'cheap' everywhere fits.
-    budget = routed_frame(tiny_router, X, budget=0.1, X_val=X)
-    assert budget["model"].tolist() == ["cheap", "cheap", "cheap"]
-    assert routed_frame(tiny_router, X, budget=1.0, X_val=X)["model"].tolist() == ["cheap", "big", "big"]
-    with pytest.raises(ValueError, match="not both"):
-        routed_frame(tiny_router, X, lam=0.5, budget=0.5, X_val=X)
+    assert chosen(tiny_router.lambda_for_budget(X, 0.1)) == ["cheap", "cheap", "cheap"]
+    assert chosen(tiny_router.lambda_for_budget(X, 1.0)) == ["cheap", "big", "big"]
     # Without validation embeddings the router's own stand-in turns the budget into lambda.
     lam = tiny_router.lambda_for_budget(None, 0.5)
-    assert routed_frame(tiny_router, X, budget=0.5)["model"].tolist() == tiny_router.route_names(X, lam).tolist()
+    assert chosen(lam) == tiny_router.route_names(X, lam).tolist()
     with pytest.raises(ValueError, match="unknown models"):
-        routed_frame(tiny_router, None, pool=["gpt-nope"])
-    empty = routed_frame(tiny_router, None)
-    assert list(empty.columns) == ["prompt_index", "model"] and len(empty) == 0
+        tiny_router.route_terms(X[:0], 0.0, ["gpt-nope"])
+    empty = tiny_router.route_terms(X[:0]).summary()
+    assert list(empty.columns) == ["model", "fallbacks", "expected_score", "expected_cost"] and len(empty) == 0
 
 
 def test_input_and_param_parsing():
@@ -341,7 +340,7 @@ def test_a_tfidf_router_is_served_with_its_fitted_embedder(db_path, tracking):
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     with uniroute_store.session(db_path, "test") as s:
         registry.save_router_version(s.con, registry.NewVersion(
-            router, "r-tfidf", registry.clustering_id_of(centroids), "kmeans", "fp", 0.7, True, "test",
+            router, "r-tfidf", clustering_id_of(centroids), "kmeans", "fp", 0.7, True, "test",
             centroids=centroids, embedder=embedder))
     _sync(db_path, tracking)
     model = load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=tracking[0])

@@ -30,7 +30,7 @@ from uniroute import store as uniroute_store
 from uniroute.ingest import process_inbox
 from uniroute.pipeline import registry
 from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, sync_mlflow
-from uniroute.routers.kmeans import fit_centroids
+from uniroute.routers.kmeans import clustering_id_of, fit_centroids
 from uniroute.routers.psi import psi_from_losses
 from uniroute.routers.router import Router
 
@@ -87,7 +87,7 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     with uniroute_store.session(db_path, "build") as s:
         registry.save_router_version(s.con, registry.NewVersion(
-            router, f"kmeans-{embedder_name}", registry.clustering_id_of(centroids), "kmeans", "fp", 0.7, True,
+            router, f"kmeans-{embedder_name}", clustering_id_of(centroids), "kmeans", "fp", 0.7, True,
             "test build", centroids=centroids, embedder=embedder))
     with uniroute_store.session(db_path, "reconcile") as s:
         assert sync_mlflow(s.con, *tracking).aliases == {CHAMPION: "1"}

@@ -10,7 +10,7 @@ import pandas as pd
 from uniroute import store
 from uniroute.pipeline import registry
 from uniroute.pipeline.publish import PublishResult, publish_champion
-from uniroute.routers.kmeans import Centroids
+from uniroute.routers.kmeans import Centroids, clustering_id_of
 from uniroute.routers.router import Router
 
 
@@ -21,7 +21,7 @@ def save_toy_champion(db_path: Path) -> Path:
                     Centroids(np.array([[-1.0, 0.0], [1.0, 0.0]], dtype=np.float32)))
     with store.session(db_path, "test") as s:
         registry.save_router_version(s.con, registry.NewVersion(
-            router, "r-001", registry.clustering_id_of(router.assigner), "kmeans", "fp-1", 0.7, True, "test",
+            router, "r-001", clustering_id_of(router.assigner), "kmeans", "fp-1", 0.7, True, "test",
             centroids=router.assigner))
         store.write_frame(s.con, "models", pd.DataFrame({
             "model": ["cheap", "big", "mid"], "default_cost": 1.0, "status": ["active", "active", "retired"],

@@ -6,7 +6,8 @@ import pytest
 
 from uniroute.routers import rule
 from uniroute.routers.kmeans import Centroids
-from uniroute.routers.router import EmbedderMismatch, Router
+from uniroute.routers.router import Router
+from uniroute.routers.rule import EmbedderMismatch
 
 # Three clusters in 2-d; three models with costs 1, 2, 4. All numbers are binary fractions, so the
 # hand-computed ties below are exact in floating point.

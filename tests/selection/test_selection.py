@@ -74,7 +74,6 @@ def test_selection_reports_every_candidate_with_its_uncertainty(trial) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_is_served_routed_onboarded_retired_and_serialised(trial, kind) -> None:
-    from uniroute.pipeline.tracking.pyfunc import routed_frame
     from uniroute.routers.serialize import router_from_bytes, router_to_bytes
     from uniroute.routers.tables import routing_tables
 
@@ -97,7 +96,8 @@ def test_every_kind_is_served_routed_onboarded_retired_and_serialised(trial, kin
     assert bigger.models[-1] == "newcomer" and set(bigger.route_names(state.X_test, 0.0)) == {"newcomer"}
     assert bigger.without_model("newcomer").models == router.models
     # Budgets and the pyfunc's routing work for every kind, from the router's own validation stand-in.
-    frame = routed_frame(bigger, state.X_test[:20], budget=0.5, X_val=bigger.budget_reference())
+    lam = bigger.lambda_for_budget(bigger.budget_reference(), 0.5)
+    frame = bigger.route_terms(state.X_test[:20], lam).summary()
     assert len(frame) == 20 and set(frame.model) <= set(bigger.models)
     tables = routing_tables(bigger, bigger.models)
     assert len(tables.budgets) > 0 and (len(tables.routes) > 0) == bigger.one_hot

@@ -22,7 +22,7 @@ import pandas as pd
 from uniroute import embed, store
 from uniroute.embed import embedder_state
 from uniroute.errors import UnirouteError
-from uniroute.routers.kmeans import Centroids, clustering_id_of  # noqa: F401 - clustering_id_of re-exported
+from uniroute.routers.kmeans import Centroids
 from uniroute.routers.serialize import AnyRouter, router_from_bytes, router_to_bytes
 
 

@@ -23,13 +23,9 @@ import pandas as pd
 
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.kmeans import Centroids, clustering_id_of
+from uniroute.routers.lambda_path import argmin_cheapest
 from uniroute.routers.psi import cell_frame, psi_from_losses, shrunk_values
-from uniroute.routers.rule import (  # noqa: F401 - re-exported: the rule's names were defined here before
-    EmbedderMismatch,
-    RoutingRule,
-    argmin_cheapest,
-    check_lambda,
-)
+from uniroute.routers.rule import RoutingRule, check_lambda
 
 if TYPE_CHECKING:
     from uniroute.routers.learned_map import LearnedMap

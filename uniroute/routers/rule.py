@@ -15,10 +15,7 @@ import numpy as np
 from uniroute.errors import UnirouteError
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.kmeans import as_float32_matrix
-from uniroute.routers.lambda_path import (  # noqa: F401 - argmin_cheapest re-exported: it was defined here
-    argmin_cheapest,
-    lambda_path,
-)
+from uniroute.routers.lambda_path import lambda_path
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from uniroute.routers.kind_kmeans import SHRINK_STRENGTHS  # noqa: F401 - re-exported: defined here before
 from uniroute.routers.kinds import Tuned, kind_names, router_kind
 from uniroute.routers.kmeans import fit_centroids
 from uniroute.routers.knn import nearest_order

@@ -15,7 +15,7 @@ from uniroute.pipeline.tracking.client import (
     champion_version,
 )
 from uniroute.pipeline.tracking.model import compact_val, load_router_model
-from uniroute.pipeline.tracking.pyfunc import pool_of, prompts_of, routed_frame
+from uniroute.pipeline.tracking.pyfunc import pool_of, prompts_of
 from uniroute.pipeline.tracking.sync import SyncReport, mlflow_champion_router, sync_mlflow
 
 __all__ = [
@@ -30,6 +30,5 @@ __all__ = [
     "mlflow_champion_router",
     "pool_of",
     "prompts_of",
-    "routed_frame",
     "sync_mlflow",
 ]

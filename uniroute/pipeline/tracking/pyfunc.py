@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,10 +43,6 @@ from uniroute.pipeline.serving import (
 from uniroute.pipeline.spool import DecisionSpool
 from uniroute.routers.serialize import router_from_bytes
 from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
-
-if TYPE_CHECKING:
-
-    from uniroute.routers.serialize import AnyRouter
 
 log = logging.getLogger(__name__)
 
@@ -105,31 +101,6 @@ def request_of(params: Mapping[str, Any]) -> RoutingRequest:
     pool = params.get("pool")
     return RoutingRequest(lam, budget, None if pool is None or not str(pool).strip() else tuple(pool_names(pool)),
                           max_cost)
-
-
-def routed_frame(
-    router: AnyRouter,
-    X: np.ndarray | None,
-    lam: float = 0.0,
-    budget: float = -1.0,
-    pool: Sequence[str] | None = None,
-    X_val: np.ndarray | None = None,
-) -> pd.DataFrame:
-    """prompt_index, model for prompts embedded as X (n, d) (None: no prompts); budget >= 0 sets lambda on X_val
-    (None: the router's budget_reference)."""
-    if budget >= 0:
-        if lam != 0.0:
-            raise ValueError(f"give lambda or budget, not both (lambda={lam}, budget={budget})")
-        # X_val None: the router's own validation stand-in (a LearnedMap's or K-NN router's reference prompts).
-        lam = router.lambda_for_budget(X_val, budget, pool)
-    if X is None or X.shape[0] == 0:
-        # Still validate the pool, so an empty request with a bad pool fails like a full one.
-        router.pool_indices(pool)
-        names = np.array([], dtype=object)
-    else:
-        names = router.route_names(X, lam, pool)
-    index = np.arange(len(names), dtype=np.int64)
-    return pd.DataFrame({"prompt_index": index, "model": pd.Series(names, dtype=object)})
 
 
 def _load_context(model: Any, context: Any) -> None:
