@@ -20,9 +20,12 @@ import pandas as pd
 
 from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.markdown import sign_test_table
-from uniroute.experiments.methods import METHOD_LABELS, ORACLES
+from uniroute.experiments.methods import METHOD_LABELS, ORACLES, QUALITY_RULES
 from uniroute.experiments.protocol import trial_split
+from uniroute.routers.quality_rule import fit_quality_rule, rule_gamma
+from uniroute.selection.curves import Curve
 from uniroute.selection.data import EvalData, RoutingData
+from uniroute.selection.pool import LabelledPool
 from uniroute.selection.statistics import sign_test
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,12 @@ def quality_report(report: dict[str, Any], results: list[dict[str, Any]], oracle
             "oracle": m in ORACLES,
         }
     out["per_trial_score"] = {m: [r["metrics"][m]["peak"] for r in results] for m in methods}
+    rules = [m for m in methods if m in QUALITY_RULES]
+    out["quality_rules"] = {m: {
+        "k_mean": float(np.mean([r["tuning"][m]["value"] for r in results])),
+        "switched_clusters_mean": float(np.mean([r["tuning"][m]["switched"] for r in results])),
+        "switched_test_share_mean": float(np.mean([r["tuning"][m]["switched_test_share"] for r in results])),
+        "per_trial": [r["tuning"][m] for r in results]} for m in rules}
     out["best_single_llm"] = {"score": float(best.mean()), "per_trial": best.tolist()}
     out["oracle"] = {"score": float(np.mean(oracles)), "per_trial": list(oracles)}
     out["sign_tests_vs_best_single_llm"] = {m: sign_test(out["per_trial_score"][m], best.tolist()) for m in methods}
@@ -122,3 +131,19 @@ def protocol_oracles(data: RoutingData, config: Any, results: list[dict[str, Any
         split = trial_split(data, config.seed, r["trial"], config.train_frac, config.val_frac)
         out.append(oracle_scores(data, split.test, split.test_models))
     return out
+
+
+def quality_rule_curve(state: Any, n_val: int, pool: LabelledPool,
+                       bonferroni: bool = True) -> tuple[dict[str, Any], Curve]:
+    """The quality-only rule on the clusters of the tuned K-means (its K): (what it chose, its test curve).
+
+    The test LLMs' validation losses are the onboarding labels every admissible method gets; the overall best
+    is chosen on them, never on the test labels."""
+    k = state.tuned("kmeans", n_val).value
+    rule = fit_quality_rule(state.fits.val_cluster(k)[:n_val], state.test_llm_val_losses(n_val), k,
+                            bonferroni=bonferroni)
+    test_clusters = state.fits.centroids(k).assign(state.X_test)
+    record = {"value": int(k), "best": state.test_llm_names()[rule.best], "switched": int(rule.switched.sum()),
+              "switched_test_share": float(rule.switched[test_clusters].mean())}
+    return record, pool.curve(rule_gamma(rule, test_clusters, pool.scores.shape[1]),
+                              state.config.n_lambdas)
