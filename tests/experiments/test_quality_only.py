@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from tests.synthetic_logs import synthetic_embeddings, synthetic_long
 from uniroute.cli import app
 from uniroute.experiments.protocol import EvalConfig
-from uniroute.experiments.quality import quality_report, unit_cost_data
+from uniroute.experiments.quality import quality_report, quality_rule_k, unit_cost_data
 from uniroute.experiments.runner import evaluate
 
 
@@ -47,3 +47,9 @@ def test_cli_drop_costs_gives_the_quality_only_report(tmp_path, home, monkeypatc
     refused = CliRunner().invoke(app, [*base, "--drop-costs", "--test-data", str(data_path),
                                        "--out", str(tmp_path / "t.json")])
     assert refused.exit_code == 1 and "--drop-costs" in refused.stderr
+
+
+def test_the_rule_clusters_about_fifty_validation_prompts_each() -> None:
+    assert quality_rule_k(1203, 3, 7000) == 24
+    assert quality_rule_k(30, 3, 100) == 3  # never below the tuned K
+    assert quality_rule_k(5000, 1, 40) == 40  # nor more clusters than training prompts
