@@ -55,11 +55,11 @@ def _commit() -> str:
                           check=False).stdout.strip()
 
 
-def run(trials: int, runs_wanted: tuple[str, ...]) -> None:
+def run(trials: int, runs_wanted: tuple[str, ...], datasets: tuple[str, ...] = tuple(DATASETS)) -> None:
     """Run the evaluations one after the other (single-threaded, in-process), keeping the load around each."""
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     runs = json.loads(RUNS.read_text()) if RUNS.exists() else {}
-    for dataset in DATASETS:
+    for dataset in datasets:
         for name in runs_wanted:
             args = shlex.split(command(dataset, trials, name))
             before, started = os.getloadavg(), time.perf_counter()
@@ -199,9 +199,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--run", action="store_true", help="run the evaluations first")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--runs", default="served,rules", help="which evaluations --run runs: served, rules")
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="which datasets --run evaluates")
     args = parser.parse_args(argv)
     if args.run:
-        run(args.trials, tuple(r.strip() for r in args.runs.split(",") if r.strip()))
+        run(args.trials, tuple(r.strip() for r in args.runs.split(",") if r.strip()),
+            tuple(d.strip() for d in args.datasets.split(",") if d.strip()))
     DOC.write_text(render())
     print(f"wrote {DOC}")
 
