@@ -92,6 +92,9 @@ def evaluate(
         help="--embedder attributes: prompt_id and one 0/1 column per attribute (see `uniroute annotate`).")] = None,
     attribute_base: Annotated[str, typer.Option(help="--embedder attributes: the frozen embedder the heads read.")] = (
         "static"),
+    drop_costs: Annotated[bool, typer.Option(
+        "--drop-costs", help="Ignore the log's costs: the quality-only comparison (every model at one cost), to ask "
+        "whether routing beats the best single LLM.")] = False,
     as_json: JsonFlag = False,
 ):
     """Compare routers on unseen test LLMs over random trials (DESIGN.md sections 4 and 5).
@@ -118,6 +121,8 @@ def evaluate(
     attributes = _AttributeOptions(attribute_labels, attribute_base) if kind.needs_labels else None
     if attributes is not None and attribute_labels is None:
         fail("--embedder attributes needs --attribute-labels FILE (prompt_id and one 0/1 column per attribute)")
+    if drop_costs and test_data is not None:
+        fail("--drop-costs applies to one log; a transfer is quality-only when its test log has no costs")
     if test_data is not None:
         _transfer(settings, data, test_data, out, trials, seed, name, attributes, method_list, prompt_part, workers,
                   scheduler, train_benchmarks, test_benchmarks, test_fraction, as_json)
@@ -137,7 +142,7 @@ def evaluate(
         fail(str(exc))
     try:
         frame = ev.long_frame(data)
-        quality_only = not ev.has_costs(frame)
+        quality_only = drop_costs or not ev.has_costs(frame)
         eval_data = ev.unit_cost_data(frame) if quality_only else ev.eval_data_from_frame(frame)
     except (ValueError, FileNotFoundError) as exc:  # pandas' and pyarrow's messages do not name the file
         fail(str(exc) if str(data) in str(exc) else f"{data}: {exc}")

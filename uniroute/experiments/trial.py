@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from uniroute.experiments.methods import KIND_METHODS, VAL_SIZE_METHODS
+from uniroute.experiments.methods import KIND_METHODS, QUALITY_RULES, VAL_SIZE_METHODS
 from uniroute.experiments.onboarding_study import selection_study, study_methods
 from uniroute.experiments.oracle_curve import oracle_curve
 from uniroute.experiments.pairwise import pairwise_method
 from uniroute.experiments.protocol import EvalConfig, trial_split
+from uniroute.experiments.quality import quality_rule_curve
 from uniroute.selection.curves import CURVE_GRID, Curve, curve_area, curve_metrics
 from uniroute.selection.data import RoutingData
 from uniroute.selection.pool import LabelledPool
@@ -107,6 +108,8 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
                     out["tuning"][method] = _tuning_record(state, method, n_val)
             elif method == "pairwise":
                 out["tuning"][method], curve = pairwise_method(state, n_val, pool)
+            elif method in QUALITY_RULES:
+                out["tuning"][method], curve = quality_rule_curve(state, n_val, pool, method == "quality_rule")
             else:
                 curve = oracle_curve(state, method, pool, config)
             out["metrics"][method] = curve_metrics(curve, float(test_score[best]), float(test_cost[best]))

@@ -1,0 +1,221 @@
+"""Regenerate docs/results/quality_only.md: quality-only routing (costs dropped) on every shared dataset.
+
+Issue 28 item 5: with every model at one cost, does routing beat simply using the best model? Each dataset's
+JSONs in docs/results/quality_only/ are two `uniroute evaluate --drop-costs` runs on the same trials (the paper's
+protocol, seed 0): the served router (`auto`) in one, the quality-only rules of uniroute/routers/quality_rule.py
+in the other, with the ZeroRouter and UniRoute K-means in both (their equal per-trial scores check the pairing);
+beside the best single test LLM (chosen on the test labels: a reference no
+router can pick) and the per-prompt oracle. With --run, the evaluations run first, one after the other, with the
+commands the page prints, and the load average before and after each is kept in runs.json beside them.
+
+Run: `UNIROUTE_HOME=.uniroute/quality OMP_NUM_THREADS=1 nice -n 15 .venv/bin/python -m
+benchmarks.quality.quality_only [--run --trials 20]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from benchmarks.quality.results_doc import DATASETS, EMBEDDER, SEED
+from benchmarks.runner import REPO as ROOT
+from uniroute.experiments.methods import METHOD_LABELS
+from uniroute.selection.statistics import sign_test
+
+OUT_DIR = ROOT / "docs" / "results" / "quality_only"
+DOC = ROOT / "docs" / "results" / "quality_only.md"
+RUNS = OUT_DIR / "runs.json"
+# Two evaluations per dataset with the same seed, so the same splits: the served router (slow: auto tunes and
+# selects every kind in every trial) and the quality-only rules (fast). zero and kmeans run in both; their
+# per-trial scores must agree, which checks that the trials pair up.
+RUN_METHODS = {"served": ("zero", "kmeans", "auto"), "rules": ("zero", "kmeans", "quality_rule", "quality_rule_raw")}
+SHARED_METHODS = ("zero", "kmeans")
+SERVED = "auto"
+RULE = "quality_rule"
+ALPHA = 0.05  # the sign tests' level on this page (two-sided, over trials)
+
+
+def command(dataset: str, trials: int, run: str) -> str:
+    """One evaluation of a dataset with its costs dropped."""
+    part = DATASETS[dataset]["prompt_part"]
+    return (f"uniroute evaluate --data ../shared/datasets/{dataset} --drop-costs --trials {trials} --seed {SEED} "
+            f"--embedder {EMBEDDER} --methods {','.join(RUN_METHODS[run])} --prompt-part {part} --workers 0 "
+            f"--out docs/results/quality_only/{dataset}_{run}.json")
+
+
+def _commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=False).stdout.strip()
+
+
+def run(trials: int, runs_wanted: tuple[str, ...], datasets: tuple[str, ...] = tuple(DATASETS)) -> None:
+    """Run the evaluations one after the other (single-threaded, in-process), keeping the load around each."""
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    runs = json.loads(RUNS.read_text()) if RUNS.exists() else {}
+    for dataset in datasets:
+        for name in runs_wanted:
+            args = shlex.split(command(dataset, trials, name))
+            before, started = os.getloadavg(), time.perf_counter()
+            subprocess.run([sys.executable, "-m", "uniroute", *args[1:], "--json"], check=True, cwd=ROOT,
+                           stdout=subprocess.DEVNULL)
+            runs[f"{dataset}_{name}"] = {
+                "command": command(dataset, trials, name), "wall_seconds": round(time.perf_counter() - started, 1),
+                "load_before": round(before[0], 2), "load_after": round(os.getloadavg()[0], 2),
+                "commit": _commit(), "finished": datetime.now(UTC).isoformat(timespec="seconds")}
+            RUNS.write_text(json.dumps(runs, indent=1) + "\n")
+
+
+def merged(served: dict[str, Any], rules: dict[str, Any]) -> dict[str, Any]:
+    """The two reports of a dataset as one: the methods of both, the sign tests between any two of them.
+
+    Refused when they are not the same trials (seed, trial count, or the shared methods' per-trial scores)."""
+    for key in ("seed", "trials"):
+        if served[key] != rules[key]:
+            raise ValueError(f"the served and rules runs differ in {key}: {served[key]} vs {rules[key]}")
+    for m in SHARED_METHODS:
+        if served["per_trial_score"][m] != rules["per_trial_score"][m]:
+            raise ValueError(f"the served and rules runs are not the same trials: {m}'s per-trial scores differ")
+    if served["best_single_llm"]["per_trial"] != rules["best_single_llm"]["per_trial"]:
+        raise ValueError("the served and rules runs are not the same trials: the best single test LLMs differ")
+    out = dict(served)
+    keep = {m: s for m, s in served["methods"].items() if m in RUN_METHODS["served"]}
+    keep.update({m: s for m, s in rules["methods"].items() if m not in keep})
+    scores = {m: (served if m in RUN_METHODS["served"] else rules)["per_trial_score"][m] for m in keep}
+    out["methods"], out["per_trial_score"] = keep, scores
+    out["quality_rules"] = rules.get("quality_rules", {})
+    best = served["best_single_llm"]["per_trial"]
+    out["sign_tests_vs_best_single_llm"] = {m: sign_test(scores[m], best) for m in keep}
+    names = list(keep)
+    out["sign_tests"] = {f"{a}_vs_{b}": sign_test(scores[a], scores[b])
+                         for i, a in enumerate(names) for b in names[i + 1:]}
+    out["trial_seconds"] = {"served": served["trial_seconds_mean"], "rules": rules["trial_seconds_mean"]}
+    return out
+
+
+def _test(t: dict[str, Any]) -> str:
+    mark = " *" if t["p"] < ALPHA else ""
+    return f"{t['wins']}-{t['losses']}, p = {t['p']:.2g}{mark}"
+
+
+def _pair(report: dict[str, Any], a: str, b: str) -> dict[str, Any]:
+    """The sign test of a against b from the report's pairs (stored once per unordered pair)."""
+    tests = report["sign_tests"]
+    if f"{a}_vs_{b}" in tests:
+        return tests[f"{a}_vs_{b}"]
+    t = tests[f"{b}_vs_{a}"]
+    return {"wins": t["losses"], "losses": t["wins"], "p": t["p"]}
+
+
+def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """One dataset's table and its verdicts (is the served router at or above the best single LLM; rule vs auto)."""
+    best, oracle = report["best_single_llm"]["score"], report["oracle"]["score"]
+    lines = [f"### {DATASETS[dataset]['title']}", ""]
+    for name in RUN_METHODS:
+        r = runs.get(f"{dataset}_{name}", {})
+        lines.append(f"- `{r.get('command', command(dataset, report['trials'], name))}`: "
+                     f"{report['trial_seconds'][name]:.1f} s per trial (wall, one process)"
+                     + (f", load average {r['load_before']:.1f} before and {r['load_after']:.1f} after, commit "
+                        f"{r['commit']}" if r else "") + ".")
+    projected = sum(report["trial_seconds"].values()) * 100 / 60
+    lines += ["", f"{report['trials']} trials, seed {report['seed']}, {report['n_prompts']} prompts, "
+              f"{len(report['models'])} LLMs, embedder `{report['embedder_id']}`; 100 trials of both runs would "
+              f"take about {projected:.0f} min at this load (seconds per trial x 100).", "",
+             "| method | mean test score | vs best single test LLM | share of the best-single-to-oracle gap | "
+             "vs auto (wins-losses, p) |", "|---|---:|---:|---:|---|"]
+    for m, s in report["methods"].items():
+        gap = (s["score"] - best) / (oracle - best) if oracle > best else 0.0
+        vs_auto = "" if m == SERVED else _test(_pair(report, m, SERVED))
+        lines.append(f"| {s['label']} | {s['score']:.4f} | {s['score'] - best:+.4f} "
+                     f"({_test(report['sign_tests_vs_best_single_llm'][m])}) | {gap:+.1%} | {vs_auto} |")
+    lines.append(f"| best single test LLM (chosen on test labels) | {best:.4f} | | | |")
+    lines.append(f"| per-prompt oracle (a test LLM that got it right) | {oracle:.4f} | | | |")
+    rules = report.get("quality_rules", {})
+    if rules:
+        lines += ["", "What the rules did (means over trials): " + "; ".join(
+            f"{METHOD_LABELS[m]}: K = {r['k_mean']:.1f}, {r['switched_clusters_mean']:.2f} clusters left the "
+            f"overall best, {r['switched_test_share_mean']:.1%} of the test prompts" for m, r in rules.items()) + "."]
+    served = report["sign_tests_vs_best_single_llm"][SERVED]
+    verdict = {
+        "served_minus_best": report["methods"][SERVED]["score"] - best,
+        "served_below_best": served["p"] < ALPHA and served["losses"] > served["wins"],
+        "served_above_best": served["p"] < ALPHA and served["wins"] > served["losses"],
+        "rule_vs_auto": _pair(report, RULE, SERVED) if RULE in report["methods"] else None,
+    }
+    return "\n".join(lines), verdict
+
+
+def render() -> str:
+    """The page from the saved JSONs (datasets without one are named as not measured)."""
+    runs = json.loads(RUNS.read_text()) if RUNS.exists() else {}
+    sections, verdicts, missing = [], {}, []
+    for dataset in DATASETS:
+        paths = [OUT_DIR / f"{dataset}_{name}.json" for name in RUN_METHODS]
+        if not all(p.exists() for p in paths):
+            missing.append(dataset)
+            continue
+        report = merged(*(json.loads(p.read_text()) for p in paths))
+        text, verdicts[dataset] = dataset_section(dataset, report, runs)
+        sections.append(text)
+    summary = ["## Verdict", ""]
+    for dataset, v in verdicts.items():
+        where = ("significantly above" if v["served_above_best"] else
+                 "significantly below" if v["served_below_best"] else "not significantly different from")
+        rule = v["rule_vs_auto"]
+        rule_text = "" if rule is None else (
+            f"; the quality-only rule against `auto`: {_test(rule)}"
+            + (" (wins)" if rule["p"] < ALPHA and rule["wins"] > rule["losses"] else
+               " (loses)" if rule["p"] < ALPHA else " (tie)"))
+        summary.append(f"- {DATASETS[dataset]['title']}: the served router (`auto`) is {v['served_minus_best']:+.4f} "
+                       f"from the best single test LLM, {where} it{rule_text}.")
+    if missing:
+        summary.append(f"- Not measured yet: {', '.join(missing)} (`--run`).")
+    losing = [DATASETS[d]["title"] for d, v in verdicts.items()
+              if v["rule_vs_auto"] and v["rule_vs_auto"]["p"] < ALPHA
+              and v["rule_vs_auto"]["losses"] > v["rule_vs_auto"]["wins"]]
+    summary += ["", ("The rule is kept as an evaluation method only and the served router is unchanged: it loses "
+                     f"to `auto` on {', '.join(losing)}." if losing else
+                     "The rule wins or ties `auto` on every measured dataset: a candidate to serve when costs "
+                     "are absent or equal.")]
+    head = [
+        "# Quality-only routing: does routing beat the best single LLM?", "",
+        "Generated by `benchmarks/quality/quality_only.py` from `docs/results/quality_only/*.json`; do not edit by "
+        "hand.", "",
+        "Costs dropped (`uniroute evaluate --drop-costs`): every model costs the same, so every router sends each "
+        "prompt to the model of least estimated loss and its score is its mean test score at lambda = 0. The "
+        "paper's protocol as elsewhere (per trial: 2/3 of the LLMs train, the rest are unseen test LLMs onboarded "
+        "from their validation answers; prompts 60/10/30), the same seed and splits for every method. The best "
+        "single test LLM is chosen on the test labels (no router can know it); the oracle answers each test "
+        "prompt with a test LLM that got it right. Sign tests are paired over trials, two-sided, `*`: p < "
+        f"{ALPHA}. The gap share is (method - best single) / (oracle - best single).", "",
+        "The quality-only rule (`uniroute/routers/quality_rule.py`): the test LLM best on the validation prompts "
+        "serves everything, except the K-means clusters (K = n_val / 50, about 50 validation prompts a cluster, "
+        "never below the tuned UniRoute K-means' K) where another test LLM beats it by a paired one-sided sign "
+        "test on that cluster's validation prompts, at 0.05 "
+        "Bonferroni-corrected over the other LLMs (`quality_rule`) or uncorrected (`quality_rule_raw`).", "",
+    ]
+    return "\n".join(head + summary + [""] + ["\n\n".join(sections), ""])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", action="store_true", help="run the evaluations first")
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--runs", default="served,rules", help="which evaluations --run runs: served, rules")
+    parser.add_argument("--datasets", default=",".join(DATASETS), help="which datasets --run evaluates")
+    args = parser.parse_args(argv)
+    if args.run:
+        run(args.trials, tuple(r.strip() for r in args.runs.split(",") if r.strip()),
+            tuple(d.strip() for d in args.datasets.split(",") if d.strip()))
+    DOC.write_text(render())
+    print(f"wrote {DOC}")
+
+
+if __name__ == "__main__":
+    main()
