@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from uniroute.routers.lambda_path import argmin_cheapest
 from uniroute.routers.psi import INTERVAL_Z, cell_frame
-from uniroute.routers.rule import argmin_cheapest
 from uniroute.routers.tables import default_budget
 
 # A cell with fewer answers than this is thin whatever its interval: Wilson's interval of 3 correct answers is
