@@ -22,7 +22,7 @@ from uniroute.cli import app
 from uniroute.pipeline import registry
 from uniroute.pipeline.evidence_gate import GateThresholds, answers_to_full, gate_model, wilson_width
 from uniroute.pipeline.onboard import onboard_models
-from uniroute.routers.kmeans import Centroids
+from uniroute.routers.kmeans import Centroids, clustering_id_of
 from uniroute.routers.router import Router
 from uniroute.settings import Settings
 
@@ -52,7 +52,7 @@ def gate_db(db_path, tmp_path):
         ingest(db_path, _answers(tmp_path / f"{model}-train.csv", model,
                                  {**_scores(TRAIN[0], wrong[0] // 2), **_scores(TRAIN[1], wrong[1] // 2)}, cost),
                split="train", progress=False)
-    clustering_id = registry.clustering_id_of(CENTROIDS)
+    clustering_id = clustering_id_of(CENTROIDS)
     router = Router("emb-test", ("a", "b"), np.array([1.0, 3.0]), np.array([[0.3, 0.2], [0.2, 0.1]]), CENTROIDS,
                     np.full((2, 2), 20))
     prompts = VAL[0] + TRAIN[0] + VAL[1] + TRAIN[1]
