@@ -4,7 +4,7 @@ significantly worse on expected quality there.
 
 The champion replays at its default budget (what serving uses); its mean expected cost per prompt on the traffic is
 the spend the challenger is held to: the challenger's lambda is the smallest whose mean expected cost on the same
-prompts is within it (RoutingRule.lambda_for_budget over the traffic's embeddings). Each router's expected score
+prompts is within it (RoutingRule.lambda_for_target over the traffic's embeddings). Each router's expected score
 comes from its own Psi, as every routed decision's expected_score does. The test is a one-sided paired z-test on the
 per-prompt differences (challenger minus champion): the challenger is refused when p(worse) < alpha. It catches a
 challenger whose evidence makes it buy less quality for the same spend on the prompts actually served (a model's
@@ -80,13 +80,13 @@ def _skipped(config: ShadowConfig, why: str, champion_id: str | None = None, n: 
 def _held_to(router: AnyRouter, pool: tuple[str, ...], X: np.ndarray, spend: float) -> float:
     """The smallest lambda at which the router's mean cost over X is within `spend` (its least, if it cannot)."""
     costs = router.costs[router.pool_indices(pool)]
-    top = float(costs.max())
-    if top <= 0 or spend >= top:
+    if spend >= float(costs.max()):
         return 0.0
-    try:
-        return float(router.lambda_for_budget(X, max(spend / top, np.finfo(float).tiny), pool))
-    except ValueError:  # below its least reachable cost: its cheapest routing (a lambda past every switch)
+    # An absolute mean cost, the same search budgets and --max-cost end in (no round trip through a budget fraction).
+    lam = router.lambda_for_target(X, spend, pool)
+    if lam is None:  # below its least reachable cost: its cheapest routing (a lambda past every switch)
         return float(1e6 / max(float(costs[costs > 0].min()), 1e-12))
+    return float(lam)
 
 
 def shadow_gate(con: store.Connection, challenger: AnyRouter, config: ShadowConfig,
