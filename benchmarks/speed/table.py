@@ -85,10 +85,12 @@ def _ingest_memory_rows(data: dict[str, Any]) -> list[str]:
 def _silence_rows(data: dict[str, Any]) -> list[str]:
     load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
     gaps = " / ".join(f"{gap['seconds']:g}" for gap in data["longest_gaps"])
-    cold = " --cold" if data.get("cold") else ""
-    return [f"| `make run`{' cold' if cold else ''}: longest silences, s (wall {data['wall_seconds']:.0f} s) | "
+    build = data.get("command") == "build"
+    options = (" --command build" if build else "") + (" --cold" if data.get("cold") else "")
+    what = "`uniroute build` (RouterBench subset)" if build else "`make run`"
+    return [f"| {what}{' cold' if data.get('cold') else ''}: longest silences, s (wall {data['wall_seconds']:.0f} s) | "
             f"{gaps} | {data['target_seconds']:g} s | {load} | "
-            f"`python -m benchmarks.speed.make_run_silence{cold}` |"]
+            f"`python -m benchmarks.speed.make_run_silence{options}` |"]
 
 
 def speed_table() -> str:
@@ -97,7 +99,8 @@ def speed_table() -> str:
     machine: dict[str, Any] = {}
     for name, make_rows in (("embedding.json", _embedding_rows), ("route_command.json", _route_rows),
                             ("evaluate.json", _evaluate_rows), ("pipeline.json", _build_rows),
-                            ("ingest_memory.json", _ingest_memory_rows), ("make_run_silence.json", _silence_rows)):
+                            ("ingest_memory.json", _ingest_memory_rows), ("make_run_silence.json", _silence_rows),
+                            ("build_silence.json", _silence_rows)):
         data = _load(name)
         if data is not None:
             rows += make_rows(data)

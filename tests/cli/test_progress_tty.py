@@ -43,4 +43,6 @@ def test_build_shows_its_stages_and_time_on_a_terminal(tmp_path):
     assert code == 0, text[-2000:]
     assert re.search(r"build: (loading|embedding|tuning|choosing|scoring|recording)[^\r\n]* \(\d+ s\)", text), text
     assert re.search(r"build: done \(\d+ s\)", text), text
+    # the line goes on through the commit and the publication (half a minute of silence after "done" before)
+    assert text.index("build: logging the router to MLflow and publishing its tables") < text.index("build: done")
     assert "built " in text  # the result line follows the progress line

@@ -41,14 +41,18 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
         if client is not None and embeds_ahead(inputs):
             looked_up = embed_new_prompts(ctx, inputs.embedder.name, client=client, progress=progress)
             on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
+        # One progress line to the end: committing the build and following it in MLflow and `published/` take
+        # half a minute after the last stage of run_build (a silence issue 23 measured).
+        stage = stack.enter_context(ticking("build", log, enabled=progress))
         with ctx.session("build", inputs=inputs.line()) as s:
             result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
-                               min_answers=ctx.min_val_answers, progress=progress, client=client,
-                               shadow=ctx.shadow)
+                               min_answers=ctx.min_val_answers, client=client, shadow=ctx.shadow, stage=stage)
             if on_dask:
                 result = replace(result, notes=(*result.notes, on_dask))
             s.detail = result.line()
-    reconciled(ctx)
+            stage("saving the build in the store")
+        stage("logging the router to MLflow and publishing its tables")
+        reconciled(ctx)
     return result
 
 

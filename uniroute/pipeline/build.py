@@ -10,6 +10,7 @@ router (a Psi row, or a row of the K-NN label table). Which prompts are train / 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -170,7 +171,8 @@ def write_assignments(
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
               kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS,
-              progress: bool = False, client: Client | None = None, shadow: ShadowConfig | None = None) -> BuildResult:
+              progress: bool = False, client: Client | None = None, shadow: ShadowConfig | None = None,
+              stage: Callable[..., None] | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
@@ -183,8 +185,12 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process.
     """
     kinds = checked_kinds(kinds)
-    # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing)
-    with store.memory_limited(con, BUILD_DUCKDB_MEMORY), ticking("build", log, enabled=progress) as stage:
+    # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing);
+    # stage: the caller's progress line instead, when its own work goes on after this returns (operations.build)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(store.memory_limited(con, BUILD_DUCKDB_MEMORY))
+        if stage is None:
+            stage = stack.enter_context(ticking("build", log, enabled=progress))
         return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage, client,
                           shadow or ShadowConfig())
 
