@@ -106,6 +106,9 @@ def test_drift_is_announced_once_per_champion_and_training_data(drift_home, shar
     assert operations.drift_announced(ctx, first) is False  # a late record of the same announcement adds nothing
     status = runner.invoke(app, ["status"], catch_exceptions=False)
     assert f"drift      announced for {first.router_id} at " in status.stdout, status.output
+    listed = runner.invoke(app, ["sql", "select router_id, decisions from drift_announcements"],
+                           catch_exceptions=False)
+    assert listed.exit_code == 0 and first.router_id in listed.stdout, listed.output
     # New training data ingested (not traffic): the same champion can be announced again, once.
     more = write_synthetic_logs(drift_home.parent / "more", n_prompts=30, n_models=4, n_topics=6, seed=8,
                                 with_split=True)
