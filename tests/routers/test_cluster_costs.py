@@ -16,6 +16,7 @@ import pytest
 from uniroute.routers.cluster_costs import cost_frame_of, cost_scale
 from uniroute.routers.cost_cap import lambda_for_max_cost
 from uniroute.routers.kmeans import Centroids
+from uniroute.routers.knn import KnnRouter
 from uniroute.routers.router import Router
 from uniroute.routers.serialize import router_from_bytes, router_to_bytes
 
@@ -64,7 +65,7 @@ def test_a_cap_is_checked_on_per_cluster_costs_while_the_rule_ranks_by_one_cost(
     assert lambda_for_max_cost(scaled, X, 10.0) == 0.0  # every routing fits a cap at the dearest cost
 
 
-def test_a_soft_map_caps_on_its_membership_times_the_cells():
+def test_a_one_hot_routers_cap_rows_are_its_clusters_cells():
     scaled = _router()
     rows, weights, cells = scaled.cap_rows(X, np.arange(3))
     assert cells.shape == (2, 3) and weights.tolist() == [50, 50]
@@ -99,3 +100,16 @@ def test_pool_edits_and_prices_keep_the_scale_on_its_models():
         _router(np.ones((3, 1)))
     frame = pd.DataFrame({"model": ["cheap", "cheap"], "cluster": [0, 1], "cost_sum": [1.0, 3.0], "n": [1, 1]})
     np.testing.assert_allclose(scaled.with_cluster_costs(frame).cost_scale[0], [0.5, 1.5])
+
+
+def test_a_knn_router_keeps_each_models_one_cost():
+    refs = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], dtype=np.float32)
+    refs /= np.linalg.norm(refs, axis=1, keepdims=True)
+    labels = np.array([[0.9, 0.8, 0.2, 0.3], [0.1, 0.2, 0.1, 0.2]])
+    knn = KnnRouter("emb", ("cheap", "dear"), np.array([1.0, 4.0]), labels, refs, ("p0", "p1", "p2", "p3"), 2)
+    frame = pd.DataFrame({"model": ["dear", "dear"], "cluster": [0, 1], "cost_sum": [1.0, 9.0], "n": [1, 1]})
+    assert knn.with_cluster_costs(frame) is knn
+    rows, weights, cells = knn.cap_rows(refs, np.arange(2))
+    assert cells is None and rows.shape == (4, 2)
+    lam = lambda_for_max_cost(knn, refs, 2.5)
+    assert float(knn.costs[knn.route(refs, lam)].mean()) <= 2.5
