@@ -17,6 +17,7 @@ from uniroute.routers.cluster_costs import cost_frame_of, cost_scale
 from uniroute.routers.cost_cap import lambda_for_max_cost
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.knn import KnnRouter
+from uniroute.routers.learned_map import fit_learned_map
 from uniroute.routers.router import Router
 from uniroute.routers.serialize import router_from_bytes, router_to_bytes
 
@@ -113,3 +114,20 @@ def test_a_knn_router_keeps_each_models_one_cost():
     assert cells is None and rows.shape == (4, 2)
     lam = lambda_for_max_cost(knn, refs, 2.5)
     assert float(knn.costs[knn.route(refs, lam)].mean()) <= 2.5
+
+
+def test_a_soft_map_caps_on_its_membership_times_the_cells():
+    rng = np.random.default_rng(0)
+    Xs = rng.normal(size=(300, 4)).astype(np.float32)
+    kind = (Xs[:, 0] <= 0).astype(int)
+    losses = np.stack([kind, 1 - kind], axis=1).astype(float)
+    psi = np.array([[0.0, 1.0], [1.0, 0.0]])
+    lm = fit_learned_map(Xs, losses, psi, seed=0, epochs=2)
+    scale = np.array([[0.5, 1.5], [0.8, 1.2]])
+    soft = Router("emb", ("a", "b"), np.array([1.0, 2.0]), psi, lm, reference=Xs, cost_scale=scale)
+    rows, weights, cells = soft.cap_rows(Xs, np.arange(2))
+    np.testing.assert_allclose(cells, lm.membership(Xs).astype(np.float64) @ (np.array([1.0, 2.0])[:, None] * scale).T)
+    assert rows.shape == cells.shape == (300, 2)
+    lam = lambda_for_max_cost(soft, Xs, 1.4)
+    chosen = soft.route(Xs, lam)
+    assert float(cells[np.arange(300), chosen].mean()) <= 1.4 * (1 + 1e-12)
