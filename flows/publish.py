@@ -17,14 +17,18 @@ TRAFFIC_DRIFTED = "uniroute.traffic.drifted"
 
 
 def announce_drift(settings: Settings) -> dict:
-    """Check the champion's traffic for drift (operations.drift) and emit TRAFFIC_DRIFTED when it drifted."""
+    """Check the champion's traffic for drift (operations.drift) and emit TRAFFIC_DRIFTED when it drifted and was
+    not announced yet for this champion and training data; then record the announcement. Emitted before recorded: a
+    kill between the two emits it once more, never not at all."""
     logger = get_run_logger()
-    checked = operations.drift(flow_context(settings), operations.drift_thresholds(settings))
+    ctx = flow_context(settings)
+    checked = operations.drift(ctx, operations.drift_thresholds(settings))
     logger.info(checked.line())
-    if checked.drifted:
+    if checked.announce:
         emit_event(event=TRAFFIC_DRIFTED, resource={"prefect.resource.id": f"uniroute.traffic.{checked.router_id}"},
                    payload=checked.as_dict())
         logger.info("emitted %s for champion %s", TRAFFIC_DRIFTED, checked.router_id)
+        operations.drift_announced(ctx, checked)
     return checked.as_dict()
 
 

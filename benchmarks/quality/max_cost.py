@@ -3,17 +3,18 @@
 RouterBench (benchmarks' shared dataset whose costs are USD per query and vary per prompt), split as the
 evaluation protocol splits prompts (experiments.protocol.trial_split: 60% train, 10% validation, 30% test; every
 model routable). Per trial: TF-IDF fitted on the training prompts, K-means clusters on them, Psi (per-cluster mean
-loss) on the validation prompts, each model's cost its mean over the training prompts (what a router knows). The
-test prompts play traffic: the first half is the logged window the cap is calibrated on, the second half the
-traffic that arrives next. For caps C from the cheapest to the priciest model's cost, routing with the lambda of
-routers.cost_cap.lambda_for_max_cost and reading each routed prompt's own held-out cost:
+loss) and the per-cluster model costs (routers.cluster_costs, as a build stores them) on the validation prompts,
+each model's cost its mean over the validation prompts (model_val_costs). The test prompts play traffic: the
+first half is the logged window the cap is calibrated on, the second half the traffic that arrives next. For caps
+C from the cheapest to the priciest model's cost, routing with the lambda of routers.cost_cap.lambda_for_max_cost
+(what route, replay and the pyfunc call) and reading each routed prompt's own held-out cost:
 
 - `logged`: the logged window routed at the lambda calibrated on it (the brief's "on logged traffic");
 - `next`: the next half at the same lambda (calibrated on yesterday, served today);
 - `validation`: the next half at the lambda calibrated on the validation prompts (calibration without traffic);
-- `logged_cluster_costs`, `next_cluster_costs`: as `logged` and `next`, the cap checked on each model's mean cost
-  per cluster over the training prompts (routers.cost_cap.lambda_within_cost's prompt_costs) instead of its one
-  mean cost: RouterBench's per-prompt costs follow prompt length, which the clusters partly capture.
+- `logged_model_cost`, `next_model_cost`: as `logged` and `next` with a router stored before per-cluster costs
+  (the cap checked on each model's one mean cost): RouterBench's per-prompt costs follow prompt length, which
+  routing by cluster concentrates.
 
 Run: `.venv/bin/python -m benchmarks.quality.max_cost [--trials 5]`; writes benchmarks/results/max_cost.json.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,8 @@ from benchmarks.runner import RESULTS_DIR, SHARED, load_average, machine_info, w
 from uniroute.embed import make_embedder
 from uniroute.experiments.logs import eval_data_from_frame, long_frame
 from uniroute.experiments.protocol import trial_split
-from uniroute.routers.cost_cap import lambda_for_max_cost, lambda_within_cost
+from uniroute.routers.cluster_costs import cost_frame_of
+from uniroute.routers.cost_cap import lambda_for_max_cost
 from uniroute.routers.kmeans import fit_centroids
 from uniroute.routers.router import Router
 
@@ -52,13 +55,17 @@ def _router(X: np.ndarray, scores: np.ndarray, costs: np.ndarray, models: tuple[
         here = clusters == k
         psi[:, k] = losses[here].mean(axis=0) if here.any() else overall  # an empty cluster: the overall loss
         counts[:, k] = here.sum()
-    return Router(embedder_id, models, costs[split.train].mean(axis=0), psi, centroids, counts)
+    router = Router(embedder_id, models, costs[split.val].mean(axis=0), psi, centroids, counts)
+    return router.with_cluster_costs(cost_frame_of(clusters, costs[split.val], models))
 
 
 def _routed(router: Router, X: np.ndarray, lam: float, scores: np.ndarray, costs: np.ndarray) -> dict[str, float]:
     chosen = router.route(X, lam)
     rows = np.arange(len(chosen))
-    return {"realised_cost": float(costs[rows, chosen].mean()), "expected_cost": float(router.costs[chosen].mean()),
+    expected = router.costs[chosen]  # what the cap was checked on: per cluster where the router keeps that
+    if router.cost_scale is not None:
+        expected = expected * router.cost_scale[chosen, router.assigner.assign(X)]
+    return {"realised_cost": float(costs[rows, chosen].mean()), "expected_cost": float(expected.mean()),
             "realised_score": float(scores[rows, chosen].mean())}
 
 
@@ -71,22 +78,19 @@ def run_trial(data: Any, trial: int, seed: int) -> list[dict[str, Any]]:
     router = _router(X, routing.scores, routing.costs, routing.models, split, embedder.embedder_id)
     test = np.random.default_rng([seed, trial, 1]).permutation(split.test)
     logged, upcoming = test[: len(test) // 2], test[len(test) // 2 :]
+    one_cost = replace(router, cost_scale=None)  # a router stored before per-cluster costs
     caps = np.geomspace(router.costs.min() * 1.01, router.costs.max(), N_CAPS)
-    # Each model's mean cost per cluster over the training prompts (the model's mean where a cluster has none).
-    train_clusters = router.assigner.assign(X[split.train])
-    cluster_costs = np.array([routing.costs[split.train][train_clusters == k].mean(axis=0)
-                              if (train_clusters == k).any() else router.costs for k in range(K)])
-    logged_costs = cluster_costs[router.assigner.assign(X[logged])]
     rows = []
     for cap in caps:
         on_traffic = lambda_for_max_cost(router, X[logged], float(cap))
         on_validation = lambda_for_max_cost(router, X[split.val], float(cap))
-        by_cluster = lambda_within_cost(router.gamma(X[logged]), router.costs, float(cap), prompt_costs=logged_costs)
-        for variant, lam, prompts in (("logged", on_traffic, logged), ("next", on_traffic, upcoming),
-                                      ("validation", on_validation, upcoming),
-                                      ("logged_cluster_costs", by_cluster, logged),
-                                      ("next_cluster_costs", by_cluster, upcoming)):
-            got = _routed(router, X[prompts], lam, routing.scores[prompts], routing.costs[prompts])
+        by_model_cost = lambda_for_max_cost(one_cost, X[logged], float(cap))
+        for variant, lam, prompts, by in (("logged", on_traffic, logged, router),
+                                          ("next", on_traffic, upcoming, router),
+                                          ("validation", on_validation, upcoming, router),
+                                          ("logged_model_cost", by_model_cost, logged, one_cost),
+                                          ("next_model_cost", by_model_cost, upcoming, one_cost)):
+            got = _routed(by, X[prompts], lam, routing.scores[prompts], routing.costs[prompts])
             rows.append({"trial": trial, "cap": float(cap), "variant": variant, "lam": lam, "prompts": len(prompts),
                          **got, "ratio": got["realised_cost"] / float(cap),
                          "expected_ratio": got["expected_cost"] / float(cap)})
@@ -95,7 +99,7 @@ def run_trial(data: Any, trial: int, seed: int) -> list[dict[str, Any]]:
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out = {}
-    for variant in ("logged", "next", "validation", "logged_cluster_costs", "next_cluster_costs"):
+    for variant in ("logged", "next", "validation", "logged_model_cost", "next_model_cost"):
         mine = [r for r in rows if r["variant"] == variant]
         ratios = np.array([r["ratio"] for r in mine])
         out[variant] = {"runs": len(mine), "max_ratio": float(ratios.max()), "median_ratio": float(np.median(ratios)),

@@ -74,6 +74,18 @@ def test_onboarding_adds_a_psi_row_from_sql_on_the_frozen_clusters(champion_db, 
     assert rows == 3 * 2
 
 
+def test_onboarding_measures_the_newcomers_cost_per_cluster(champion_db, tmp_path):
+    """The cost cap's per-cluster model costs (routers.cluster_costs): c's answers in cluster 1 cost three times
+    those in cluster 0 (longer prompts), so its cells cost 0.5 and 1.5 times its mean; a and b cost alike."""
+    ingest(champion_db, _write_long(tmp_path / "c.csv", "c", [1, 0, 0, 1, 1, 0], [1.0, 1.0, 1.0, 3.0, 3.0, 3.0]),
+           split="val", progress=False)
+    child = champion(champion_db).router
+    assert child.cost_scale is not None and child.cost_scale.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    child = version(champion_db, onboard(champion_db, ["c"]).router_id).router
+    assert child.costs[2] == pytest.approx(2.0)
+    np.testing.assert_allclose(child.cost_scale, [[1.0, 1.0], [1.0, 1.0], [0.5, 1.5]])
+
+
 def test_onboarding_refreshes_a_model_whose_results_changed(champion_db, tmp_path):
     # b's results on new validation prompts would change its row; here we re-onboard b itself: same values.
     result = onboard(champion_db, ["b"])

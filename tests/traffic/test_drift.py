@@ -91,6 +91,39 @@ def test_traffic_from_another_domain_is_drifted(drift_home, shared_datasets):
     assert sum(other.traffic_shares) == pytest.approx(1) and sum(other.training_shares) == pytest.approx(1)
 
 
+def test_drift_is_announced_once_per_champion_and_training_data(drift_home, shared_datasets):
+    ctx = Context.of(Settings(home=drift_home, mlflow=False))
+    other = _other_domain(shared_datasets)
+    _serve(drift_home, other[:200])
+    first = _check(drift_home)
+    assert first.drifted and first.announce and first.announced_at is None, first.reason
+    assert operations.drift_announced(ctx, first) is True
+    # A second drifted batch for the same champion on the same training data: drifted, not announced again.
+    _serve(drift_home, other[200:])
+    second = _check(drift_home)
+    assert second.drifted and not second.announce and second.announced_at is not None, second.reason
+    assert "announced at" in second.reason and second.as_dict()["announce"] is False
+    assert operations.drift_announced(ctx, first) is False  # a late record of the same announcement adds nothing
+    status = runner.invoke(app, ["status"], catch_exceptions=False)
+    assert f"drift      announced for {first.router_id} at " in status.stdout, status.output
+    listed = runner.invoke(app, ["sql", "select router_id, decisions from drift_announcements"],
+                           catch_exceptions=False)
+    assert listed.exit_code == 0 and first.router_id in listed.stdout, listed.output
+    # New training data ingested (not traffic): the same champion can be announced again, once.
+    more = write_synthetic_logs(drift_home.parent / "more", n_prompts=30, n_models=4, n_topics=6, seed=8,
+                                with_split=True)
+    ingest(Settings(home=drift_home, mlflow=False).db_path, more.logs_path, progress=False)
+    renewed = _check(drift_home)
+    assert renewed.router_id == first.router_id and renewed.announce, renewed.reason
+    assert renewed.data_fingerprint != first.data_fingerprint
+    # A new build is a new champion: its traffic can be announced again.
+    rebuilt = build(Settings(home=drift_home, mlflow=False).db_path, "tfidf", kinds=("kmeans",))
+    assert rebuilt.promoted and rebuilt.router_id != first.router_id, rebuilt.reason
+    _serve(drift_home, other[:200])
+    third = _check(drift_home)
+    assert third.router_id == rebuilt.router_id and third.announce, third.reason
+
+
 def _triggered_runs(since: float) -> list:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
@@ -135,3 +168,10 @@ def test_drifted_traffic_starts_a_nightly_build_run_and_training_like_traffic_do
     while not (runs := _triggered_runs(since)) and time.monotonic() < deadline:
         time.sleep(1)
     assert len(runs) == 1, runs
+
+    # More drifted traffic for the same champion on the same data: said, not emitted again (no second build run).
+    _serve(drift_home, _other_domain(shared_datasets))
+    again = publish_routing_tables()
+    assert again["drift"]["drifted"] is True and again["drift"]["announce"] is False, again["drift"]["reason"]
+    time.sleep(5)
+    assert len(_triggered_runs(since)) == 1

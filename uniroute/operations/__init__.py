@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from uniroute.operations.builds import build, cluster_on_dask, embed_new_prompts, embeds_ahead
     from uniroute.operations.context import Context, OperationError
     from uniroute.operations.data import annotated, embedded, ingest, set_cost, set_costs, set_prices
-    from uniroute.operations.drift import drift, drift_thresholds
+    from uniroute.operations.drift import drift, drift_announced, drift_thresholds
     from uniroute.operations.evaluation import attribute_embeddings, prompt_embeddings
     from uniroute.operations.inputs import BuildInputs, build_inputs, router_kinds
     from uniroute.operations.onboarding import InboxRun, Onboarding, inbox, onboard, onboarding_set, waiting_line
@@ -33,7 +33,7 @@ _MODULE_OF = {
     "Context": "context", "OperationError": "context",
     "annotated": "data", "embedded": "data", "ingest": "data", "set_cost": "data", "set_costs": "data",
     "set_prices": "data",
-    "drift": "drift", "drift_thresholds": "drift",
+    "drift": "drift", "drift_announced": "drift", "drift_thresholds": "drift",
     "attribute_embeddings": "evaluation", "prompt_embeddings": "evaluation",
     "BuildInputs": "inputs", "build_inputs": "inputs", "router_kinds": "inputs",
     "InboxRun": "onboarding", "Onboarding": "onboarding", "inbox": "onboarding", "onboard": "onboarding",
@@ -71,6 +71,7 @@ __all__ = [
     "cluster_on_dask",
     "doctor",
     "drift",
+    "drift_announced",
     "drift_thresholds",
     "embed_new_prompts",
     "embedded",

@@ -1,12 +1,13 @@
 """Drift as an operation (the read side): the champion's recent traffic against its training prompts, read through
 a read-only connection so a scheduled check never waits for a writer (it skips, saying so, while one holds the
-store). The flow that calls it emits the event; the library only computes (pipeline/drift.py)."""
+store). The flow that calls it emits the event, then records it (drift_announced: one write, so the next checks
+of the same champion on the same training data do not emit it again); the library computes (pipeline/drift.py)."""
 
 from __future__ import annotations
 
 from uniroute import store
 from uniroute.operations.context import Context
-from uniroute.pipeline.drift import DriftCheck, DriftThresholds, check_drift
+from uniroute.pipeline.drift import DriftCheck, DriftThresholds, check_drift, record_announcement
 from uniroute.settings import Settings
 from uniroute.store.embeddings import expose_view
 
@@ -34,3 +35,13 @@ def drift(ctx: Context, thresholds: DriftThresholds) -> DriftCheck:
         return check_drift(con, thresholds)
     finally:
         con.close()
+
+
+def drift_announced(ctx: Context, check: DriftCheck) -> bool:
+    """Record that the flow emitted the drift event for check's champion on its training data, so later checks of
+    the same champion and data do not emit it again; False when nothing was recorded (already announced)."""
+    with ctx.session("drift", inputs=check.router_id or "") as s:
+        recorded = record_announcement(s.con, check)
+        s.detail = (f"drift announced for champion {check.router_id}" if recorded
+                    else f"drift already announced for champion {check.router_id}")
+    return recorded

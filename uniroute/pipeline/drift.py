@@ -3,13 +3,20 @@ embeddings) against the champion's training prompts: how far the cluster mix mov
 the cluster shares, 0 = same mix, 1 = disjoint) and what share of the traffic is far from every centroid (beyond
 the distance 95% of training prompts are within: about 5% when the traffic is like the training prompts).
 
-The library computes and says; the scheduled flow emits `uniroute.traffic.drifted` when `drifted`, and the
+The library computes and says; the scheduled flow emits `uniroute.traffic.drifted` when `announce`, and the
 deployment trigger in prefect.yaml runs the nightly build early. Only decisions routed since the champion was
 created count, so a new champion starts from fresh traffic.
+
+Drift is announced once per champion and training data (`drift_announcements`, keyed by the champion's router
+id and a fingerprint of the ingested files but the traffic's: training_fingerprint). While the traffic stays
+drifted, each later check says it was announced and `announce` is False, so the build the event started is not
+started again every run for the same champion on the same data (a build that kept the champion would otherwise
+be re-run every 15 minutes). A new champion, or new training data ingested, can fire again.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -43,12 +50,26 @@ class DriftCheck:
     reason: str
     traffic_shares: tuple[float, ...] = ()
     training_shares: tuple[float, ...] = ()
+    data_fingerprint: str | None = None  # the training data the champion was checked against (ingested files)
+    announced_at: str | None = None  # when drift was announced for this champion on this data (None: not yet)
+
+    @property
+    def announce(self) -> bool:
+        """Drifted and not yet announced for this champion on this training data: emit the event now."""
+        return self.drifted and self.announced_at is None
 
     def line(self) -> str:
         return self.reason
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "announce": self.announce}
+
+
+def training_fingerprint(con: store.Connection) -> str:
+    """A short hash of the training data ingested (every file but decision records and outcomes: traffic lands
+    every few minutes and would make each check look like new training data)."""
+    files = store.query(con, "training_fingerprint").iloc[0, 0]
+    return hashlib.sha256(files.encode()).hexdigest()[:16]
 
 
 def total_variation(p: np.ndarray, q: np.ndarray) -> float:
@@ -88,8 +109,31 @@ def check_drift(con: store.Connection, thresholds: DriftThresholds, now: datetim
     mix = total_variation(p, q)
     far = float((centroid_distances(router, X) > float(training.far_threshold.iloc[0])).mean())
     drifted = mix > thresholds.mix or far > thresholds.far
+    fingerprint = training_fingerprint(con)
+    # A store not yet upgraded to drift_announcements (read-only here) has announced nothing.
+    announced = (store.query_row(con, "drift_announced", router_id=champion_id, data_fingerprint=fingerprint)
+                 if store.query_row(con, "table_exists", table_name="drift_announcements")[0] else None)
+    announced_at = None if announced is None else f"{announced[0]:%Y-%m-%d %H:%M:%S}"
     verdict = "drifted" if drifted else "no drift"
+    if drifted and announced_at is not None:
+        verdict = (f"drifted (announced at {announced_at} for this champion and training data: not again until a "
+                   "new champion or new training data)")
     reason = (f"{verdict}: {n} decisions since {since:%Y-%m-%d %H:%M} against champion {champion_id}'s training "
               f"prompts: cluster mix distance {mix:.3f} (limit {thresholds.mix:g}), far from every centroid "
               f"{far:.1%} (limit {thresholds.far:.0%}; training 5%)")
-    return DriftCheck(drifted, champion_id, n, mix, far, reason, tuple(map(float, p)), tuple(map(float, q)))
+    return DriftCheck(drifted, champion_id, n, mix, far, reason, tuple(map(float, p)), tuple(map(float, q)),
+                      fingerprint, announced_at)
+
+
+def record_announcement(con: store.Connection, check: DriftCheck, now: datetime | None = None) -> bool:
+    """Record that drift was announced for check's champion on its training data (in the caller's transaction);
+    False when there was nothing to announce or it already was."""
+    if not check.announce or check.router_id is None or check.data_fingerprint is None:
+        return False
+    if store.query_row(con, "drift_announced", router_id=check.router_id,
+                       data_fingerprint=check.data_fingerprint) is not None:
+        return False
+    store.execute(con, "drift_announce", router_id=check.router_id, data_fingerprint=check.data_fingerprint,
+                  announced_at=now or datetime.now(UTC).replace(tzinfo=None), decisions=check.decisions,
+                  mix_distance=check.mix_distance, far_share=check.far_share, reason=check.reason)
+    return True

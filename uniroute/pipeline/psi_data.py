@@ -34,6 +34,11 @@ def psi_frame(con: store.Connection, prompt_clusters: pd.DataFrame) -> pd.DataFr
     return _clustered_query(con, "psi_by_cluster", prompt_clusters)
 
 
+def cost_frame(con: store.Connection, prompt_clusters: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, cluster) cost sum and count of its costed results on the prompts in prompt_clusters."""
+    return _clustered_query(con, "cost_by_cluster", prompt_clusters)
+
+
 def battle_frame(con: store.Connection, prompt_clusters: pd.DataFrame) -> pd.DataFrame:
     """Per (cluster, pair of active models) battles and summed outcome on the prompts in prompt_clusters."""
     return _clustered_query(con, "battles_by_cluster", prompt_clusters)

@@ -22,6 +22,7 @@ import pandas as pd
 from uniroute import embed, store
 from uniroute.embed import embedder_state
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.psi_data import cost_frame
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.serialize import AnyRouter, router_from_bytes, router_to_bytes
 
@@ -121,6 +122,10 @@ def save_router_version(con: store.Connection, version: NewVersion) -> None:
     """Write a router version with its centroids, Psi, costs, metrics and curves (in the caller's transaction)."""
     v = version
     router, router_id, clustering_id, centroids = v.router, v.router_id, v.clustering_id, v.centroids
+    # Every version stored (build, onboard, retire) carries its per-cluster model costs, measured here on the
+    # validation rows its Psi cells come from, so route, replay, the pyfunc and the flows cap on the same numbers.
+    router = router.with_cluster_costs(
+        cost_frame(con, store.query(con, "val_prompt_clusters", clustering_id=clustering_id)))
     version_row = pd.DataFrame([{
         "router_id": router_id, "parent_id": v.parent_id, "origin": v.origin, "candidate_of": v.candidate_of,
         "clustering_id": clustering_id, "kind": v.kind, "embedder_id": router.embedder_id, "k": int(router.k),

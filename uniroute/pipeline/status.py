@@ -40,6 +40,9 @@ class Status:
         out.append("champion   none yet (run `uniroute build`)" if c is None else
                    f"champion   {c['router_id']} ({c['kind']}, {c['k']} clusters or neighbours, "
                    f"val Area {_number(c['val_area'])}, {c['origin']} at {c['created_at']})")
+        if c is not None and c.get("drift_announced_at"):
+            out.append(f"drift      announced for {c['router_id']} at {c['drift_announced_at']} (once per champion "
+                       "and training data)")
         out.append(f"pool       {len(self.active_models)} active: {', '.join(self.active_models) or '-'}")
         if self.retired_models:
             out.append(f"retired    {', '.join(self.retired_models)}")
@@ -89,6 +92,10 @@ def _from_store(con: Any) -> tuple[dict | None, list[str], list[str], dict | Non
     runs = runs[runs["kind"].isin(SHOWN_OPERATIONS)]
     for item in publication:
         item["pool"] = list(item["pool"])
+    # Read-only: a store written before drift_announcements existed is not upgraded by `status`.
+    if champion and bool(store.query_row(con, "table_exists", table_name="drift_announcements")[0]):
+        announced = store.query_row(con, "status_drift", router_id=champion[0]["router_id"])
+        champion[0]["drift_announced_at"] = None if announced is None else str(announced[0])
     return (champion[0] if champion else None,
             models.model[models.status == "active"].tolist(), models.model[models.status == "retired"].tolist(),
             publication[0] if publication else None, _records(runs))

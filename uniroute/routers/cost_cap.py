@@ -109,11 +109,21 @@ def _scan_path(rows: np.ndarray, costs: np.ndarray, share: np.ndarray, per_row: 
 
 def lambda_for_max_cost(router: RoutingRule, X: np.ndarray, max_cost: float,
                         pool: Sequence[str] | None = None) -> float:
-    """The router's smallest lambda whose mean routed cost on the prompts X (n, d) is <= max_cost; CostCapError
-    naming the cheapest pool model when the cap is below its cost."""
+    """The router's smallest lambda whose expected mean cost on the prompts X (n, d) is <= max_cost; CostCapError
+    naming the cheapest pool model when the cap is below its cost.
+
+    Every surface that turns a cap into lambda ends here (route, route --file, the pyfunc, replay, the flows).
+    A router with per-cluster model costs (routers.cluster_costs) is checked on them: the rule still ranks by
+    each model's one cost, only the cap's expected mean cost is per cluster. Without them (routers stored
+    before), each model's one cost."""
     max_cost = check_max_cost(max_cost)
     candidates = router.pool_indices(pool)
+    # Below the cheapest model's own cost is refused alike with or without per-cluster costs (serving refuses it
+    # before any calibration), so every surface says the same thing.
     check_reachable(max_cost, [router.models[c] for c in candidates], router.costs[candidates])
+    rows, weights, cell_costs = router.cap_rows(X, candidates)
+    if cell_costs is not None:
+        return lambda_within_cost(rows, router.costs[candidates], max_cost, weights, prompt_costs=cell_costs)
     lam = router.lambda_for_target(X, max_cost, pool)
     if lam is None:  # unreachable in floats only: the cheapest model's cost is within the cap
         raise CostCapError(f"max cost {max_cost:g} cannot be met on this prompt mix")

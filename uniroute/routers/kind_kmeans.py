@@ -112,6 +112,8 @@ class ClusterKind(RouterKind):
             arrays["reference"] = router.reference
         if router.psi_floor is not None:  # the evidence gate's provisional cells (routers/router.py)
             arrays["psi_floor"] = router.psi_floor
+        if router.cost_scale is not None:  # per-cluster model costs for the cost cap (routers/cluster_costs.py)
+            arrays["cost_scale"] = router.cost_scale
         arrays.update({MAP_PREFIX + name: value for name, value in self.map_arrays(router.assigner).items()})
         return {"shrinkage": router.shrinkage}, arrays
 
@@ -121,7 +123,7 @@ class ClusterKind(RouterKind):
         return Router(str(header["embedder_id"]), tuple(str(m) for m in header["models"]), arrays["costs"],
                       arrays["psi"], self.assigner_from(maps), arrays.get("psi_counts"),
                       shrinkage=float(header.get("shrinkage", 0.0)), reference=arrays.get("reference"),
-                      psi_floor=arrays.get("psi_floor"))
+                      psi_floor=arrays.get("psi_floor"), cost_scale=arrays.get("cost_scale"))
 
 
 class KMeansKind(ClusterKind):

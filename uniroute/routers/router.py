@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from uniroute.routers.cluster_costs import cost_scale
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.kmeans import Centroids, clustering_id_of
 from uniroute.routers.lambda_path import argmin_cheapest
@@ -55,6 +56,9 @@ class Router(RoutingRule):
     # max(its cell, this bound: the upper end of its error's interval), so a model that would win a cluster on
     # too few answers takes its traffic only where even its pessimistic error wins. 0: not gated. None: no gate.
     psi_floor: np.ndarray | None = None
+    # (M, K) each model's mean cost on a cluster's prompts over its mean cost (routers.cluster_costs): what a cost
+    # cap checks its expected mean cost on. None (routers stored before it): the model's one cost everywhere.
+    cost_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         models = tuple(str(m) for m in self.models)
@@ -99,6 +103,11 @@ class Router(RoutingRule):
             object.__setattr__(self, "psi_floor", floor)
             routing = _frozen_copy(np.maximum(routing, floor), np.float64)
         object.__setattr__(self, "_routing_psi", routing)
+        if self.cost_scale is not None:
+            scale = _frozen_copy(self.cost_scale, np.float64)
+            if scale.shape != (m, k) or not np.all(np.isfinite(scale)) or scale.min() < 0:
+                raise ValueError(f"cost_scale must be ({m}, {k}) finite and >= 0, got shape {scale.shape}")
+            object.__setattr__(self, "cost_scale", scale)
         if self.reference is not None:
             ref = _frozen_copy(self.reference, np.float32)
             if ref.ndim != 2 or ref.shape[0] == 0 or ref.shape[1] != self.assigner.dim:
@@ -272,6 +281,23 @@ class Router(RoutingRule):
         keep = weights > 0
         return self.routing_psi.T[:, candidates][keep], weights[keep]
 
+    def with_cluster_costs(self, frame: pd.DataFrame) -> Router:
+        """A new router whose cost cap uses each model's mean cost per cluster from the cost frame (model, cluster,
+        cost_sum, n) of the rows its Psi cells come from (routers.cluster_costs)."""
+        return replace(self, cost_scale=cost_scale(frame, self.models, self.k))
+
+    def cap_rows(self, X: np.ndarray,
+                 candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The budget rows of X (rows (R, P), weights (R,)) and each row's expected cost per candidate (R, P): a
+        cluster's cells (one-hot), or Phi(x) . the cells (a soft map, as gamma mixes Psi); None without cost_scale."""
+        rows, weights = self._budget_rows(X, candidates)
+        if self.cost_scale is None:
+            return rows, weights, None
+        cells = (self.costs[:, None] * self.cost_scale)[candidates].T  # (K, P)
+        if self.one_hot:  # _budget_rows keeps the clusters X falls in, in cluster order
+            return rows, weights, cells[np.bincount(self.assigner.assign(X), minlength=self.k) > 0]
+        return rows, weights, self.assigner.membership(X).astype(np.float64) @ cells
+
     # ---- pool edits ----------------------------------------------------------------------------------
     def with_model(self, name: str, psi_row: np.ndarray, cost: float, counts: np.ndarray | None = None) -> Router:
         """A new router with model `name` added (or its row and cost replaced, keeping its position).
@@ -298,6 +324,10 @@ class Router(RoutingRule):
             floor = None if self.psi_floor is None else self.psi_floor.copy()
             if floor is not None:  # a refreshed row is measured anew: the gate judges it again (with_floor)
                 floor[i] = 0.0
+            # Its cost per cluster is measured anew too (registry.save_router_version); until then, its mean.
+            scale = None if self.cost_scale is None else self.cost_scale.copy()
+            if scale is not None:
+                scale[i] = 1.0
             if counts is not None:
                 new_counts = self.psi_counts.copy()
                 new_counts[i] = counts
@@ -306,11 +336,12 @@ class Router(RoutingRule):
             psi = np.vstack([self.psi, psi_row])
             costs = np.append(self.costs, cost)
             floor = None if self.psi_floor is None else np.vstack([self.psi_floor, np.zeros(self.k)])
+            scale = None if self.cost_scale is None else np.vstack([self.cost_scale, np.ones(self.k)])
             if counts is not None:
                 new_counts = np.vstack([self.psi_counts, counts])
             models = (*self.models, name)
         return replace(self, models=models, costs=costs, psi=psi, psi_counts=new_counts,
-                       psi_floor=None if floor is None or not floor.any() else floor)
+                       psi_floor=None if floor is None or not floor.any() else floor, cost_scale=scale)
 
     def without_model(self, name: str) -> Router:
         """A new router without model `name`."""
@@ -324,4 +355,5 @@ class Router(RoutingRule):
             psi=self.psi[keep],
             psi_counts=None if self.psi_counts is None else self.psi_counts[keep],
             psi_floor=None if self.psi_floor is None or not self.psi_floor[keep].any() else self.psi_floor[keep],
+            cost_scale=None if self.cost_scale is None else self.cost_scale[keep],
         )

@@ -150,6 +150,19 @@ class RoutingRule:
         """(distinct gamma rows (R, P), weights (R,)) of the validation prompts; kinds may merge equal rows."""
         return self.gamma(X_val)[:, candidates], np.ones(X_val.shape[0])
 
+    def cap_rows(self, X: np.ndarray,
+                 candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(rows (R, P), weights (R,), expected cost per row and candidate (R, P) or None: each candidate's one
+        cost) of the prompts X, as a cost cap checks them (routers.cost_cap.lambda_for_max_cost)."""
+        return (*self._budget_rows(X, candidates), None)
+
+    def with_cluster_costs(self, frame: pd.DataFrame) -> RoutingRule:
+        """The router with per-cluster model costs from a cost frame (routers.cluster_costs); a kind without
+        clusters (K-NN) keeps each model's one cost: its stand-in for a cell is a prompt's k neighbours, a
+        handful of validation rows whose mean cost would swing with each one's length, and the neighbour table
+        would need a cost per reference prompt besides its labels."""
+        return self
+
     def lambda_for_budget(
         self, X_val: np.ndarray | None, budget: float, pool: Sequence[str] | None = None
     ) -> float:
