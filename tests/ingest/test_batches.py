@@ -39,6 +39,7 @@ def tiny_blocks(monkeypatch):
     monkeypatch.setattr(batches, "BATCH_BYTES", 1024)
     monkeypatch.setattr(batches, "BLOCK_BYTES", 16 * 1024)
     monkeypatch.setattr(batches, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(batches, "READ_BYTES", 4096)
 
 
 def test_blocks_write_what_the_whole_file_writes(tmp_path, home, tiny_blocks):

@@ -35,8 +35,12 @@ from uniroute.ingest.staging import (
 
 BATCH_BYTES = 32 * 1024 * 1024  # files up to this size are read whole (every check sees the whole file at once)
 BLOCK_ROWS = 65_536  # a Parquet block
-BLOCK_BYTES = 8 * 1024 * 1024  # Arrow's read block: about 60,000 rows of a typical log
-CHUNK_BYTES = 16 * 1024 * 1024  # the UTF-8 pass's read size
+BLOCK_BYTES = 8 * 1024 * 1024  # a CSV block: about 60,000 rows of a typical log
+# Arrow's streaming CSV reader reads up to 32 of its blocks ahead of the one handed out: with 8 MB blocks that was
+# the first 256 MB of the file, held while the first block was checked. It reads 1 MB blocks (its default, so a row
+# longer than that is refused as when the file is read whole), grouped here into blocks of BLOCK_BYTES.
+READ_BYTES = 1024 * 1024
+CHUNK_BYTES = 4 * 1024 * 1024  # the UTF-8 pass's read size (the pass holds a few copies of one chunk)
 HEAD_BYTES = 1024 * 1024  # what format detection and the header read
 
 
@@ -105,16 +109,29 @@ def _blocks(path: Path, header: list[str], split: str | None) -> Iterator[Staged
     first = 1
     with one_line_errors(path):
         try:
-            reader = pa_csv.open_csv(path, **csv_options(header, BLOCK_BYTES))
-            for batch in reader:
-                if batch.num_rows:
-                    yield long_csv_columns(path, header, pa.Table.from_batches([batch]), split, first)
-                    first += batch.num_rows
+            for table in _grouped(pa_csv.open_csv(path, **csv_options(header, READ_BYTES))):
+                yield long_csv_columns(path, header, table, split, first)
+                first += table.num_rows
         except pa.ArrowInvalid as exc:
             raise IngestError(f"{path}: not readable as CSV (truncated or malformed?) after data row {first - 1}: "
                               f"{exc}") from exc
     if first == 1:
         raise IngestError(f"{path}: no data rows (only a header)")
+
+
+def _grouped(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
+    """The reader's batches as tables of about BLOCK_BYTES (their chunks kept, not copied)."""
+    group: list[pa.RecordBatch] = []
+    size = 0
+    for batch in reader:
+        if batch.num_rows:
+            group.append(batch)
+            size += batch.nbytes
+        if size >= BLOCK_BYTES:
+            yield pa.Table.from_batches(group)
+            group, size = [], 0
+    if group:
+        yield pa.Table.from_batches(group)
 
 
 def _parquet_blocks(path: Path, split: str | None) -> Iterator[Staged]:
