@@ -4,9 +4,12 @@ and nothing written when a later block is broken. The batch and block sizes are 
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from tests.helpers import ingest
@@ -39,6 +42,7 @@ def tiny_blocks(monkeypatch):
     monkeypatch.setattr(batches, "BATCH_BYTES", 1024)
     monkeypatch.setattr(batches, "BLOCK_BYTES", 16 * 1024)
     monkeypatch.setattr(batches, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(batches, "READ_BYTES", 4096)
 
 
 def test_blocks_write_what_the_whole_file_writes(tmp_path, home, tiny_blocks):
@@ -98,3 +102,74 @@ def test_a_large_parquet_file_in_blocks_writes_what_the_whole_file_writes(tmp_pa
         assert getattr(blocked, field) == getattr(whole, field), field
     assert blocked.rows_quarantined > 0 and _tables(blocks_db)[:2] == _tables(whole_db)[:2]
     assert [n for n, _ in _tables(blocks_db)[2]] == [n for n, _ in _tables(whole_db)[2]]
+
+
+def _jsonl_lines() -> list[str]:
+    out = [json.dumps({"prompt_id": line.split(",")[0], "prompt": line.split(",")[1], "model": line.split(",")[2],
+                       "score": line.split(",")[3], "cost": float(line.split(",")[4])}) for line in _lines()]
+    out[40] = ""  # blank lines are not rows
+    out[900] = "not json at all"  # a quarantined row
+    out[1200] = "[1, 2]"  # a JSON array: quarantined
+    out[1300] = json.dumps({"prompt_id": "p433", "prompt": ["not", "text"], "model": "m1", "score": 1, "cost": 0.1})
+    return out
+
+
+def test_jsonl_blocks_write_what_the_whole_file_writes(tmp_path, tiny_blocks):
+    path = write(tmp_path / "logs.jsonl", "\n".join(_jsonl_lines()) + "\n")
+    assert len(list(batches.long_batches(path, None))) > 3
+    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
+    whole_db.parent.mkdir()
+    blocks_db.parent.mkdir()
+    blocked = ingest(blocks_db, path, progress=False)
+    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
+    whole = ingest(whole_db, path, progress=False)
+    for field in ("format", "rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "models",
+                  "first_problem"):
+        assert getattr(blocked, field) == getattr(whole, field), field
+    assert blocked.format == "long-jsonl" and blocked.rows_read == 3 * N_PROMPTS + 1
+    assert _tables(blocks_db)[:2] == _tables(whole_db)[:2]
+    quarantined = _tables(blocks_db)[2]
+    # the same rows; a conflict with an earlier block's row is reported as one with the stored row
+    assert [n for n, _ in quarantined] == [n for n, _ in _tables(whole_db)[2]]
+    assert (900, "line 900 is not valid JSON (Expecting value at column 1)") in quarantined
+    assert (1200, "line 1200 is a JSON list") in quarantined
+
+
+@pytest.mark.parametrize("bad, message", [
+    (json.dumps({"prompt_id": "p9", "prompt": "a \ud800 b", "model": "m1", "score": 1, "cost": 0.1}),
+     r"line 1701: text that cannot be UTF-8 \(a lone surrogate '\\ud800'\)"),
+    ('{"prompt_id": "p9", "prompt": ' + "[" * 100_000 + "]" * 100_000 + "}", r"line 1701: JSON nested too deeply"),
+])
+def test_a_bad_row_in_a_late_jsonl_block_is_named_and_nothing_is_written(tmp_path, db_path, tiny_blocks, bad,
+                                                                        message):
+    lines = _jsonl_lines()  # one blank line before: line 1701 of the rows is the file's 1702nd line
+    lines[1701] = bad
+    path = write(tmp_path / "logs.jsonl", "\n".join(lines) + "\n")
+    assert sum(1 for _ in zip(range(3), batches.long_batches(path, None), strict=False)) == 3  # several blocks first
+    with pytest.raises(IngestError, match=rf"logs.jsonl: {message}"):
+        ingest(db_path, path, progress=False)
+    for table in ("results", "prompts", "quarantine", "ingested_files"):
+        assert rows(db_path, f"select count(*) from {table}") == [(0,)], table
+
+
+def test_a_jsonl_file_whose_lines_lack_a_column_fails_after_its_last_block(tmp_path, db_path, tiny_blocks):
+    lines = [line.replace('"cost"', '"price"') for line in _jsonl_lines()]
+    path = write(tmp_path / "logs.jsonl", "\n".join(lines) + "\n")
+    with pytest.raises(IngestError, match=r"logs.jsonl: missing required columns \['cost'\]"):
+        ingest(db_path, path, progress=False)
+    assert rows(db_path, "select count(*) from results") == [(0,)]
+
+
+def test_the_csv_reader_does_not_read_the_file_ahead(tmp_path, tiny_blocks):
+    # Arrow's streaming reader reads up to 32 of its blocks ahead: with blocks as large as ours that was the first
+    # 256 MB of a file, held while the first block was checked. Its blocks are READ_BYTES now.
+    lines = _lines() * 40
+    path = write(tmp_path / "logs.csv", long_csv(*lines))
+    before = pa.total_allocated_bytes()
+    blocks = batches.long_batches(path, None)
+    next(blocks)
+    time.sleep(0.5)  # the reading ahead runs on Arrow's threads: let it go as far as it would
+    held = pa.total_allocated_bytes() - before
+    # 150 kB here (reads of 4 kB); reads of a block's size (16 kB) held 570 kB
+    assert path.stat().st_size > 2_000_000 and held < 16 * batches.BLOCK_BYTES, held
+    blocks.close()

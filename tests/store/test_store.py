@@ -1,5 +1,6 @@
 import duckdb
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from uniroute import store
@@ -98,3 +99,18 @@ def test_query_batches_streams_every_row_in_batches(db_path):
         batches = list(store.query_batches(con, "build_models", batch_rows=2))
     assert [b.num_rows for b in batches if b.num_rows] and sum(b.num_rows for b in batches) == 5
     assert [m for b in batches for m in b.column("model").to_pylist()] == [f"m{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("expose, kept", [(store.copied, False), (store.registered, True)])
+def test_a_copied_frame_is_let_go_inside_the_transaction_a_registered_one_at_the_commit(db_path, expose, kept):
+    # A file ingested block by block in one transaction held every block's registered frames until the commit.
+    baseline = pa.total_allocated_bytes()
+    with store.session(db_path, "ingest") as s:
+        for block in range(3):
+            frame = pa.table({"text": [f"block {block} row {i} " * 8 for i in range(20_000)]})
+            with expose(s.con, "ingest_frame", frame):
+                assert s.con.execute("select count(*) from ingest_frame").fetchall() == [(20_000,)]
+            del frame
+        held = pa.total_allocated_bytes() - baseline
+        assert (held > 2_000_000) == kept, held
+    assert pa.total_allocated_bytes() - baseline < 1_000_000

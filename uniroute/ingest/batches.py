@@ -1,20 +1,17 @@
-"""A large long-format CSV or Parquet file read in batches, so ingest memory follows a batch, not the file (issue 22).
+"""A large long-format file read in blocks, so ingest memory follows a block, not the file (issue 22).
 
-A file of at most BATCH_BYTES is read whole, as before. A larger long-format CSV is first checked as UTF-8 without
-NUL bytes in one streaming pass (the same one-line errors naming the offset and line), then read by Arrow's
-streaming CSV reader, one block of about BLOCK_BYTES at a time; a larger long Parquet file is read BLOCK_ROWS rows
-at a time. Each block is staged with its rows' numbers in the file, so every quarantine reason still names the
-file's row. ingest_file checks and writes the
-blocks one after the other inside one transaction, so a file is still written whole or not at all.
-
-What a block cannot see of the blocks before it, the store can: the earlier blocks' rows are written (uncommitted)
-before the next block is checked against the store, so a prompt id repeated in a later block with another text,
-or a result repeated with another score, is quarantined as a conflict with the stored row (first row wins, as
-within a block); an exact repeat is counted as a duplicate.
-"""
+A file of at most BATCH_BYTES is read whole, as before. A larger long-format CSV or JSON-lines file is first
+checked as UTF-8 without NUL bytes in one streaming pass (the same one-line errors naming the offset and line). A
+CSV is then read by Arrow's streaming CSV reader, READ_BYTES at a time grouped into blocks of about BLOCK_BYTES; a
+JSON-lines file BLOCK_BYTES of lines at a time, parsed as when read whole (the same line numbers, quarantined lines,
+and refusals naming the line of a nesting bomb or a lone surrogate); a larger long Parquet file is read BLOCK_ROWS
+rows at a time. Each block is staged with its rows' numbers in the file, so every quarantine reason still names the
+file's row. ingest_file checks and writes the blocks one after the other inside one transaction, so a file is
+still written whole or not at all."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +20,15 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from uniroute.ingest.formats import detect_format, is_pairwise_file, one_line_errors
-from uniroute.ingest.long import FORMAT_LONG_CSV, long_csv_columns, long_parquet_columns, long_parquet_wanted
+from uniroute.ingest.long import (
+    FORMAT_LONG_CSV,
+    FORMAT_LONG_JSONL,
+    long_csv_columns,
+    long_jsonl_records,
+    long_parquet_columns,
+    long_parquet_wanted,
+    parsed_lines,
+)
 from uniroute.ingest.staging import (
     LONG_REQUIRED,
     IngestError,
@@ -35,8 +40,12 @@ from uniroute.ingest.staging import (
 
 BATCH_BYTES = 32 * 1024 * 1024  # files up to this size are read whole (every check sees the whole file at once)
 BLOCK_ROWS = 65_536  # a Parquet block
-BLOCK_BYTES = 8 * 1024 * 1024  # Arrow's read block: about 60,000 rows of a typical log
-CHUNK_BYTES = 16 * 1024 * 1024  # the UTF-8 pass's read size
+BLOCK_BYTES = 8 * 1024 * 1024  # a CSV block: about 60,000 rows of a typical log
+# Arrow's streaming CSV reader reads up to 32 of its blocks ahead of the one handed out: with 8 MB blocks that was
+# the first 256 MB of the file, held while the first block was checked. It reads 1 MB blocks (its default, so a row
+# longer than that is refused as when the file is read whole), grouped here into blocks of BLOCK_BYTES.
+READ_BYTES = 1024 * 1024
+CHUNK_BYTES = 4 * 1024 * 1024  # the UTF-8 pass's read size (the pass holds a few copies of one chunk)
 HEAD_BYTES = 1024 * 1024  # what format detection and the header read
 
 
@@ -93,7 +102,10 @@ def long_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
     if head.startswith((b"\x1f\x8b", b"PK\x03\x04")):
         return None
     text = checked_text_head(path)
-    if detect_format(path, head, text) != FORMAT_LONG_CSV:
+    fmt = detect_format(path, head, text)
+    if fmt == FORMAT_LONG_JSONL:
+        return _jsonl_blocks(path, split)
+    if fmt != FORMAT_LONG_CSV:
         return None
     header = csv_header(path, text)
     if any(name not in header for name in LONG_REQUIRED):
@@ -105,16 +117,54 @@ def _blocks(path: Path, header: list[str], split: str | None) -> Iterator[Staged
     first = 1
     with one_line_errors(path):
         try:
-            reader = pa_csv.open_csv(path, **csv_options(header, BLOCK_BYTES))
-            for batch in reader:
-                if batch.num_rows:
-                    yield long_csv_columns(path, header, pa.Table.from_batches([batch]), split, first)
-                    first += batch.num_rows
+            for table in _grouped(pa_csv.open_csv(path, **csv_options(header, READ_BYTES))):
+                yield long_csv_columns(path, header, table, split, first)
+                first += table.num_rows
         except pa.ArrowInvalid as exc:
             raise IngestError(f"{path}: not readable as CSV (truncated or malformed?) after data row {first - 1}: "
                               f"{exc}") from exc
     if first == 1:
         raise IngestError(f"{path}: no data rows (only a header)")
+
+
+def _jsonl_blocks(path: Path, split: str | None) -> Iterator[Staged]:
+    """A long JSON-lines file's blocks of non-blank lines (BLOCK_BYTES of text or BLOCK_ROWS lines), parsed as
+    when it is read whole: the same line numbers, problems and one-line refusals naming the line."""
+    first, found = 1, dict.fromkeys(())
+    with one_line_errors(path), open(path, encoding="utf-8-sig", newline="\n") as handle:
+        block: list[str] = []
+        size = 0
+        for line in itertools.chain(handle, [""]):  # "" ends the last block
+            if line.strip():
+                block.append(line)
+                size += len(line)
+            if block and (size >= BLOCK_BYTES or len(block) >= BLOCK_ROWS or not line):
+                records, problems, raws = parsed_lines(path, block, first)
+                found.update(dict.fromkeys(key for record in records for key in record))
+                yield long_jsonl_records(path, records, problems, raws, split, first)
+                first += len(block)
+                block, size = [], 0
+    if first == 1:
+        raise IngestError(f"{path}: the file is empty (only whitespace)")
+    # As when read whole, a column no line gives fails the file: raised after the last block, the file's
+    # transaction writes nothing.
+    if any(name not in found for name in LONG_REQUIRED):
+        raise missing_columns_error(path, list(found), LONG_REQUIRED, "long format")
+
+
+def _grouped(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
+    """The reader's batches as tables of about BLOCK_BYTES (their chunks kept, not copied)."""
+    group: list[pa.RecordBatch] = []
+    size = 0
+    for batch in reader:
+        if batch.num_rows:
+            group.append(batch)
+            size += batch.nbytes
+        if size >= BLOCK_BYTES:
+            yield pa.Table.from_batches(group)
+            group, size = [], 0
+    if group:
+        yield pa.Table.from_batches(group)
 
 
 def _parquet_blocks(path: Path, split: str | None) -> Iterator[Staged]:

@@ -151,12 +151,16 @@ def ingest_file(
             log.info("%s", summary.line())
             return summary
         now = datetime.now()
+        # A large file's blocks are copied into DuckDB (store.copied): a registered frame lives until the commit.
+        expose = store.registered if blocks is None else store.copied
         with store.memory_limited(con, INGEST_DUCKDB_MEMORY):
-            summary = _staged_summary(con, staged, path, source, file_hash, now, bar)
+            summary = _staged_summary(con, staged, path, source, file_hash, now, bar, expose)
+            del staged  # a block's rows are not kept while the next one is read
             for block in blocks or ():  # a large long file: each block checked against what the earlier ones wrote
                 log.info("%s: rows %d-%d", path, block.rows.column("row_number")[0].as_py(),
                          block.rows.column("row_number")[-1].as_py())
-                summary = _added(summary, _staged_summary(con, block, path, source, file_hash, now, None))
+                summary = _added(summary, _staged_summary(con, block, path, source, file_hash, now, None, expose))
+                del block
         _record_file(con, summary, now)
         crashpoint("ingest:written")
         bar.update()
@@ -166,8 +170,9 @@ def ingest_file(
 
 
 def _staged_summary(con: store.Connection, staged: Staged, path: Path, source: str, file_hash: str,
-                    now: datetime, bar: Any) -> IngestSummary:
-    """Check one file's (or one block's) staged rows within the file and against the store, and write them."""
+                    now: datetime, bar: Any, expose: Any = store.registered) -> IngestSummary:
+    """Check one file's (or one block's) staged rows within the file and against the store, and write them.
+    `expose` makes the checked tables visible to the SQL (store.registered, or store.copied for a block)."""
     stage = bar.set_postfix_str if bar is not None else (lambda _text: None)
     advance = bar.update if bar is not None else (lambda: None)
     merges = cross_file_merges(con, staged.rows) if staged.format == FORMAT_ROUTERBENCH else []
@@ -178,7 +183,7 @@ def _staged_summary(con: store.Connection, staged: Staged, path: Path, source: s
     with contextlib.ExitStack() as relations:
         for name, table in (("ingest_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
                             ("ingest_models", checked.models), ("ingest_rejects", checked.rejects)):
-            relations.enter_context(store.registered(con, name, table))
+            relations.enter_context(expose(con, name, table))
         log.info("%s: checking %d rows against the store", path, checked.candidates.num_rows)
         for statement in CHECK_STATEMENTS:
             store.execute(con, statement)
@@ -232,6 +237,7 @@ def _added(total: IngestSummary, block: IngestSummary) -> IngestSummary:
         new_models=total.new_models + block.new_models,
         merged_prompts=total.merged_prompts + block.merged_prompts,
         shared_texts=total.shared_texts + block.shared_texts,
+        ignored_columns=union(total.ignored_columns, block.ignored_columns),
         first_problem=total.first_problem or block.first_problem,
         landed_models=union(total.landed_models, block.landed_models),
         retired_models=union(total.retired_models, block.retired_models),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,14 +160,27 @@ def first_problems(*lists: Sequence[str | None]) -> list[str | None]:
 
 
 def json_lines(path: Path, text: str) -> tuple[list[dict[str, Any]], list[str | None], list[str | None]]:
-    """The records of JSON-lines text, a problem per line (a later line that is not a JSON object: {} and its
-    problem) and the raw text of the problem lines; a first line that is not JSON fails the file."""
+    """The records of JSON-lines text (see parsed_lines)."""
+    # Lines end at "\n" only, as when a large file is read in blocks: a JSON string may hold a raw U+2028, which
+    # str.splitlines() took for a line end.
+    return parsed_lines(path, (line for line in text.split("\n") if line.strip()))
+
+
+def parsed_lines(path: Path, lines: Iterable[str], first: int = 1
+                 ) -> tuple[list[dict[str, Any]], list[str | None], list[str | None]]:
+    """The records of non-blank JSON lines numbered from `first`, a problem per line (a later line that is not a
+    JSON object: {} and its problem) and the raw text of the problem lines. A first line that is not JSON fails
+    the file, and so does a line nested too deeply or holding a lone surrogate (naming the line)."""
     records: list[dict[str, Any]] = []
     problems: list[str | None] = []
     raws: list[str | None] = []
-    for number, line in enumerate((line for line in text.splitlines() if line.strip()), start=1):
+    for number, line in enumerate(lines, start=first):
+        line = line.rstrip("\r\n")
         try:
             record = json.loads(line)
+        except RecursionError:
+            raise IngestError(f"{path}: line {number}: JSON nested too deeply to be a log (an array or object inside "
+                              "another about a thousand times)") from None
         except json.JSONDecodeError as exc:
             if number == 1:
                 raise IngestError(f"{path}: line 1 is not a JSON object, so this is not JSON lines: {exc}") from exc
@@ -175,10 +188,22 @@ def json_lines(path: Path, text: str) -> tuple[list[dict[str, Any]], list[str | 
         else:
             problem = None if isinstance(record, dict) else f"line {number} is a JSON {type(record).__name__}"
             record = record if isinstance(record, dict) else {}
+        if "\\u" in line:  # only an escape can make a lone surrogate (the file's bytes are valid UTF-8)
+            _no_lone_surrogate(path, number, record)
         records.append(record)
         problems.append(problem)
         raws.append(line[:1000] if problem else None)
     return records, problems, raws
+
+
+def _no_lone_surrogate(path: Path, number: int, record: dict[str, Any]) -> None:
+    """IngestError naming the line when a decoded string holds a lone surrogate (\\ud800), which no UTF-8 text
+    can store; a pair (\\ud83d\\ude00) decodes to one character and passes."""
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise IngestError(f"{path}: line {number}: text that cannot be UTF-8 (a lone surrogate "
+                          f"{exc.object[exc.start:exc.end]!r}): fix or drop those characters") from None
 
 
 def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
@@ -187,6 +212,13 @@ def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
     found = list(dict.fromkeys(key for record in records for key in record))
     if any(name not in found for name in LONG_REQUIRED):
         raise missing_columns_error(path, found, LONG_REQUIRED, "long format")
+    return long_jsonl_records(path, records, problems, raws, split)
+
+
+def long_jsonl_records(path: Path, records: list[dict[str, Any]], problems: list[str | None],
+                       raws: list[str | None], split: str | None, first_row: int = 1) -> Staged:
+    """Staged rows of a long JSON-lines file's records (the whole file, or one block starting at row first_row)."""
+    found = list(dict.fromkeys(key for record in records for key in record))
     columns: dict[str, Any] = {}
     problem_lists = [problems]
     for name in ("prompt_id", "model", *(name for name in LONG_OPTIONAL if name in found)):
@@ -202,4 +234,4 @@ def long_jsonl(path: Path, text: str, split: str | None) -> Staged:
     columns["pre_reason"] = pa.array(first_problems(*problem_lists), type=pa.string())
     columns["raw"] = pa.array(raws, type=pa.string())
     ignored = [name for name in found if name not in LONG_REQUIRED and name not in LONG_OPTIONAL]
-    return _long_staged(path, FORMAT_LONG_JSONL, columns, len(records), split, ignored)
+    return _long_staged(path, FORMAT_LONG_JSONL, columns, len(records), split, ignored, first_row)

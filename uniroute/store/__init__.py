@@ -11,6 +11,7 @@ reaches DuckDB through here and never formats a value into SQL. It imports no ot
 from uniroute.store.connection import Connection, DamagedStore, StoreError, connect, opened
 from uniroute.store.lock import Holder, ReadOnlyHome, StoreBusy, current_holder
 from uniroute.store.queries import (
+    copied,
     execute,
     memory_limited,
     query,
@@ -58,6 +59,7 @@ __all__ = [
     "connect",
     "current_holder",
     "execute",
+    "copied",
     "memory_limited",
     "open_read_only",
     "opened",

@@ -83,6 +83,28 @@ def registered(
 
 
 @contextmanager
+def copied(con: duckdb.DuckDBPyConnection, name: str, frame: pa.Table) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Expose an Arrow table to named queries as the temp table `name`, a copy, for the duration of the block.
+
+    For a transaction that goes on after the block: inside one, DuckDB keeps an unregistered view, and the frame it
+    scans, until the commit, so a file written block by block in one transaction held every block's frames (about
+    7 MB a block, issue 22). The copy is DuckDB's, under its memory limit and spilled beyond it; the frame is free
+    once the copy is made.
+    """
+    if not name.replace("_", "").isalnum():
+        raise StoreError(f"not a relation name: {name!r}")
+    # A relation's own query does not enter the catalog, so nothing keeps the frame once it has run.
+    con.from_arrow(frame).query("_frame", f"create or replace temp table {name} as select * from _frame")
+    try:
+        yield con
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # a failed transaction refuses the drop; keep the first error
+            con.execute(f"drop table if exists {name}")
+        raise
+    con.execute(f"drop table if exists {name}")
+
+
+@contextmanager
 def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """DuckDB's memory limit set to `limit` (e.g. "1GB") for the block, then back to DuckDB's default."""
     # DuckDB's default limit is 80% of RAM and it keeps the blocks it read until near it: a build's queries over
