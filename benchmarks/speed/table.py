@@ -74,12 +74,25 @@ def _build_rows(data: dict[str, Any]) -> list[str]:
 
 
 def _ingest_memory_rows(data: dict[str, Any]) -> list[str]:
-    load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
-    before = data.get("before")
-    was = f" (was {before['peak_rss_mb']:,.0f} MB, {before['peak_over_file']:.1f}x)" if before else ""
-    return [f"| `uniroute ingest`, {data['file_mb']:.0f} MB junk CSV ({data['rows']:,} rows), peak RSS | "
-            f"{data['peak_rss_mb']:,.0f} MB = {data['peak_over_file']:.1f}x the file{was}, {data['seconds']:.0f} s | "
-            f"a small multiple of a batch | {load} | `{data['command']}` |"]
+    """One row: the long CSV's peak at each size measured, the JSON-lines peak, and the earlier figures."""
+    runs = data.get("runs", {})
+    csv = sorted((r for r in runs.values() if r["format"] == "csv"), key=lambda r: r["file_mb"])
+    jsonl = [r for r in runs.values() if r["format"] == "jsonl"]
+    if not csv:
+        return []
+    load = _load_text([r[k] for r in runs.values() for k in ("load_average_before", "load_average_after")])
+    sizes = " / ".join(f"{r['file_mb']:.0f}" for r in csv)
+    peaks = " / ".join(f"{r['peak_rss_mb']:,.0f}" for r in csv)
+    largest = csv[-1]
+    blocks = data.get("blocks_first_cut", {}).get("peak_rss_mb", {}).get(f"csv-{largest['file_mb']:.0f}mb")
+    whole = data.get("before", {}).get("peak_rss_mb")
+    was = [f"{blocks:,.0f} MB in 8 MB blocks" if blocks else "", f"{whole:,.0f} MB read whole" if whole else ""]
+    was_text = f" ({largest['file_mb']:.0f} MB: was {', '.join(w for w in was if w)})" if any(was) else ""
+    growth = largest["peak_rss_mb"] / csv[0]["peak_rss_mb"]
+    measured = f"{peaks} MB: {growth:.2f}x from the smallest to the largest{was_text}"
+    measured += "".join(f"; JSON lines, {r['file_mb']:.0f} MB: {r['peak_rss_mb']:,.0f} MB" for r in jsonl)
+    return [f"| `uniroute ingest`, junk long CSV of {sizes} MB, peak RSS | {measured} | a small multiple of a batch | "
+            f"{load} | `python -m benchmarks.speed.ingest_memory --mb {largest['file_mb']:.0f} [--format jsonl]` |"]
 
 
 def _silence_rows(data: dict[str, Any]) -> list[str]:
