@@ -41,6 +41,14 @@ pool. In the evaluation protocol every test LLM answers the same chosen prompts,
 cancels in the routing decision, and `anchored` can be measured there; serving it needs a newcomer's cell
 estimated relative to the pool on the same prompts (the pool's cell plus the newcomer's mean difference from the
 pool on the prompts it answered), which onboarding does not do yet.
+
+**What that pool-referenced estimator does not change** (pilot: benchmarks/quality/onboarding_estimator_pilot.py,
+results in benchmarks/results/onboarding_estimator_pilot.json). In the evaluation protocol every test LLM answers
+the same prompts, so the pool-referenced cell differs from the paper's mean by a shift per cluster shared by every
+test LLM; the routing decision (argmin over the test LLMs of Psi_mk + lambda c_m) ignores it, and the study's
+Areas are the same but for clipping, empty cells and shrinkage. So the estimator cannot make a chosen set beat
+random in the study (measured: identical Areas with random prompts, no strategy significant at 25 or 50); it
+matters only where a newcomer is set beside models measured on other prompts, the serving case.
 """
 
 from __future__ import annotations
