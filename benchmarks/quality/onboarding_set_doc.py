@@ -30,6 +30,9 @@ from benchmarks.runner import REPO as ROOT  # noqa: E402
 from uniroute.experiments.onboarding_study import selection_table  # noqa: E402
 
 OUT_DIR = ROOT / "docs" / "results" / "onboarding_set"
+PILOT = ROOT / "benchmarks" / "results" / "onboarding_estimator_pilot.json"
+ESTIMATORS = {"paper": "paper's mean", "ref0": "pool-referenced", "ref5": "pool-referenced, shrunk (5)",
+              "refA": "pool-referenced, tuned shrinkage"}
 DOC = ROOT / "docs" / "results.md"
 HEADING = "## Onboarding set: which validation prompts a new LLM answers"
 SIZES = "10,25,50,100"
@@ -84,6 +87,35 @@ def verdict(report: dict[str, Any], sizes: tuple[int, ...] = (25, 50), alpha: fl
     return f"Verdict: {beat}; significantly worse than random at some N: {', '.join(worse) or 'none'}."
 
 
+def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -> list[str]:
+    """The pool-referenced estimator's pilot (benchmarks/quality/onboarding_estimator_pilot.py): per recorded run,
+    each strategy and estimator against random with the paper's mean at 25 and 50 answers."""
+    if not pilot.exists():
+        return []
+    runs = json.loads(pilot.read_text())
+    parts = ["", "### A pool-referenced estimator for the newcomer (pilot)", "", (
+        "A newcomer's cell as the pool's cell (training LLMs, every validation prompt of the cluster) plus its "
+        "mean difference from the pool on the prompts it answered there (shrunk toward its overall difference). "
+        "In the study every test LLM answers the same prompts, so the shift from the paper's mean is shared by "
+        "every test LLM in a cluster and the routing decision ignores it: the study cannot reward the "
+        "estimator (random rows: the same Area). `mixed` runs set the test LLMs beside the training LLMs "
+        "measured on every validation prompt (the serving case), where it can matter. Difference of test Area "
+        "from random prompts with the paper's mean (wins/losses, sign test p).")]
+    for name, run in runs.items():
+        table = run["against_random_paper"]
+        parts += ["", f"`{name}`: `{run['command']}` ({run['trials']} trials, seed {run['seed']})", "",
+                  "| strategy | estimator | " + " | ".join(f"N = {n}" for n in sizes) + " |",
+                  "|---|---|" + "---:|" * len(sizes)]
+        for strategy, rows in table.items():
+            if strategy == "all_prompts_area":
+                continue
+            for est, entries in rows.items():
+                cells = [f"{e['difference']:+.4f} ({e['wins']}/{e['losses']}, p {e['p']:.2f})"
+                         for e in (entries[n] for n in sizes if n in entries)]
+                parts.append(f"| {strategy} | {ESTIMATORS.get(est, est)} | " + " | ".join(cells) + " |")
+    return parts
+
+
 def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     parts = [HEADING, "", (
         "`uniroute onboarding-set` chooses the validation prompts a new LLM should answer "
@@ -106,6 +138,7 @@ def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
         run = command(dataset, trials, report.get("prompt_part"))
         parts += ["", f"### {about['title']}", "", f"`{run}`", "", selection_table(study["onboarding_set"]), "",
                   verdict(study["onboarding_set"]), "", f"![{about['title']}]({png.relative_to(DOC.parent)})"]
+    parts += estimator_note()
     missing = [a["title"] for d, a in DATASETS.items() if not (out_dir / f"{d}_valsize.json").exists()]
     if missing:
         parts += ["", f"Not measured yet: {', '.join(missing)}."]
