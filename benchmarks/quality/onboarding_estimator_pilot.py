@@ -168,6 +168,8 @@ def areas(state: TrialState, sizes: list[int]) -> dict[str, dict[str, float]]:
         member = state.test_onehot(k)
         gammas = {
             "paper": member @ shrunk_values(psi.values, psi.counts, tuned.shrinkage).T,
+            # control for ref5: the same fixed strength toward the default pool prior (the test LLMs' own cells)
+            "paper5": member @ shrunk_values(psi.values, psi.counts, 5.0).T,
             "ref0": member @ referenced_cells(state, k, n, 0.0).T,
             "refA": member @ referenced_cells(state, k, n, tuned.shrinkage).T,
             "ref5": member @ referenced_cells(state, k, n, 5.0).T,

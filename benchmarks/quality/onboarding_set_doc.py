@@ -31,7 +31,8 @@ from uniroute.experiments.onboarding_study import selection_table  # noqa: E402
 
 OUT_DIR = ROOT / "docs" / "results" / "onboarding_set"
 PILOT = ROOT / "benchmarks" / "results" / "onboarding_estimator_pilot.json"
-ESTIMATORS = {"paper": "paper's mean", "ref0": "pool-referenced", "ref5": "pool-referenced, shrunk (5)",
+ESTIMATORS = {"paper": "paper's mean", "paper5": "paper's mean, shrunk (5) toward the pool prior",
+              "ref0": "pool-referenced", "ref5": "pool-referenced, shrunk (5)",
               "refA": "pool-referenced, tuned shrinkage"}
 DOC = ROOT / "docs" / "results.md"
 HEADING = "## Onboarding set: which validation prompts a new LLM answers"
@@ -99,8 +100,9 @@ def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -
         "In the study every test LLM answers the same prompts, so the shift from the paper's mean is shared by "
         "every test LLM in a cluster and the routing decision ignores it: the study cannot reward the "
         "estimator (random rows: the same Area). `mixed` runs set the test LLMs beside the training LLMs "
-        "measured on every validation prompt (the serving case), where it can matter. Difference of test Area "
-        "from random prompts with the paper's mean (wins/losses, sign test p).")]
+        "measured on every validation prompt (the serving case), where it can matter. `balanced` (pilot only): "
+        "`allocated` across clusters, within a cluster a systematic sample along the pool's mean loss. "
+        "Difference of test Area from random prompts with the paper's mean (wins/losses, sign test p).")]
     for name, run in runs.items():
         table = run["against_random_paper"]
         parts += ["", f"`{name}`: `{run['command']}` ({run['trials']} trials, seed {run['seed']})", "",
@@ -110,6 +112,8 @@ def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -
             if strategy == "all_prompts_area":
                 continue
             for est, entries in rows.items():
+                if est == "refA":  # the tuned strength is 0 in almost every trial: the same Areas as ref0
+                    continue
                 cells = [f"{e['difference']:+.4f} ({e['wins']}/{e['losses']}, p {e['p']:.2f})"
                          for e in (entries[n] for n in sizes if n in entries)]
                 parts.append(f"| {strategy} | {ESTIMATORS.get(est, est)} | " + " | ".join(cells) + " |")

@@ -48,7 +48,10 @@ the same prompts, so the pool-referenced cell differs from the paper's mean by a
 test LLM; the routing decision (argmin over the test LLMs of Psi_mk + lambda c_m) ignores it, and the study's
 Areas are the same but for clipping, empty cells and shrinkage. So the estimator cannot make a chosen set beat
 random in the study (measured: identical Areas with random prompts, no strategy significant at 25 or 50); it
-matters only where a newcomer is set beside models measured on other prompts, the serving case.
+matters only where a newcomer is set beside models measured on other prompts, the serving case. Measured there
+too (test LLMs beside the training LLMs' cells on every validation prompt, RouterDC, 25 trials): it helps random
+sets a little at 10 answers (+0.006 Area, n.s.) and does not rescue `anchored` (at 50 answers significantly worse
+than random with it), so onboarding keeps the paper's mean and `best` stays `allocated`.
 """
 
 from __future__ import annotations
