@@ -34,7 +34,7 @@ from uniroute.selection.split import mean_costs
 from uniroute.selection.state import TrialState
 from uniroute.selection.statistics import sign_test
 
-KIND = "kmeans"
+KIND = "kmeans"  # --kind: plain UniRoute K-means (the onboarding study's) or kmeans_shrunk (the default router)
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "onboarding_estimator_pilot.json"
 
 
@@ -183,6 +183,7 @@ def areas(state: TrialState, sizes: list[int]) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
+    global KIND  # areas() and the splits read the kind the run measures
     p = argparse.ArgumentParser()
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--trials", type=int, default=25)
@@ -190,11 +191,13 @@ def main() -> None:
     p.add_argument("--sizes", default="10,25,50,100")
     p.add_argument("--strategies", default="random,stratified,allocated,anchored,disagree")
     p.add_argument("--prompt-part", default="full")
+    p.add_argument("--kind", default=KIND, help="kmeans (the study's) or kmeans_shrunk (the default router)")
     p.add_argument("--mixed", action="store_true", help="the serving case: test LLMs join the training pool")
     p.add_argument("--out", type=Path, required=True, help="the per-trial Areas (JSON)")
     p.add_argument("--from-raw", action="store_true", help="summarise an --out of an earlier run, run nothing")
     p.add_argument("--record", help="a name: the summary goes under it into " + str(RESULTS))
     a = p.parse_args()
+    KIND = a.kind
     sizes = [int(s) for s in a.sizes.split(",")]
     if a.from_raw:
         rows = json.loads(a.out.read_text())
@@ -237,7 +240,7 @@ def _finish(a: argparse.Namespace, rows: list, sizes: list[int]) -> None:
         results[a.record] = {
             "command": (f"python -m benchmarks.quality.onboarding_estimator_pilot --data {a.data} --trials {len(rows)} "
                         f"--seed {a.seed} --sizes {','.join(map(str, sizes))} --strategies {','.join(rows[0])}"
-                        + (" --mixed" if a.mixed else "")),
+                        + (" --mixed" if a.mixed else "") + (f" --kind {a.kind}" if a.kind != "kmeans" else "")),
             "trials": len(rows), "seed": a.seed, **out}
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")
 

@@ -112,7 +112,7 @@ def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -
             if strategy == "all_prompts_area":
                 continue
             for est, entries in rows.items():
-                if est == "refA":  # the tuned strength is 0 in almost every trial: the same Areas as ref0
+                if est == "refA" and "ref0" in rows:  # plain K-means tunes no strength: the same Areas as ref0
                     continue
                 cells = [f"{e['difference']:+.4f} ({e['wins']}/{e['losses']}, p {e['p']:.2f})"
                          for e in (entries[n] for n in sizes if n in entries)]
