@@ -91,3 +91,12 @@ def test_the_estimator_pilot_note_comes_from_its_results_file(tmp_path: Path) ->
     text = "\n".join(doc.estimator_note(pilot))
     assert "`mixed_x`: `python -m x` (25 trials, seed 0)" in text
     assert "| anchored | pool-referenced | +0.0123 (17/8, p 0.11) | -0.0020 (17/8, p 0.11) |" in text
+
+
+def test_the_onboarding_set_section_is_written_once_even_where_a_copy_ends_the_doc() -> None:
+    from benchmarks.quality import onboarding_set_doc as doc
+
+    old = f"{doc.HEADING}\n\nold\n\n"
+    text = doc.replace_section(f"# R\n\n{old}## Other\n\nkeep\n\n{old}", f"{doc.HEADING}\n\nnew\n\n")
+    assert text == f"# R\n\n{doc.HEADING}\n\nnew\n\n## Other\n\nkeep\n"
+    assert doc.replace_section("# R\n", "B\n") == "# R\n\nB\n"

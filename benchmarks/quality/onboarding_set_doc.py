@@ -102,6 +102,8 @@ def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -
         "estimator (random rows: the same Area). `mixed` runs set the test LLMs beside the training LLMs "
         "measured on every validation prompt (the serving case), where it can matter. `balanced` (pilot only): "
         "`allocated` across clusters, within a cluster a systematic sample along the pool's mean loss. "
+        "`default_router` runs measure count-aware K-means (the default router, strength tuned per trial; "
+        "its 'paper's mean' rows are the default router itself); the others plain K-means, as the tables above. "
         "Difference of test Area from random prompts with the paper's mean (wins/losses, sign test p).")]
     for name, run in runs.items():
         table = run["against_random_paper"]
@@ -149,12 +151,25 @@ def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     return "\n".join(parts) + "\n\n"
 
 
+def replace_section(text: str, body: str) -> str:
+    """The doc with its onboarding-set section(s) replaced by one body, where the first stood (appended if none).
+    A section at the end of the file counts too: the old pattern needed a heading after it, left such a copy
+    behind, and the doc carried two sections."""
+    pattern = re.compile(re.escape(HEADING) + r".*?(?=^## |\Z)", re.S | re.M)
+    if not pattern.search(text):
+        return text.rstrip("\n") + "\n\n" + body
+    first = True
+
+    def once(_: re.Match) -> str:
+        nonlocal first
+        out, first = (body if first else ""), False
+        return out
+
+    return pattern.sub(once, text).rstrip("\n") + "\n"
+
+
 def rewrite(doc: Path = DOC) -> None:
-    text = doc.read_text()
-    body = section()
-    pattern = re.compile(re.escape(HEADING) + r".*?(?=^## )", re.S | re.M)
-    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
-    doc.write_text(text.rstrip("\n") + "\n")
+    doc.write_text(replace_section(doc.read_text(), section()))
 
 
 def main() -> None:
