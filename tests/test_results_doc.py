@@ -77,3 +77,26 @@ def test_the_onboarding_set_section_and_its_verdict_come_from_the_study_files() 
     for entry in won["strategies"]["allocated"][doc.METHOD]:
         entry["sign_test"] = {"wins": 70, "losses": 30, "p": 0.001}
     assert "beats random at N = 25 and 50 (p < 0.05): allocated" in doc.verdict(won)
+
+
+def test_the_estimator_pilot_note_comes_from_its_results_file(tmp_path: Path) -> None:
+    from benchmarks.quality import onboarding_set_doc as doc
+
+    assert doc.estimator_note(tmp_path / "absent.json") == []
+    entry = {"difference": 0.0123, "half_width": 0.01, "wins": 17, "losses": 8, "p": 0.11, "gap_closed": 0.4}
+    pilot = tmp_path / "pilot.json"
+    table = {"all_prompts_area": 0.5, "anchored": {"ref0": {"25": entry, "50": {**entry, "difference": -0.002}}}}
+    pilot.write_text(json.dumps({"mixed_x": {"command": "python -m x", "trials": 25, "seed": 0,
+                                             "against_random_paper": table}}))
+    text = "\n".join(doc.estimator_note(pilot))
+    assert "`mixed_x`: `python -m x` (25 trials, seed 0)" in text
+    assert "| anchored | pool-referenced | +0.0123 (17/8, p 0.11) | -0.0020 (17/8, p 0.11) |" in text
+
+
+def test_the_onboarding_set_section_is_written_once_even_where_a_copy_ends_the_doc() -> None:
+    from benchmarks.quality import onboarding_set_doc as doc
+
+    old = f"{doc.HEADING}\n\nold\n\n"
+    text = doc.replace_section(f"# R\n\n{old}## Other\n\nkeep\n\n{old}", f"{doc.HEADING}\n\nnew\n\n")
+    assert text == f"# R\n\n{doc.HEADING}\n\nnew\n\n## Other\n\nkeep\n"
+    assert doc.replace_section("# R\n", "B\n") == "# R\n\nB\n"

@@ -30,6 +30,10 @@ from benchmarks.runner import REPO as ROOT  # noqa: E402
 from uniroute.experiments.onboarding_study import selection_table  # noqa: E402
 
 OUT_DIR = ROOT / "docs" / "results" / "onboarding_set"
+PILOT = ROOT / "benchmarks" / "results" / "onboarding_estimator_pilot.json"
+ESTIMATORS = {"paper": "paper's mean", "paper5": "paper's mean, shrunk (5) toward the pool prior",
+              "ref0": "pool-referenced", "ref5": "pool-referenced, shrunk (5)",
+              "refA": "pool-referenced, tuned shrinkage"}
 DOC = ROOT / "docs" / "results.md"
 HEADING = "## Onboarding set: which validation prompts a new LLM answers"
 SIZES = "10,25,50,100"
@@ -84,6 +88,40 @@ def verdict(report: dict[str, Any], sizes: tuple[int, ...] = (25, 50), alpha: fl
     return f"Verdict: {beat}; significantly worse than random at some N: {', '.join(worse) or 'none'}."
 
 
+def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -> list[str]:
+    """The pool-referenced estimator's pilot (benchmarks/quality/onboarding_estimator_pilot.py): per recorded run,
+    each strategy and estimator against random with the paper's mean at 25 and 50 answers."""
+    if not pilot.exists():
+        return []
+    runs = json.loads(pilot.read_text())
+    parts = ["", "### A pool-referenced estimator for the newcomer (pilot)", "", (
+        "A newcomer's cell as the pool's cell (training LLMs, every validation prompt of the cluster) plus its "
+        "mean difference from the pool on the prompts it answered there (shrunk toward its overall difference). "
+        "In the study every test LLM answers the same prompts, so the shift from the paper's mean is shared by "
+        "every test LLM in a cluster and the routing decision ignores it: the study cannot reward the "
+        "estimator (random rows: the same Area). `mixed` runs set the test LLMs beside the training LLMs "
+        "measured on every validation prompt (the serving case), where it can matter. `balanced` (pilot only): "
+        "`allocated` across clusters, within a cluster a systematic sample along the pool's mean loss. "
+        "`default_router` runs measure count-aware K-means (the default router, strength tuned per trial; "
+        "its 'paper's mean' rows are the default router itself); the others plain K-means, as the tables above. "
+        "Difference of test Area from random prompts with the paper's mean (wins/losses, sign test p).")]
+    for name, run in runs.items():
+        table = run["against_random_paper"]
+        parts += ["", f"`{name}`: `{run['command']}` ({run['trials']} trials, seed {run['seed']})", "",
+                  "| strategy | estimator | " + " | ".join(f"N = {n}" for n in sizes) + " |",
+                  "|---|---|" + "---:|" * len(sizes)]
+        for strategy, rows in table.items():
+            if strategy == "all_prompts_area":
+                continue
+            for est, entries in rows.items():
+                if est == "refA" and "ref0" in rows:  # plain K-means tunes no strength: the same Areas as ref0
+                    continue
+                cells = [f"{e['difference']:+.4f} ({e['wins']}/{e['losses']}, p {e['p']:.2f})"
+                         for e in (entries[n] for n in sizes if n in entries)]
+                parts.append(f"| {strategy} | {ESTIMATORS.get(est, est)} | " + " | ".join(cells) + " |")
+    return parts
+
+
 def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     parts = [HEADING, "", (
         "`uniroute onboarding-set` chooses the validation prompts a new LLM should answer "
@@ -106,18 +144,32 @@ def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
         run = command(dataset, trials, report.get("prompt_part"))
         parts += ["", f"### {about['title']}", "", f"`{run}`", "", selection_table(study["onboarding_set"]), "",
                   verdict(study["onboarding_set"]), "", f"![{about['title']}]({png.relative_to(DOC.parent)})"]
+    parts += estimator_note()
     missing = [a["title"] for d, a in DATASETS.items() if not (out_dir / f"{d}_valsize.json").exists()]
     if missing:
         parts += ["", f"Not measured yet: {', '.join(missing)}."]
     return "\n".join(parts) + "\n\n"
 
 
+def replace_section(text: str, body: str) -> str:
+    """The doc with its onboarding-set section(s) replaced by one body, where the first stood (appended if none).
+    A section at the end of the file counts too: the old pattern needed a heading after it, left such a copy
+    behind, and the doc carried two sections."""
+    pattern = re.compile(re.escape(HEADING) + r".*?(?=^## |\Z)", re.S | re.M)
+    if not pattern.search(text):
+        return text.rstrip("\n") + "\n\n" + body
+    first = True
+
+    def once(_: re.Match) -> str:
+        nonlocal first
+        out, first = (body if first else ""), False
+        return out
+
+    return pattern.sub(once, text).rstrip("\n") + "\n"
+
+
 def rewrite(doc: Path = DOC) -> None:
-    text = doc.read_text()
-    body = section()
-    pattern = re.compile(re.escape(HEADING) + r".*?(?=^## )", re.S | re.M)
-    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
-    doc.write_text(text.rstrip("\n") + "\n")
+    doc.write_text(replace_section(doc.read_text(), section()))
 
 
 def main() -> None:
