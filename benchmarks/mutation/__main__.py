@@ -58,7 +58,8 @@ MODULES: dict[str, list[str]] = {
     "uniroute.pipeline.reconcile": ["tests/pipeline/test_reconcile_parts.py", "tests/pipeline/test_reconcile_pool.py",
                                     "tests/pipeline/test_reconcile_mlflow.py"],
     "uniroute.routers.cost_cap": ["tests/routers/test_cost_cap.py", "tests/routers/test_cost_cap_edges.py"],
-    "uniroute.pipeline.calibration": ["tests/traffic/test_budget_calibration.py",
+    "uniroute.pipeline.calibration": ["tests/traffic/test_calibration_window.py",
+                                      "tests/traffic/test_budget_calibration.py",
                                       "tests/pipeline/test_publish_parts.py"],
 }
 
