@@ -52,10 +52,15 @@ MODULES: dict[str, list[str]] = {
                                "tests/ingest/test_formats.py", "tests/ingest/test_load.py",
                                "--deselect=tests/ingest/test_load.py::"
                                "test_killed_mid_ingest_leaves_the_store_as_before_and_a_rerun_works"],
-    "uniroute.ingest.pairwise_checks": ["tests/ingest/test_pairwise.py", "tests/ingest/test_null_keys.py"],
+    "uniroute.ingest.pairwise_checks": ["tests/ingest/test_pairwise_checks.py", "tests/ingest/test_pairwise.py",
+                                        "tests/ingest/test_null_keys.py"],
     "uniroute.pipeline.publish": ["tests/pipeline/test_publish_parts.py", "tests/pipeline/test_snapshot.py"],
     "uniroute.pipeline.reconcile": ["tests/pipeline/test_reconcile_parts.py", "tests/pipeline/test_reconcile_pool.py",
                                     "tests/pipeline/test_reconcile_mlflow.py"],
+    "uniroute.routers.cost_cap": ["tests/routers/test_cost_cap.py", "tests/routers/test_cost_cap_edges.py"],
+    "uniroute.pipeline.calibration": ["tests/traffic/test_calibration_window.py",
+                                      "tests/traffic/test_budget_calibration.py",
+                                      "tests/pipeline/test_publish_parts.py"],
 }
 
 

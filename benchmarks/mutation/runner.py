@@ -5,8 +5,9 @@ copy the tree to mutants/ and first trace the whole suite (mutmut 3), and here a
 imports (torch, DuckDB, Prefect) before the first test and the full suite 12 minutes on two shared cores. This
 runner imports everything and collects the tests once in the parent, then forks one child per mutant that
 patches the module in memory (patch.py) and runs the selection with -x, so a killed mutant costs the time of its
-first failing test. Mutants on lines the selection never executes (traced once, in a baseline run) survive
-without being run. Limits: a subprocess a test starts runs the file on disk, unmutated.
+first failing test. The baseline run traces which test executes which line of the module; a mutant inside a
+function then runs only the tests that executed its statement (none: it survives as "not covered", unrun).
+Limits: a subprocess a test starts runs the file on disk, unmutated.
 """
 
 from __future__ import annotations
@@ -87,23 +88,31 @@ def _in_child(work, timeout: float) -> tuple[int, float]:
 
 
 class _Durations:
-    """A pytest plugin keeping each test's time (setup + call + teardown) by node id."""
+    """A pytest plugin keeping each test's time (setup + call + teardown) by node id, and the id of the test
+    running now (so the tracer can say which test ran which line)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.current: str | None = None
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.current = nodeid
 
     def pytest_runtest_logreport(self, report) -> None:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
 
 def _baseline(tests: list[str], path: Path, lines_file: Path) -> int:
-    """The child of the baseline run: the selection under a line tracer for path; the lines it ran and each
+    """The child of the baseline run: the selection under a line tracer for path; the lines it ran, which test
+    ran each (setup and teardown included: a module-scoped fixture's lines go to the first test using it) and each
     test's time written to lines_file."""
     target, seen, durations = str(path), set(), _Durations()
+    by_test: dict[str, set[int]] = {}
 
     def local(frame, event, arg):
         if event == "line":
             seen.add(frame.f_lineno)
+            by_test.setdefault(durations.current or "", set()).add(frame.f_lineno)
         return local
 
     def tracer(frame, event, arg):
@@ -113,7 +122,8 @@ def _baseline(tests: list[str], path: Path, lines_file: Path) -> int:
     threading.settrace(tracer)
     code = pytest.main([*PYTEST_ARGS, *tests], plugins=[durations])
     sys.settrace(None)
-    lines_file.write_text(json.dumps({"lines": sorted(seen), "durations": durations.seconds}))
+    lines_file.write_text(json.dumps({"lines": sorted(seen), "durations": durations.seconds,
+                                      "by_test": {t: sorted(lines) for t, lines in by_test.items()}}))
     return int(code)
 
 
@@ -153,6 +163,7 @@ def run_module(module_name: str, tests: list[str], report=print, only: set[str] 
     # Mutants then run the tests quickest first: with -x a killed mutant costs only up to its first failure.
     options = [a for a in tests if a.startswith("-")]
     tests = options + sorted(traced["durations"], key=traced["durations"].get)
+    by_test = {t: set(lines) for t, lines in traced["by_test"].items() if t in traced["durations"]}
     run = ModuleRun(module_name, baseline_seconds=round(seconds, 2))
     timeout = max(10.0, 3 * seconds + 5)
     spans = _statement_spans(source)
@@ -170,7 +181,19 @@ def run_module(module_name: str, tests: list[str], report=print, only: set[str] 
             run.outcomes.append(Outcome(mutant, "not covered"))
             report(f"  [{i}/{len(todo)}] not covered: line {mutant.line}: {mutant.key}")
             continue
-        code, seconds = _in_child(lambda m=mutant: _run_mutant(module_name, source, m, tests), timeout)
+        # A mutant inside a function only acts when its statement runs, so only the tests that ran it can see it
+        # (run quickest first, as above); a module-level one (a constant, a default, a decorator) may act on any
+        # test and gets them all. Fewer tests can only let more mutants survive, never kill one wrongly.
+        selection = tests
+        if in_function:
+            span = set(range(first, last + 1))
+            selection = options + [t for t in tests if t in by_test and by_test[t] & span]
+            if len(selection) == len(options):  # ran only while the tests were collected, never by a test
+                run.outcomes.append(Outcome(mutant, "not covered"))
+                report(f"  [{i}/{len(todo)}] not covered: line {mutant.line}: {mutant.key}")
+                continue
+        code, seconds = _in_child(lambda m=mutant, sel=selection: _run_mutant(module_name, source, m, sel),
+                                  timeout)
         status = {0: "survived", 99: "no change", -1: "timeout"}.get(code, "killed")
         run.outcomes.append(Outcome(mutant, status, round(seconds, 2)))
         if status != "killed":

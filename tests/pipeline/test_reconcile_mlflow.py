@@ -7,7 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from uniroute import store
+from uniroute.errors import is_disk_full
 from uniroute.faults import DISK_FULL_ENV
 from uniroute.pipeline import registry
 from uniroute.pipeline.reconcile import Report, reconcile
@@ -116,3 +119,20 @@ def test_a_full_disk_while_logging_is_one_broken_line_not_a_traceback(db_path, t
     [(status, detail)] = _mlflow(_reconcile(db_path, tmp_path, tracking))
     assert status == "broken" and detail.startswith("no space left on the device of ")
     assert detail.endswith("(`uniroute doctor` logs what is missing)")
+
+
+def test_a_full_disk_names_the_artifact_location_mlflow_was_writing(db_path, tracking, tmp_path, monkeypatch):
+    save_toy_champion(db_path)
+    monkeypatch.setenv(DISK_FULL_ENV, "mlflow:artifacts")
+    [(_, detail)] = _mlflow(_reconcile(db_path, tmp_path, tracking))
+    named = detail.removeprefix("no space left on the device of ").split(" (")[0]
+    assert named != str(tracking[1]) and "artifacts" in named, detail  # the run's folder, not just the root
+
+
+def test_an_oserror_other_than_a_full_disk_while_logging_is_raised_not_reported(db_path, tracking, tmp_path):
+    save_toy_champion(db_path)
+    tracking[1].parent.mkdir(parents=True, exist_ok=True)
+    tracking[1].write_text("a file where MLflow's artifact folder goes")
+    with pytest.raises(OSError) as raised:
+        _reconcile(db_path, tmp_path, tracking)
+    assert not is_disk_full(raised.value)

@@ -171,3 +171,25 @@ def test_doctor_publishes_the_champion_again_over_a_damaged_newest_publication(s
     assert (published / damaged.version).is_dir()  # kept, recorded, for a look
     assert _found(_reconcile(saved, published, repair=False))["published"] == (
         "ok", f"`current` is the newest publication {again}")
+
+
+def test_a_republish_that_fails_is_one_broken_line_and_leaves_the_store_and_current_as_they_were(
+        saved: Path, tmp_path: Path):
+    published = tmp_path / "published"
+    damaged = publish_in_session(saved, published)
+    snapshot.make_current(published, damaged.version)
+    (damaged.path / "routes.parquet").write_bytes(b"not parquet")
+    with store.session(saved, "test") as s:  # the champion's whole pool retired: publishing it again must fail
+        for model in ("cheap", "big"):
+            store.execute(s.con, "retire_model", model=model)
+    entries = sorted(p.name for p in published.iterdir())
+    report = _reconcile(saved, published)
+    status, detail = _found(report)["published"]
+    assert status == "broken" and not report.healthy and "\n" not in detail
+    assert detail.startswith(f"the newest publication {damaged.version} is damaged: ")
+    assert detail.endswith("; publishing it again failed: champion r-001 has no active model to publish "
+                           "(all retired)")
+    assert sorted(p.name for p in published.iterdir()) == entries  # no new folder, `current` not switched
+    assert snapshot.current_version(published) == damaged.version
+    with store.session(saved, "test") as s:
+        assert store.query(s.con, "publication_versions").version.tolist() == [damaged.version]
