@@ -115,8 +115,8 @@ def test_a_sampled_build_tunes_and_scores_as_a_state_over_every_row(built, monke
     config = EvalConfig(seed=0, methods=("kmeans", "knn", "zero"))
     tuning = build_module._tuning_rows(split, len(data.split))
     routing = data.eval_data.routing
-    rows = np.unique(tuning.rows)  # what HeldRows.load holds: sorted store rows
-    held = build_module.HeldRows(rows, X[rows], routing.scores[rows], routing.costs[rows])
+    rows = tuning.rows  # what HeldRows.load holds first
+    held = build_module.HeldRows(rows, len(rows), X[rows], routing.scores[rows], routing.costs[rows])
     state, sample = held.state(tuning, routing.models, config), tuning.sample
     assert len(state.X) == len(sample.train) + len(sample.val) + len(sample.test) < len(X)
     assert len(sample.train) == len(split.train) // 2 and set(sample.val) <= set(split.val)

@@ -159,31 +159,34 @@ def _tuning_rows(split: TrialSplit, n_prompts: int) -> TuningRows:
 @dataclass(frozen=True, eq=False)
 class HeldRows:
     """The only rows of the store the driver holds numbers for: the tuning rows and every validation prompt (whose
-    losses measure the routers' Psi), with their vectors, scores and costs. At 1M prompts x 100 LLMs about 170k
-    rows (50k training, 100k validation, 20k test) instead of every row: the driver's memory follows the samples
-    and the validation set, not the store."""
+    losses measure the routers' Psi), with their vectors and scores, and the tuning rows' costs. At 1M prompts x
+    100 LLMs about 170k rows (50k training, 100k validation, 20k test) instead of every row: the driver's memory
+    follows the samples and the validation set, not the store. The tuning rows come first, in the state's order,
+    so the state is a view of them (a copy was another 0.2 GB at 1M x 100)."""
 
-    rows: np.ndarray  # sorted store rows
+    rows: np.ndarray  # store rows: the tuning rows (state order), then the validation prompts not among them
+    n_tuning: int
     X: np.ndarray  # (R, d) float32
     scores: np.ndarray  # (R, M) float64, NaN where no result
-    costs: np.ndarray  # (R, M)
+    costs: np.ndarray  # (n_tuning, M)
 
     @classmethod
-    def load(cls, con: store.Connection, index: StoreIndex, rows: np.ndarray, embedder_id: str,
+    def load(cls, con: store.Connection, index: StoreIndex, tuning: TuningRows, val: np.ndarray, embedder_id: str,
              dim: int) -> HeldRows:
-        rows = np.unique(rows)
-        scores, costs = result_rows(con, rows, len(index.models))
-        return cls(rows, vector_rows(con, index, rows, embedder_id, dim), scores, costs)
+        rows = np.concatenate([tuning.rows, np.setdiff1d(val, tuning.rows)])
+        scores, costs = result_rows(con, rows, len(index.models), len(tuning.rows))
+        return cls(rows, len(tuning.rows), vector_rows(con, index, rows, embedder_id, dim), scores, costs)
 
     def at(self, store_rows: np.ndarray) -> np.ndarray:
         """Positions of these store rows (all held) among the held ones."""
-        return np.searchsorted(self.rows, store_rows)
+        order = np.argsort(self.rows)
+        return order[np.searchsorted(self.rows, store_rows, sorter=order)]
 
     def state(self, tuning: TuningRows, models: Sequence[str], config: StateConfig | None = None) -> TrialState:
-        """The trial state over the tuning rows."""
-        at = self.at(tuning.rows)
-        routing = RoutingData(models=tuple(models), scores=self.scores[at], costs=self.costs[at])
-        return TrialState(self.X[at], routing, tuning.state_split, config)
+        """The trial state over the tuning rows (views of the held arrays)."""
+        n = self.n_tuning
+        routing = RoutingData(models=tuple(models), scores=self.scores[:n], costs=self.costs[:n])
+        return TrialState(self.X[:n], routing, tuning.state_split, config)
 
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
@@ -220,7 +223,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
                              on_stage=stage)
     stage("reading the sampled and validation prompts' results and vectors")
-    held = HeldRows.load(con, index, np.concatenate([tuning.rows, split.val]), embedder.embedder_id, embedder.dim)
+    held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
     seconds["load_and_embed"] = time.perf_counter() - t0
     log.info("loaded %d prompts x %d models, %d of them with their results and embeddings, in %.1f s",
              len(prompt_ids), len(models), len(held.rows), seconds["load_and_embed"])
@@ -242,12 +245,11 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
               f"{' on Dask' if client is not None else ''}")
         return fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
 
-    val_at = held.at(split.val)
-    cands = fit_candidates(BuildRows(state, sample, split, held.X[val_at], held.scores[val_at], prompt_ids,
+    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, held.at(split.val), prompt_ids,
                                      refit_clusters),
                            BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
                            kinds, on_stage=stage)
-    del held, val_at  # the tuning state keeps its own rows
+    del held  # the tuning state keeps its rows (views)
     router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
 

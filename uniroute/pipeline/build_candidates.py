@@ -94,7 +94,8 @@ def _full_scale(router: AnyRouter, kind: str, rows: BuildRows, val_losses: np.nd
     val_losses (n_val_all, P): the pool's losses on every validation prompt."""
     split, sample = rows.split, rows.sample
     scale = FullScale(train_sampled=len(sample.train) < len(split.train), val_sampled=len(sample.val) < len(split.val),
-                      val_embeddings=lambda: rows.val_X, val_losses=val_losses, refit_clusters=rows.refit_clusters)
+                      val_embeddings=lambda: rows.X[rows.val_at], val_losses=val_losses,
+                      refit_clusters=rows.refit_clusters)
     return router_kind(kind).full_scale(router, scale)
 
 
@@ -106,8 +107,9 @@ class BuildRows:
     state: TrialState  # the tuning state over the (sampled) rows
     sample: TrialSplit  # the store rows the state was tuned on (build._tuning_rows; split when nothing was sampled)
     split: TrialSplit  # the build's whole split
-    val_X: np.ndarray  # (n_val_all, d) every validation prompt's embedding (split.val's order)
-    val_scores: np.ndarray  # (n_val_all, M_all) every validation prompt's scores (split.val's order)
+    X: np.ndarray  # (R, d) the held rows' embeddings (build.HeldRows): every validation prompt among them
+    scores: np.ndarray  # (R, M_all) the held rows' scores
+    val_at: np.ndarray  # (n_val_all,) where split.val's prompts are among the held rows
     prompt_ids: Sequence[str]  # (N,)
     # K-means (K) on every training prompt, for the kinds that refit where the tuning sampled them: the build
     # passes clusters_dask.fit_dataset, over the embedding dataset on the Dask workers (or in-process without).
@@ -151,8 +153,8 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
         notes.append(f"{len(split.train_models)} training LLM(s): {default.label()} without tuning or selection")
     cols = np.asarray(pool_columns)
     # sample.val is a sorted subset of the sorted split.val: its positions among rows.val_scores' rows.
-    tuning_losses = 1.0 - rows.val_scores[np.ix_(np.searchsorted(split.val, sample.val), cols)]
-    all_val_losses = 1.0 - rows.val_scores[:, cols]
+    tuning_losses = 1.0 - rows.scores[np.ix_(rows.val_at[np.searchsorted(split.val, sample.val)], cols)]
+    all_val_losses = 1.0 - rows.scores[np.ix_(rows.val_at, cols)]
     val_ids = [prompt_ids[i] for i in sample.val]
     # A model without any result on the (sampled) validation prompts has nothing to route by: left out, and
     # onboarded later on all validation prompts when it is a cluster kind.

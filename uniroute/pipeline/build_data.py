@@ -93,13 +93,14 @@ def load_store_index(con: store.Connection) -> StoreIndex:
                       split=prompts.column("split").to_numpy(zero_copy_only=False).astype(object), labelled=labelled)
 
 
-def result_rows(con: store.Connection, rows: np.ndarray, n_models: int) -> tuple[np.ndarray, np.ndarray]:
-    """(R, M) float64 scores and costs of the build's rows `rows` (sorted store rows, build_results' i), NaN where
-    no result: the same cells load_store_data's matrices hold at those rows."""
+def result_rows(con: store.Connection, rows: np.ndarray, n_models: int,
+                costs_for: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(R, M) float64 scores of the build's rows `rows` (distinct store rows, build_results' i) and the costs of the
+    first costs_for of them (default all), NaN where no result: the cells load_store_data's matrices hold there."""
     where = np.full(int(rows.max()) + 1 if len(rows) else 0, -1, dtype=np.int64)
     where[rows] = np.arange(len(rows))
     scores = np.full((len(rows), n_models), np.nan)
-    costs = np.full_like(scores, np.nan)
+    costs = np.full((len(rows) if costs_for is None else costs_for, n_models), np.nan)
     for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
         i = batch.column("i").to_numpy()
         inside = i < len(where)
@@ -108,7 +109,8 @@ def result_rows(con: store.Connection, rows: np.ndarray, n_models: int) -> tuple
         keep = at >= 0
         j = batch.column("j").to_numpy()[keep]
         scores[at[keep], j] = batch.column("score").to_numpy()[keep]
-        costs[at[keep], j] = batch.column("cost").to_numpy()[keep]
+        costed = at[keep] < len(costs)
+        costs[at[keep][costed], j[costed]] = batch.column("cost").to_numpy()[keep][costed]
     return scores, costs
 
 
