@@ -66,8 +66,9 @@ TUNING_VAL_SAMPLE = 5_000
 EVAL_TEST_SAMPLE = 20_000
 # DuckDB's memory during a build: with its default (80% of RAM) the build's queries over 100M results held 9 GB
 # of buffered blocks; capped at 1 GB they took about as long (within this shared machine's noise) and the load
-# stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`).
-BUILD_DUCKDB_MEMORY = "1GB"
+# stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`). Now that the driver holds only the sampled
+# rows, DuckDB's cap is most of its memory: 512 MB (each query over 20M results ran at ~600 MB of RSS with it).
+BUILD_DUCKDB_MEMORY = "512MB"
 
 
 @dataclass(frozen=True)
@@ -240,10 +241,16 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
     pool = [models[j] for j in pool_columns]
     stage("tuning the router kinds")
+    refits: dict[int, Centroids] = {}
+
     def refit_clusters(k: int) -> Centroids:
-        stage(f"K-means (K={k}) on every training prompt's vector in the embedding dataset"
-              f"{' on Dask' if client is not None else ''}")
-        return fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
+        # Once per K: K-means and count-aware K-means usually choose the same K, and the refit is deterministic
+        # (a second identical refit was a minute of the 200k x 100 build, benchmarks/scale/dask_plane.py).
+        if k not in refits:
+            stage(f"K-means (K={k}) on every training prompt's vector in the embedding dataset"
+                  f"{' on Dask' if client is not None else ''}")
+            refits[k] = fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
+        return refits[k]
 
     cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, held.at(split.val), prompt_ids,
                                      refit_clusters),
