@@ -57,3 +57,12 @@ def test_the_held_rows_are_the_whole_matrices_rows(tmp_path):
     assert store_split(index, 0).__dict__.keys() == store_split(data, 0).__dict__.keys()
     for name, value in store_split(data, 0).__dict__.items():
         np.testing.assert_array_equal(getattr(store_split(index, 0), name), value)
+
+
+def test_the_knn_test_curve_by_blocks_of_test_prompts_is_the_whole_one(tmp_path, monkeypatch):
+    """The K-NN held-out gamma found 7 test prompts at a time stores the same metrics as found all at once."""
+    from uniroute.routers import kind_knn
+
+    monkeypatch.setattr(kind_knn, "TEST_BLOCK", 7)
+    golden = json.loads(GOLDEN.read_text())["whole"]
+    _close(json.loads(json.dumps(built(tmp_path / "blocks", False)))["metrics"], golden["metrics"], "metrics")
