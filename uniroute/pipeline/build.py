@@ -226,8 +226,8 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     stage("reading the sampled and validation prompts' results and vectors")
     held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
     seconds["load_and_embed"] = time.perf_counter() - t0
-    log.info("loaded %d prompts x %d models, %d of them with their results and embeddings, in %.1f s",
-             len(prompt_ids), len(models), len(held.rows), seconds["load_and_embed"])
+    log.info("loaded %d prompts x %d models and their embeddings in %.1f s (the numbers of %d of them held)",
+             len(prompt_ids), len(models), seconds["load_and_embed"], len(held.rows))
     crashpoint("build:embedded")
 
     t0 = time.perf_counter()
