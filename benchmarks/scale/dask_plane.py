@@ -60,15 +60,16 @@ def _stop(process: subprocess.Popen) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def prepare(work: Path, prompts: int, models: int) -> Path:
-    """A store with the synthetic logs ingested (kept between runs with the same size); its home."""
+def prepare(work: Path, prompts: int, models: int, llms: int | None = None) -> Path:
+    """A store with the synthetic logs ingested (kept between runs with the same size); its home. llms: that many
+    LLMs in all, the ones beyond the ingested `models` fabricated straight into the store (add_llms)."""
     from uniroute import operations
     from uniroute.embed import make_embedder
     from uniroute.synth import write_synthetic_logs
 
     # The static model file is built once per machine from MiniLM (torch in memory): here, not in the driver.
     make_embedder("static", progress=False, cache_dir=work / "cache")
-    home = work / f"home-{prompts}x{models}"
+    home = work / (f"home-{prompts}x{models}" if not llms else f"home-{prompts}x{llms}llms")
     if (home / "ready").exists():
         return home
     shutil.rmtree(home, ignore_errors=True)
@@ -76,9 +77,50 @@ def prepare(work: Path, prompts: int, models: int) -> Path:
     t0 = time.perf_counter()
     synth = write_synthetic_logs(work / "logs", n_prompts=prompts, n_models=models, n_topics=16, seed=0)
     operations.ingest(operations.Context.at(home / "uniroute.duckdb"), synth.logs_path)
+    note = f"{time.perf_counter() - t0:.1f} s to generate and ingest {models} LLMs"
+    if llms and llms > models:
+        t1 = time.perf_counter()
+        add_llms(home / "uniroute.duckdb", work / "logs" / "prompts.parquet", models, llms)
+        note += f", {time.perf_counter() - t1:.1f} s to add {llms - models} LLMs' results in DuckDB"
     shutil.rmtree(work / "logs")
-    (home / "ready").write_text(f"{time.perf_counter() - t0:.1f} s to generate and ingest\n")
+    (home / "ready").write_text(note + "\n")
     return home
+
+
+# The fabricated LLMs' results, in DuckDB (a 100M-row CSV ingest would take longer than the build measured). Each
+# LLM has a skill per latent topic (the synthetic prompts' topic, which their embeddings carry) and a cost that
+# grows with its mean skill; a prompt's score is a Bernoulli draw of that skill, all from hashes (deterministic).
+ADD_LLMS_SQL = """
+create temp table llm_skills as
+select 'synth-llm-' || lpad(j::varchar, 3, '0') as model, t.topic,
+       0.1 + 0.85 * ((hash(j, t.topic) % 10000) / 10000.0) as skill
+from range($first, $llms) as r(j), (select distinct topic from read_parquet($latent)) as t;
+insert into models (model, status, first_seen) select distinct model, 'active', now() from llm_skills;
+insert into results (prompt_id, model, score, cost, source_file, file_hash, ingested_at)
+select l.prompt_id, s.model,
+       case when (hash(l.prompt_id, s.model) % 10000) / 10000.0 < s.skill then 1.0 else 0.0 end,
+       c.cost * (0.95 + 0.1 * ((hash(s.model, l.prompt_id, 'cost') % 1000) / 1000.0)),
+       'benchmarks/scale/dask_plane.py', 'fabricated', now()
+from read_parquet($latent) as l
+join llm_skills as s on s.topic = l.topic
+join (select model, power(10, -3 + 2 * avg(skill)) as cost from llm_skills group by model) as c on c.model = s.model;
+"""
+
+
+def add_llms(db: Path, latent: Path, first: int, llms: int) -> None:
+    """LLMs first..llms-1 fabricated into the store: a model row and one result per prompt each."""
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("set memory_limit = '2GB'")
+        for statement in (part.strip() for part in ADD_LLMS_SQL.split(";")):
+            if statement:
+                con.execute(statement, {k: v for k, v in {"first": first, "llms": llms, "latent": str(latent)}.items()
+                                        if f"${k}" in statement})
+        con.execute("checkpoint")
+    finally:
+        con.close()
 
 
 def _task_seconds(stream: list[dict], prefix: str) -> list[float]:
@@ -137,8 +179,9 @@ class RssSampler:
         self.sample()
 
 
-def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
-    """The driver's part (a child process): embed, then cluster, on the scheduler at address."""
+def driver(address: str, home: Path, k: int, seed: int, build: bool = False) -> dict[str, Any]:
+    """The driver's part (a child process): embed, then cluster, on the scheduler at address; build: embed, then the
+    whole build (`operations.build` with the address: its K-means refit and cluster assignments on the workers)."""
     from distributed import Client, get_task_stream
 
     from uniroute import operations
@@ -155,6 +198,13 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
             looked_up = operations.embed_new_prompts(ctx, "static", client=client)
         out["embed_seconds"] = time.perf_counter() - t0
         out["prompts"] = looked_up
+        if build:
+            out.update(_build_phase(ctx, address, seed, client, rss))
+            out["wall_seconds"] = time.perf_counter() - t0
+            out["embed_tasks"] = _task_summary(_task_seconds(embed_stream.data, "embed-partition"))
+            out["workers"] = len(client.scheduler_info()["workers"])
+            rss.phase("end")
+            return _finish(out, rss, home)
         t1 = time.perf_counter()
         rss.phase("cluster")
         with get_task_stream(client) as cluster_stream:
@@ -170,17 +220,46 @@ def driver(address: str, home: Path, k: int, seed: int) -> dict[str, Any]:
                                      "mean_seconds": sum(partial_tasks) / max(len(partial_tasks), 1)}
         out["workers"] = len(client.scheduler_info()["workers"])
         rss.phase("end")
+    return _finish(out, rss, home)
+
+
+def _finish(out: dict[str, Any], rss: RssSampler, home: Path) -> dict[str, Any]:
     out["driver_rss_mb_peak_by_phase"] = rss.peaks
     (home.parent / "driver_rss_timeline.json").write_text(json.dumps(rss.timeline[::5]))
     out["driver_peak_rss_mb"] = _peak_rss_mb()
     return out
 
 
-def run(work: Path, home: Path, workers: int, k: int, seed: int) -> dict[str, Any]:
+def _task_summary(seconds: list[float]) -> dict[str, float]:
+    return {"count": len(seconds), "mean_seconds": sum(seconds) / max(len(seconds), 1)}
+
+
+def _build_phase(ctx: Any, address: str, seed: int, client: Any, rss: RssSampler) -> dict[str, Any]:
+    """The nightly build as `uniroute build` with UNIROUTE_DASK_ADDRESS runs it (every router kind; MLflow off:
+    its recording is not the data plane), the Dask tasks it ran and its phases."""
+    from distributed import get_task_stream
+
+    from uniroute import operations
+
+    rss.phase("build")
+    t0 = time.perf_counter()
+    with get_task_stream(client) as stream:
+        result = operations.build(ctx, "static", seed, dask_address=address)
+    tasks = stream.data
+    phases = {name: round(v, 1) for name, v in result.seconds.items()}
+    return {"build_seconds": time.perf_counter() - t0, "build_phases": phases,
+            "build_kind": result.served, "build_models": len(result.models), "build_n_prompts": result.n_prompts,
+            "build_line": result.line(), "kmeans_block_tasks": _task_summary(_task_seconds(tasks, "_partial")),
+            "assign_tasks": _task_summary(_task_seconds(tasks, "_assign_partition"))}
+
+
+def run(work: Path, home: Path, workers: int, k: int, seed: int, build: bool = False) -> dict[str, Any]:
     """One measured run on a fresh cluster of `workers` processes; the embedding dataset starts empty."""
     from deployments.serve import free_port
 
     shutil.rmtree(home / "embeddings", ignore_errors=True)
+    if build:  # the build's router versions and assignments go too: each run builds on the same store
+        _forget_builds(home / "uniroute.duckdb")
     address = f"tcp://127.0.0.1:{free_port()}"
     logs = work / f"cluster-{workers}"
     logs.mkdir(exist_ok=True)
@@ -191,8 +270,10 @@ def run(work: Path, home: Path, workers: int, k: int, seed: int) -> dict[str, An
                               "--memory-limit", "0", "--no-dashboard"], logs / "workers.log")]
         load_start = _load()
         child = subprocess.run([sys.executable, "-m", "benchmarks.scale.dask_plane", "--driver", address,
-                                "--home", str(home), "--k", str(k), "--seed", str(seed)],
-                               cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+                                "--home", str(home), "--k", str(k), "--seed", str(seed),
+                                *(["--build"] if build else [])],
+                               cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "UNIROUTE_MLFLOW": "false"},
+                               capture_output=True, text=True)
         (logs / "driver.log").write_text(child.stderr)
         if child.returncode != 0:
             raise RuntimeError(f"driver failed: {child.stderr[-3000:]}")
@@ -202,6 +283,18 @@ def run(work: Path, home: Path, workers: int, k: int, seed: int) -> dict[str, An
     finally:
         for process in reversed(processes):
             _stop(process)
+
+
+def _forget_builds(db: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    try:
+        for table in ("cluster_assignments", "centroids", "psi", "router_costs", "router_metrics", "router_candidates",
+                      "routers"):
+            con.execute(f"delete from {table}")
+    finally:
+        con.close()
 
 
 def extrapolate(run2: dict[str, Any], prompts: int, target: int = 10_000_000) -> dict[str, Any]:
@@ -217,7 +310,9 @@ def extrapolate(run2: dict[str, Any], prompts: int, target: int = 10_000_000) ->
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--prompts", type=int, default=1_000_000)
-    parser.add_argument("--models", type=int, default=2)
+    parser.add_argument("--models", type=int, default=2, help="LLMs in the ingested synthetic logs")
+    parser.add_argument("--llms", type=int, help="LLMs in all: the ones beyond --models fabricated into the store")
+    parser.add_argument("--build", action="store_true", help="run the whole build after the embedding, not K-means")
     parser.add_argument("--workers", default="2,1")
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
@@ -227,22 +322,24 @@ def main() -> None:
     parser.add_argument("--home", type=Path)
     args = parser.parse_args()
     if args.driver:
-        print(json.dumps(driver(args.driver, args.home, args.k, args.seed)))
+        print(json.dumps(driver(args.driver, args.home, args.k, args.seed, args.build)))
         return
     args.work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    home = prepare(args.work, args.prompts, args.models)
+    home = prepare(args.work, args.prompts, args.models, args.llms)
     runs = {}
     for n in (int(w) for w in args.workers.split(",")):
-        runs[str(n)] = run(args.work, home, n, args.k, args.seed)
+        runs[str(n)] = run(args.work, home, n, args.k, args.seed, args.build)
         print(json.dumps({n: runs[str(n)]}), flush=True)
-    result = {"benchmark": "dask_plane", "prompts": args.prompts, "models": args.models, "k": args.k,
+    result = {"benchmark": "dask_plane", "prompts": args.prompts, "models": args.models,
+              "llms": args.llms or args.models,
+              "build": args.build, "k": args.k,
               "nproc": os.cpu_count(), "prepare": (home / "ready").read_text().strip(), "runs": runs,
               "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
               "seconds_total": round(time.perf_counter() - started, 1)}
     if "1" in runs and "2" in runs:
         result["one_over_two_workers"] = round(runs["1"]["wall_seconds"] / runs["2"]["wall_seconds"], 2)
-    if "2" in runs:
+    if "2" in runs and not args.build:  # the extrapolation counts embedding and K-means tasks only
         result["extrapolated_10m"] = extrapolate(runs["2"], args.prompts)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

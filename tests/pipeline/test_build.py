@@ -113,8 +113,11 @@ def test_a_sampled_build_tunes_and_scores_as_a_state_over_every_row(built, monke
     monkeypatch.setattr(build_module, "EVAL_TEST_SAMPLE", len(split.test) // 2)
     X = np.random.default_rng(3).normal(size=(len(data.split), 8)).astype(np.float32)
     config = EvalConfig(seed=0, methods=("kmeans", "knn", "zero"))
-    tuning = build_module._tuning_rows(data, split)
-    state, sample = tuning.state(X, config), tuning.sample
+    tuning = build_module._tuning_rows(split, len(data.split))
+    routing = data.eval_data.routing
+    rows = tuning.rows  # what HeldRows.load holds first
+    held = build_module.HeldRows(rows, len(rows), X[rows], routing.scores[rows], routing.costs[rows])
+    state, sample = held.state(tuning, routing.models, config), tuning.sample
     assert len(state.X) == len(sample.train) + len(sample.val) + len(sample.test) < len(X)
     assert len(sample.train) == len(split.train) // 2 and set(sample.val) <= set(split.val)
     every_row = TrialState(X, data.eval_data.routing, sample, config)

@@ -86,6 +86,13 @@ def test_memory_limited_sets_the_limit_for_the_block_and_restores_it(db_path):
         with pytest.raises(RuntimeError, match="boom"), store.memory_limited(con, "300MB"):
             raise RuntimeError("boom")
         assert store.query_row(con, "memory_limit")[0] == before
+        # Nested: the inner block gives back the outer cap, not DuckDB's default (a build's embedding fill inside
+        # the build's cap left the rest of the build uncapped).
+        with store.memory_limited(con, "300MB"):
+            with store.memory_limited(con, "200MB"):
+                assert store.query_row(con, "memory_limit")[0] == "190.7 MiB"
+            assert store.query_row(con, "memory_limit")[0] == "286.1 MiB"
+        assert store.query_row(con, "memory_limit")[0] == before
 
 
 def test_query_batches_streams_every_row_in_batches(db_path):

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 CHUNK_TEXTS = 32_768
 
 
-def _scatter_vectors(out: np.ndarray, positions: pa.ChunkedArray, vectors: pa.ChunkedArray, what: str) -> None:
+def scatter_vectors(out: np.ndarray, positions: pa.ChunkedArray, vectors: pa.ChunkedArray, what: str) -> None:
     """Write Arrow list<float> rows into out[positions] (out is (n, dim)), chunk by chunk, one copy each."""
     dim = out.shape[1]
     for pos_chunk, chunk in zip(positions.chunks, vectors.chunks, strict=True):
@@ -168,5 +168,5 @@ def embed_cached(
     if found.num_rows != len(texts):
         raise store.StoreError(f"embed {embedder.embedder_id}: {len(texts) - found.num_rows} texts have no vector "
                                f"after embedding (the dataset at {root_of(con)} lost files while this ran)")
-    _scatter_vectors(out, found.column("pos"), found.column("vector"), embedder.embedder_id)
+    scatter_vectors(out, found.column("pos"), found.column("vector"), embedder.embedder_id)
     return out

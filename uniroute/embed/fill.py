@@ -67,7 +67,9 @@ def embed_store_prompts(con: store.Connection, embedder: Embedder, client: Clien
     fs, base = fsspec.core.url_to_fs(root)
     work = f"{base}/work/embed-{uuid.uuid4().hex}.parquet"
     url = work if "://" not in root else fs.unstrip_protocol(work)
-    n_prompts = int(store.query_row(con, "build_prompt_count")[0])
+    # Capped too: uncapped (DuckDB's default, 80% of RAM) this count over 20M results took the driver to 1.6 GB.
+    with store.memory_limited(con, FILL_DUCKDB_MEMORY):
+        n_prompts = int(store.query_row(con, "build_prompt_count")[0])
     try:
         missing = _write_work(con, embedder.embedder_id, url, TASK_TEXTS if client is not None else CHUNK_TEXTS)
         log.info("embed %s: %d prompts, %d distinct to embed", embedder.embedder_id, n_prompts, missing)

@@ -28,8 +28,15 @@ from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
-from uniroute.pipeline.build_data import StoreData, embed_prompts, load_store_data, store_split
-from uniroute.pipeline.clusters_dask import fit_dataset
+from uniroute.pipeline.build_data import (
+    StoreIndex,
+    embed_prompts,
+    load_store_index,
+    result_rows,
+    store_split,
+    vector_rows,
+)
+from uniroute.pipeline.clusters_dask import fit_dataset, store_assignments
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
 from uniroute.pipeline.shadow_config import ShadowConfig
 from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
@@ -60,8 +67,9 @@ TUNING_VAL_SAMPLE = 5_000
 EVAL_TEST_SAMPLE = 20_000
 # DuckDB's memory during a build: with its default (80% of RAM) the build's queries over 100M results held 9 GB
 # of buffered blocks; capped at 1 GB they took about as long (within this shared machine's noise) and the load
-# stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`).
-BUILD_DUCKDB_MEMORY = "1GB"
+# stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`). Now that the driver holds only the sampled
+# rows, DuckDB's cap is most of its memory: 512 MB (each query over 20M results ran at ~600 MB of RSS with it).
+BUILD_DUCKDB_MEMORY = "512MB"
 
 
 @dataclass(frozen=True)
@@ -120,25 +128,19 @@ def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndar
 
 @dataclass(frozen=True, eq=False)
 class TuningRows:
-    """What the kinds are tuned and scored on: the sampled store rows and their own copy of the matrices.
+    """What the kinds are tuned and scored on: the sampled store rows, renumbered into the state's own rows.
 
     Where the build samples, the state holds only the sampled rows (its split renumbered into them): a state
-    over every row would copy the (N, M) losses (0.8 GB at 1M x 100) and read only the samples, and the full
-    costs would have to stay alive for it. The rows' values are the same either way, so tuning, selection and
-    evaluation are unchanged.
+    over every row would copy the (N, M) losses (0.8 GB at 1M x 100) and read only the samples. The rows' values
+    are the same either way, so tuning, selection and evaluation are unchanged.
     """
 
     sample: TrialSplit  # the tuning and scoring prompts as store rows (the build's split when nothing is sampled)
-    rows: np.ndarray | None  # store rows the state holds, in its order; None: every row
-    routing: RoutingData  # the state's matrices (those rows only)
+    rows: np.ndarray  # store rows the state holds, in its order (every row, in order, when nothing is sampled)
     state_split: TrialSplit  # sample, renumbered into `rows`
 
-    def state(self, X: np.ndarray, config: StateConfig | None = None) -> TrialState:
-        """The trial state over these rows of the build's (N, d) embeddings."""
-        return TrialState(X if self.rows is None else X[self.rows], self.routing, self.state_split, config)
 
-
-def _tuning_rows(data: StoreData, split: TrialSplit) -> TuningRows:
+def _tuning_rows(split: TrialSplit, n_prompts: int) -> TuningRows:
     """The sampled prompts of a large build (TUNING_SAMPLE, TUNING_VAL_SAMPLE, EVAL_TEST_SAMPLE), or all of them."""
     rng = np.random.default_rng(split.fit_seed)
     # Training prompts are drawn first: a build that only subsamples them draws what it always drew.
@@ -146,27 +148,47 @@ def _tuning_rows(data: StoreData, split: TrialSplit) -> TuningRows:
     val = _subsample(rng, split.val, TUNING_VAL_SAMPLE)
     test = _subsample(rng, split.test, EVAL_TEST_SAMPLE)
     if (len(train), len(val), len(test)) == (len(split.train), len(split.val), len(split.test)):
-        return TuningRows(split, None, data.eval_data.routing, split)
+        return TuningRows(split, np.arange(n_prompts), split)
     log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
              len(train), len(split.train), len(val), len(split.val), len(test), len(split.test))
-    rows = np.concatenate([train, val, test])
-    routing = data.eval_data.routing
-    held = RoutingData(models=routing.models, scores=routing.scores[rows], costs=routing.costs[rows])
     ends = np.cumsum([len(train), len(val), len(test)])
     renumbered = TrialSplit(split.train_models, split.test_models, np.arange(ends[0]), np.arange(ends[0], ends[1]),
                             np.arange(ends[1], ends[2]), split.fit_seed)
-    return TuningRows(TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed), rows,
-                      held, renumbered)
+    return TuningRows(TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed),
+                      np.concatenate([train, val, test]), renumbered)
 
 
-def write_assignments(
-    con: store.Connection, clustering_id: str, prompt_ids: Sequence[str], clusters: np.ndarray
-) -> None:
-    """Each prompt's cluster under a clustering (once: an identical rebuild reuses the stored rows)."""
-    if bool(store.query(con, "assignments_exist", clustering_id=clustering_id).iloc[0, 0]):
-        return
-    store.write_frame(con, "cluster_assignments", pd.DataFrame(
-        {"clustering_id": clustering_id, "prompt_id": list(prompt_ids), "cluster": clusters.astype(np.int32)}))
+@dataclass(frozen=True, eq=False)
+class HeldRows:
+    """The only rows of the store the driver holds numbers for: the tuning rows and every validation prompt (whose
+    losses measure the routers' Psi), with their vectors and scores, and the tuning rows' costs. At 1M prompts x
+    100 LLMs about 170k rows (50k training, 100k validation, 20k test) instead of every row: the driver's memory
+    follows the samples and the validation set, not the store. The tuning rows come first, in the state's order,
+    so the state is a view of them (a copy was another 0.2 GB at 1M x 100)."""
+
+    rows: np.ndarray  # store rows: the tuning rows (state order), then the validation prompts not among them
+    n_tuning: int
+    X: np.ndarray  # (R, d) float32
+    scores: np.ndarray  # (R, M) float64, NaN where no result
+    costs: np.ndarray  # (n_tuning, M)
+
+    @classmethod
+    def load(cls, con: store.Connection, index: StoreIndex, tuning: TuningRows, val: np.ndarray, embedder_id: str,
+             dim: int) -> HeldRows:
+        rows = np.concatenate([tuning.rows, np.setdiff1d(val, tuning.rows)])
+        scores, costs = result_rows(con, rows, len(index.models), len(tuning.rows))
+        return cls(rows, len(tuning.rows), vector_rows(con, index, rows, embedder_id, dim), scores, costs)
+
+    def at(self, store_rows: np.ndarray) -> np.ndarray:
+        """Positions of these store rows (all held) among the held ones."""
+        order = np.argsort(self.rows)
+        return order[np.searchsorted(self.rows, store_rows, sorter=order)]
+
+    def state(self, tuning: TuningRows, models: Sequence[str], config: StateConfig | None = None) -> TrialState:
+        """The trial state over the tuning rows (views of the held arrays)."""
+        n = self.n_tuning
+        routing = RoutingData(models=tuple(models), scores=self.scores[:n], costs=self.costs[:n])
+        return TrialState(self.X[:n], routing, tuning.state_split, config)
 
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
@@ -201,42 +223,46 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     stage("loading the store")
-    data = load_store_data(con)
-    split = store_split(data, seed)
-    tuning = _tuning_rows(data, split)
-    # From here on only the scores, prompt ids, names and (until embedded) texts are read: dropping the store
-    # data frees the (N, M) costs before the embeddings are made (0.8 GB at 1M x 100) unless the tuning state
-    # holds them itself (no sampling: a small build).
-    models, scores, texts = data.eval_data.routing.models, data.eval_data.routing.scores, data.eval_data.prompts
-    prompt_ids, excluded_models = data.eval_data.prompt_ids, data.eval_data.excluded_models
-    del data
-    fit_texts = [texts[i] for i in split.train] if embedder_kind(embedder_name).fitted else None
-    X, embedder = embed_prompts(con, texts, embedder_name, seed, fit_texts, cache_dir, on_stage=stage)
-    del texts, fit_texts  # the N prompt texts (0.3 GB at 1M)
+    index = load_store_index(con)
+    split = store_split(index, seed)
+    tuning = _tuning_rows(split, len(index.split))
+    models, prompt_ids, excluded_models = index.models, index.prompt_ids, index.excluded_models
+    embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
+                             on_stage=stage)
+    stage("reading the sampled and validation prompts' results and vectors")
+    held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
     seconds["load_and_embed"] = time.perf_counter() - t0
-    log.info("loaded %d prompts x %d models and their embeddings in %.1f s", len(prompt_ids), len(models),
-             seconds["load_and_embed"])
+    log.info("loaded %d prompts x %d models and their embeddings in %.1f s (the numbers of %d of them held)",
+             len(prompt_ids), len(models), seconds["load_and_embed"], len(held.rows))
     crashpoint("build:embedded")
 
     t0 = time.perf_counter()
-    state, sample = tuning.state(X), tuning.sample
+    state, sample = held.state(tuning, models), tuning.sample
     n_val = len(sample.val)
     costs = store.query(con, "model_val_costs").set_index("model")["cost"]
-    answered = ~np.isnan(scores[split.val]).all(axis=0)
+    answered = index.labelled[split.val].any(axis=0)
     # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
     # of the router until it has more, as onboarding leaves it out.
     thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
     pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
     pool = [models[j] for j in pool_columns]
     stage("tuning the router kinds")
-    def refit_clusters(k: int) -> Centroids:
-        stage(f"K-means (K={k}) on every training prompt's vector in the embedding dataset"
-              f"{' on Dask' if client is not None else ''}")
-        return fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
+    refits: dict[int, Centroids] = {}
 
-    cands = fit_candidates(BuildRows(state, sample, split, X, scores, prompt_ids, refit_clusters),
+    def refit_clusters(k: int) -> Centroids:
+        # Once per K: K-means and count-aware K-means usually choose the same K, and the refit is deterministic
+        # (a second identical refit was a minute of the 200k x 100 build, benchmarks/scale/dask_plane.py).
+        if k not in refits:
+            stage(f"K-means (K={k}) on every training prompt's vector in the embedding dataset"
+                  f"{' on Dask' if client is not None else ''}")
+            refits[k] = fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
+        return refits[k]
+
+    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, held.at(split.val), prompt_ids,
+                                     refit_clusters),
                            BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
                            kinds, on_stage=stage)
+    del held  # the tuning state keeps its rows (views)
     router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
 
@@ -277,7 +303,8 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     fingerprint = registry.data_fingerprint(con)
     clusters = registry.router_centroids(router)
     if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
-        write_assignments(con, registry.router_clustering_id(router), prompt_ids, clusters.assign(X))
+        stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
+        store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
     router, battle_note = with_battle_models(con, router, lambda: embedder)
     notes.extend([battle_note] if battle_note else [])
     metric_rows = pd.DataFrame(

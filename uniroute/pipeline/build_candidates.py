@@ -89,24 +89,27 @@ def untuned_default(kinds: Sequence[str], n_val: int, n_train: int) -> Tuned:
     raise KindError(f"no router kind can be built without training LLMs among {list(kind_names())}")
 
 
-def _full_scale(router: AnyRouter, kind: str, X: np.ndarray, split: TrialSplit, sample: TrialSplit,
-                val_losses: np.ndarray, refit_clusters: Callable[[int], Centroids]) -> AnyRouter:
-    """The kind's router measured on every prompt where the tuning used samples of them (`sample`).
+def _full_scale(router: AnyRouter, kind: str, rows: BuildRows, val_losses: np.ndarray) -> AnyRouter:
+    """The kind's router measured on every prompt where the tuning used samples of them (rows.sample).
     val_losses (n_val_all, P): the pool's losses on every validation prompt."""
+    split, sample = rows.split, rows.sample
     scale = FullScale(train_sampled=len(sample.train) < len(split.train), val_sampled=len(sample.val) < len(split.val),
-                      val_embeddings=lambda: X[split.val], val_losses=val_losses, refit_clusters=refit_clusters)
+                      val_embeddings=lambda: rows.X[rows.val_at], val_losses=val_losses,
+                      refit_clusters=rows.refit_clusters)
     return router_kind(kind).full_scale(router, scale)
 
 
 @dataclass(frozen=True, eq=False)
 class BuildRows:
-    """What a build tunes on and measures its routers on."""
+    """What a build tunes on and measures its routers on: the tuning state and every validation prompt's numbers
+    (the driver holds no other row of the store: build.HeldRows)."""
 
     state: TrialState  # the tuning state over the (sampled) rows
     sample: TrialSplit  # the store rows the state was tuned on (build._tuning_rows; split when nothing was sampled)
     split: TrialSplit  # the build's whole split
-    X: np.ndarray  # (N, d) every prompt's embedding
-    scores: np.ndarray  # (N, M_all) the build's score matrix; only its validation rows are read here
+    X: np.ndarray  # (R, d) the held rows' embeddings (build.HeldRows): every validation prompt among them
+    scores: np.ndarray  # (R, M_all) the held rows' scores
+    val_at: np.ndarray  # (n_val_all,) where split.val's prompts are among the held rows
     prompt_ids: Sequence[str]  # (N,)
     # K-means (K) on every training prompt, for the kinds that refit where the tuning sampled them: the build
     # passes clusters_dask.fit_dataset, over the embedding dataset on the Dask workers (or in-process without).
@@ -126,8 +129,7 @@ class BuildPool:
 def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
                    on_stage: Callable[[str], None] | None = None) -> Candidates:
     """Tune every kind, select the one to serve, and build each kind's router over the pool."""
-    state, sample, split, X, scores, prompt_ids = (rows.state, rows.sample, rows.split, rows.X, rows.scores,
-                                                   rows.prompt_ids)
+    state, sample, split, prompt_ids = rows.state, rows.sample, rows.split, rows.prompt_ids
     pool_columns, pool_costs, embedder_id = pool.columns, pool.costs, pool.embedder_id
     pool = pool.models
     n_val = len(sample.val)
@@ -150,8 +152,9 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
         tuned, selection, chosen = {default.kind: default}, None, default.kind
         notes.append(f"{len(split.train_models)} training LLM(s): {default.label()} without tuning or selection")
     cols = np.asarray(pool_columns)
-    tuning_losses = 1.0 - scores[np.ix_(sample.val, cols)]
-    all_val_losses = 1.0 - scores[np.ix_(split.val, cols)]
+    # sample.val is a sorted subset of the sorted split.val: its positions among rows.val_scores' rows.
+    tuning_losses = 1.0 - rows.scores[np.ix_(rows.val_at[np.searchsorted(split.val, sample.val)], cols)]
+    all_val_losses = 1.0 - rows.scores[np.ix_(rows.val_at, cols)]
     val_ids = [prompt_ids[i] for i in sample.val]
     # A model without any result on the (sampled) validation prompts has nothing to route by: left out, and
     # onboarded later on all validation prompts when it is a cluster kind.
@@ -162,7 +165,7 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     routers = {}
     for kind, t in tuned.items():
         router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
-        routers[kind] = _full_scale(router, kind, X, split, sample, all_val_losses[:, seen], rows.refit_clusters)
+        routers[kind] = _full_scale(router, kind, rows, all_val_losses[:, seen])
     candidates = Candidates(tuned, routers, chosen, selection, tuple(notes))
     if selection is None:  # select_kind logs its own line
         log.info("%s", candidates.line())

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from uniroute import embed, store
+from uniroute.embed.cache import scatter_vectors
+from uniroute.embed.fill import embed_store_prompts
 from uniroute.errors import UnirouteError
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.split import TrialSplit
+from uniroute.store.embeddings import expose_view, root_of
 
 log = logging.getLogger(__name__)
 
@@ -34,17 +38,32 @@ class StoreData:
     eval_data: EvalData
     split: np.ndarray  # (N,) 'train' | 'val' | 'test'
 
+    @property
+    def labelled(self) -> np.ndarray:
+        """(N, M) bool: which prompt has a result of which model."""
+        return ~np.isnan(self.eval_data.routing.scores)
 
-def load_store_data(con: store.Connection) -> StoreData:
-    """Active, costed models' results as (N, M) matrices; prompts get their stored split first.
 
-    DuckDB computes the matrix coordinates, so the load stays a few columns of numbers per result even
-    at 100M results (no prompt text repeated per row).
+@dataclass(frozen=True, eq=False)
+class StoreIndex:
+    """What a build holds of every prompt: its id, text hash, split and which models answered it, no numbers.
+
+    The scores, costs and vectors are read for the rows the build works on only (result_rows, vector_rows): at
+    1M prompts x 100 LLMs the whole score and cost matrices were 1.6 GB of the driver and the vectors 1 GB.
     """
-    store.execute(con, "assign_splits")
+
+    models: tuple[str, ...]
+    excluded_models: tuple[str, ...]
+    prompt_ids: tuple[str, ...]  # (N,) in prompt_id order: the rows of build_results' i
+    text_hashes: pa.Array  # (N,) the embedding dataset's keys
+    split: np.ndarray  # (N,) 'train' | 'val' | 'test'
+    labelled: np.ndarray  # (N, M) bool: a result of the model (column, models' order) on the prompt (row)
+
+
+def _build_models(con: store.Connection, n_prompts: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The build's active, costed models and the ones left out for want of a cost; BuildError when too few."""
     models = tuple(store.query(con, "build_models")["model"])
     excluded = tuple(store.query(con, "build_excluded_models")["model"])
-    prompts = store.query(con, "build_prompts")
     if excluded:
         log.info("models without any cost are left out of the build: %s", list(excluded))  # the caller says so
     if len(models) < 2 and excluded:
@@ -53,9 +72,72 @@ def load_store_data(con: store.Connection) -> StoreData:
         raise BuildError(f"{len(models)} active model(s) have a cost and a build needs 2: {len(excluded)} have "
                          f"results but no cost ({named}); give each a cost per query with `uniroute models set-cost "
                          "MODEL COST` or `uniroute models set-cost --file costs.json`")
-    if len(models) < 2 or len(prompts) == 0:
-        raise BuildError(f"the store holds {len(models)} active models with costs and {len(prompts)} prompts; "
+    if len(models) < 2 or n_prompts == 0:
+        raise BuildError(f"the store holds {len(models)} active models with costs and {n_prompts} prompts; "
                          "a build needs at least 2 models with results (ingest logs, `uniroute models set-cost`)")
+    return models, excluded
+
+
+def load_store_index(con: store.Connection) -> StoreIndex:
+    """Every build prompt's id, hash and split (assigned first) and the (N, M) answered mask, streamed from the
+    results as load_store_data's matrices are (1 byte a cell, not 16)."""
+    store.execute(con, "assign_splits")
+    prompts = store.query_arrow(con, "build_prompt_index")
+    models, excluded = _build_models(con, prompts.num_rows)
+    labelled = np.zeros((prompts.num_rows, len(models)), dtype=bool)
+    for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
+        labelled[batch.column("i").to_numpy(), batch.column("j").to_numpy()] = True
+    return StoreIndex(models=models, excluded_models=excluded,
+                      prompt_ids=tuple(prompts.column("prompt_id").to_pylist()),
+                      text_hashes=prompts.column("text_hash").combine_chunks(),
+                      split=prompts.column("split").to_numpy(zero_copy_only=False).astype(object), labelled=labelled)
+
+
+def result_rows(con: store.Connection, rows: np.ndarray, n_models: int,
+                costs_for: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(R, M) float64 scores of the build's rows `rows` (distinct store rows, build_results' i) and the costs of the
+    first costs_for of them (default all), NaN where no result: the cells load_store_data's matrices hold there."""
+    where = np.full(int(rows.max()) + 1 if len(rows) else 0, -1, dtype=np.int64)
+    where[rows] = np.arange(len(rows))
+    scores = np.full((len(rows), n_models), np.nan)
+    costs = np.full((len(rows) if costs_for is None else costs_for, n_models), np.nan)
+    for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
+        i = batch.column("i").to_numpy()
+        inside = i < len(where)
+        at = np.full(len(i), -1, dtype=np.int64)
+        at[inside] = where[i[inside]]
+        keep = at >= 0
+        j = batch.column("j").to_numpy()[keep]
+        scores[at[keep], j] = batch.column("score").to_numpy()[keep]
+        costed = at[keep] < len(costs)
+        costs[at[keep][costed], j[costed]] = batch.column("cost").to_numpy()[keep][costed]
+    return scores, costs
+
+
+def vector_rows(con: store.Connection, index: StoreIndex, rows: np.ndarray, embedder_id: str, dim: int) -> np.ndarray:
+    """(R, dim) float32 cached vectors of the build's rows `rows`, read from the embedding dataset by text hash."""
+    wanted = pa.table({"pos": pa.array(np.arange(len(rows), dtype=np.int64)),
+                       "text_hash": index.text_hashes.take(pa.array(rows, pa.int64()))})
+    expose_view(con)  # the dataset as it is now: the files the build's embedding wrote included
+    with store.registered(con, "wanted_hashes", wanted):
+        found = store.query_arrow(con, "embedding_of_hashes", embedder_id=embedder_id)
+    if found.num_rows != len(rows):
+        raise store.StoreError(f"embed {embedder_id}: {len(rows) - found.num_rows} build prompts have no vector in "
+                               f"the embedding dataset at {root_of(con)} (files lost while the build ran?)")
+    out = np.empty((len(rows), dim), dtype=np.float32)
+    scatter_vectors(out, found.column("pos"), found.column("vector"), embedder_id)
+    return out
+
+
+def load_store_data(con: store.Connection) -> StoreData:
+    """Active, costed models' results as (N, M) matrices; prompts get their stored split first.
+
+    DuckDB computes the matrix coordinates, so the load stays a few columns of numbers per result even
+    at 100M results (no prompt text repeated per row).
+    """
+    store.execute(con, "assign_splits")
+    prompts = store.query(con, "build_prompts")
+    models, excluded = _build_models(con, len(prompts))
     scores, costs, filled = _result_matrices(con, len(prompts), len(models))
     data = EvalData(
         prompt_ids=tuple(prompts["prompt_id"]),
@@ -85,11 +167,6 @@ def _result_matrices(con: store.Connection, n_prompts: int, n_models: int) -> tu
     return scores, costs, filled
 
 
-def prompt_texts(con: store.Connection) -> list[str]:
-    """Texts of every prompt a build will embed."""
-    return store.query(con, "build_prompts")["text"].tolist()
-
-
 def complete_models(labelled: np.ndarray, candidates: np.ndarray, min_share: float = MIN_COMPLETE_SHARE) -> np.ndarray:
     """The candidates (column indices of labelled (n, M)) kept so that at least min_share of the rows labelled by
     any candidate are labelled by every kept one: the least-labelled model is dropped until that holds.
@@ -105,7 +182,7 @@ def complete_models(labelled: np.ndarray, candidates: np.ndarray, min_share: flo
     return np.array(sorted(kept), dtype=np.int64)
 
 
-def store_split(data: StoreData, seed: int) -> TrialSplit:
+def store_split(data: StoreData | StoreIndex, seed: int) -> TrialSplit:
     """The stored split as a TrialSplit: which models tune on validation prompts and which are scored on test.
 
     Training LLMs: models with training labels that, together, label most validation prompts (complete_models).
@@ -117,7 +194,7 @@ def store_split(data: StoreData, seed: int) -> TrialSplit:
     for name, least in (("train", 3), ("val", 2)):
         if len(index[name]) < least:
             raise BuildError(f"only {len(index[name])} {name} prompts in the store; a build needs at least {least}")
-    labelled = ~np.isnan(data.eval_data.routing.scores)
+    labelled = data.labelled
     with_train_labels = np.nonzero(labelled[index["train"]].any(axis=0))[0]
     train_models = complete_models(labelled[index["val"]], with_train_labels)
     with_val_labels = np.nonzero(labelled[index["val"]].any(axis=0))[0]  # c(m) comes from validation prompts
@@ -129,17 +206,21 @@ def store_split(data: StoreData, seed: int) -> TrialSplit:
 
 
 def embed_prompts(
-    con: store.Connection, texts: Sequence[str], embedder_name: str, seed: int, fit_texts: Sequence[str] | None,
-    cache_dir: Path | None = None, on_stage: Callable[..., None] | None = None,
-) -> tuple[np.ndarray, Any]:
-    """(N, d) embeddings from the store's cache (only uncached texts are embedded), and the embedder.
+    con: store.Connection, embedder_name: str, seed: int, fitted: bool, cache_dir: Path | None = None,
+    on_stage: Callable[..., None] | None = None,
+) -> Any:
+    """The embedder (a fitted one fitted on the training prompts' texts), with every build prompt it lacks embedded
+    into the dataset (embed_store_prompts: texts streamed in batches, vectors written, none kept here).
 
     on_stage hears the two stages: preparing the embedder (the first build of the static or ONNX model from the
     local MiniLM takes about half a minute and prints nothing of its own), then embedding (its own bar).
     """
     if on_stage is not None:
         on_stage(f"preparing the {embedder_name} embedder")
+    fit_texts = store.query_arrow(con, "build_train_texts").column("text").to_pylist() if fitted else None
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
+    del fit_texts
     if on_stage is not None:
-        on_stage(f"embedding {len(texts):,} prompts with {embedder_name}", own_bar=True)
-    return embed.embed_cached(con, list(texts), embedder), embedder
+        on_stage(f"embedding the build's prompts with {embedder_name}", own_bar=True)
+    embed_store_prompts(con, embedder)
+    return embedder

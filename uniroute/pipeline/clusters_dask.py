@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from uniroute import store
 from uniroute.routers.kmeans import Centroids, clustering_id_of
 from uniroute.routers.kmeans_dask import fit_centroids_dask
-from uniroute.store.embeddings import partition_files, root_of
+from uniroute.store.embeddings import partition_files, register_filesystem, root_of
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -158,6 +158,42 @@ def fit_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed:
         fs.rm(keep_path)
 
 
+def assign_partitions(con: store.Connection, embedder_id: str, centroids: Centroids, clustering_id: str,
+                      client: Client | None = None) -> tuple[str, np.ndarray]:
+    """Every vector of the embedder assigned to its nearest centre, one file per partition written by the task that
+    read it (on the client's workers; in this process without one); (the files' folder, (K,) cluster sizes)."""
+    root = root_of(con)
+    out = f"{root}/assignments/{clustering_id}"
+    centers = dask.delayed(centroids.centers, name=f"centers-{clustering_id}")
+    files = partition_files(root, embedder_id)
+    with _scheduler(client):
+        sizes = np.sum(dask.compute(*[dask.delayed(_assign_partition)(p, centers, out) for p in files]), axis=0)
+    return out, np.asarray(sizes)
+
+
+def store_assignments(con: store.Connection, embedder_id: str, centroids: Centroids, clustering_id: str,
+                      client: Client | None = None) -> int:
+    """Each build prompt's cluster under a clustering written to `cluster_assignments` from the assignment files the
+    workers wrote (assign_partitions): DuckDB joins them to the prompts by text hash, so the driver holds neither
+    the vectors nor the clusters. Once per clustering (an identical rebuild reuses the stored rows); the rows."""
+    if bool(store.query(con, "assignments_exist", clustering_id=clustering_id).iloc[0, 0]):
+        return 0
+    out, _ = assign_partitions(con, embedder_id, centroids, clustering_id, client)
+    glob = f"{out}/*.parquet".replace(chr(39), chr(39) * 2)  # the project's own path: read_parquet binds no parameter
+    register_filesystem(con)
+    con.execute(f"create or replace temp view assigned as select text_hash, cluster from read_parquet('{glob}')")
+    try:
+        store.execute(con, "assignments_from_dataset", clustering_id=clustering_id)
+    finally:
+        con.execute("drop view if exists assigned")
+    written = int(store.query_row(con, "assignments_count", clustering_id=clustering_id)[0])
+    expected = int(store.query_row(con, "build_prompt_count")[0])
+    if written != expected:
+        raise store.StoreError(f"{clustering_id}: {expected - written} of {expected} build prompts have no cluster in "
+                               f"{out} (their vectors are missing from the embedding dataset)")
+    return written
+
+
 def cluster_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
                     client: Client | None = None) -> DatasetClusters:
     """K-means (K = k) over the training prompts' vectors of one embedder, fitted and assigned on the workers."""
@@ -165,12 +201,7 @@ def cluster_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, s
     centroids, n_train = fit_dataset(con, embedder_id, dim, k, seed, client)
     seconds = {"fit": time.perf_counter() - t0}
     clustering_id = clustering_id_of(centroids)
-    root = root_of(con)
-    out = f"{root}/assignments/{clustering_id}"
-    centers = dask.delayed(centroids.centers, name=f"centers-{clustering_id}")
-    files = partition_files(root, embedder_id)
-    with _scheduler(client):
-        sizes = np.sum(dask.compute(*[dask.delayed(_assign_partition)(p, centers, out) for p in files]), axis=0)
+    out, sizes = assign_partitions(con, embedder_id, centroids, clustering_id, client)
     seconds["assign"] = time.perf_counter() - t0 - seconds["fit"]
     result = DatasetClusters(centroids, clustering_id, n_train, sizes, out, seconds)
     log.info(result.line())

@@ -18,6 +18,7 @@ from uniroute.routers.ladders import neighbour_ladder
 log = logging.getLogger(__name__)
 
 BLOCK_RUNGS = 4  # rungs scored together from one neighbour search
+TEST_BLOCK = 1024  # test prompts whose neighbour order is found at once (1024 x 5k similarities, 40 MB of indices)
 
 
 class KnnKind(RouterKind):
@@ -74,7 +75,12 @@ class KnnKind(RouterKind):
         """(n_te, M_te) the test LLMs' mean loss on each test prompt's k nearest of the first n_val val prompts."""
         losses = state.test_llm_val_losses(n_val)
         k = min(tuned.value, n_val)
-        return knn_gammas(top_k_order(state.test_val_sims()[:, :n_val], k), losses, [k])[k]
+        sims = state.test_val_sims()[:, :n_val]
+        # By blocks of test prompts (row by row the same order): over all 20k x 5k at once, argpartition's int64
+        # indices and the negated copy were 1.2 GB of a build's driver (benchmarks/scale/dask_plane.py --build).
+        order = np.concatenate([top_k_order(sims[s : s + TEST_BLOCK], k)
+                                for s in range(0, max(len(sims), 1), TEST_BLOCK)])
+        return knn_gammas(order, losses, [k])[k]
 
     def gamma_from_training_labels(self, state: HeldOutState, value: int) -> np.ndarray:
         """(n_te, M) every LLM's mean loss on each test prompt's k nearest training prompts."""

@@ -82,6 +82,10 @@ def registered(
     con.unregister(name)
 
 
+# Memory caps of the memory_limited blocks open on each connection (by id), innermost last.
+_LIMITS: dict[int, list[str]] = {}
+
+
 @contextmanager
 def copied(con: duckdb.DuckDBPyConnection, name: str, frame: pa.Table) -> Iterator[duckdb.DuckDBPyConnection]:
     """Expose an Arrow table to named queries as the temp table `name`, a copy, for the duration of the block.
@@ -106,15 +110,29 @@ def copied(con: duckdb.DuckDBPyConnection, name: str, frame: pa.Table) -> Iterat
 
 @contextmanager
 def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """DuckDB's memory limit set to `limit` (e.g. "1GB") for the block, then back to DuckDB's default."""
+    """DuckDB's memory limit set to `limit` (e.g. "1GB") for the block, then back to the enclosing block's limit, or
+    to DuckDB's default outside any."""
     # DuckDB's default limit is 80% of RAM and it keeps the blocks it read until near it: a build's queries over
     # 100M results held 9 GB (benchmarks/results/pipeline.json); capped, it evicts and spills instead.
-    # Reset rather than restored: the limit reads back rounded ("18.8 GiB"), and no read-write connection sets one.
+    # Reset rather than restored from DuckDB: the limit reads back rounded ("18.8 GiB"), and no read-write connection
+    # sets one. The enclosing caps are remembered here instead: a nested block (the embedding fill inside a build)
+    # that reset to the default left the rest of the build uncapped (2 GB of driver at 200k x 100 LLMs).
+    stack = _LIMITS.setdefault(id(con), [])
+    stack.append(limit)
     execute(con, "set_memory_limit", limit=limit)
     try:
         yield con
     except BaseException:
         with contextlib.suppress(duckdb.Error):  # a failed transaction refuses the SET; keep the first error
-            execute(con, "reset_memory_limit")
+            _restore(con, stack)
         raise
-    execute(con, "reset_memory_limit")
+    _restore(con, stack)
+
+
+def _restore(con: duckdb.DuckDBPyConnection, stack: list[str]) -> None:
+    stack.pop()
+    if stack:
+        execute(con, "set_memory_limit", limit=stack[-1])
+    else:
+        _LIMITS.pop(id(con), None)
+        execute(con, "reset_memory_limit")
