@@ -30,6 +30,8 @@ REGISTERED = {
     "wanted_texts": "pos bigint, text varchar",  # embed/cache.py
     "embedding_wanted": "pos bigint, text_hash varchar",  # staged by sql/queries/embedding_stage_wanted.sql
     "wanted_attribute_hashes": "text_hash varchar",  # embed/annotator.py
+    "wanted_hashes": "pos bigint, text_hash varchar",  # pipeline/build_data.py: the held rows' vectors
+    "assigned": "text_hash varchar, cluster integer",  # pipeline/clusters_dask.py: the workers' assignment files
     # A version-1 store's cache table (sql/migrations/002) until store/embeddings.py moves it to Parquet.
     "embeddings_unexported": "text_hash varchar, embedder_id varchar, dim integer, vector float[], "
                              "created_at timestamp",
