@@ -4,17 +4,10 @@
 -- groups hashes and ids only and nothing sorts the texts, so DuckDB streams them too (grouping or ordering the
 -- texts held all of them in its memory: 400 MB at 200k prompts, benchmarks/scale/dask_plane.py).
 -- prompts.text_hash is sha256 of the text, the dataset's key. `embeddings`: the view over the Parquet dataset.
-with costed as (
-    select m.model
-    from priced_models as m
-    where m.status = 'active'
-      and (m.default_cost is not null
-           or exists (select 1 from results as r where r.model = m.model and r.cost is not null))
-),
-firsts as (
+with firsts as (
     select min(p.prompt_id) as prompt_id
     from prompts as p
-    where p.prompt_id in (select r.prompt_id from results as r semi join costed as c on c.model = r.model)
+    where p.prompt_id in (select prompt_id from build_prompt_ids)
       and not exists (
         select 1 from embeddings as e
         where e.text_hash = p.text_hash and e.embedder_id = $embedder_id
