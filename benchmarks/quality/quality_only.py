@@ -35,7 +35,10 @@ RUNS = OUT_DIR / "runs.json"
 # Two evaluations per dataset with the same seed, so the same splits: the served router (slow: auto tunes and
 # selects every kind in every trial) and the quality-only rules (fast). zero and kmeans run in both; their
 # per-trial scores must agree, which checks that the trials pair up.
-RUN_METHODS = {"served": ("zero", "kmeans", "auto"), "rules": ("zero", "kmeans", "quality_rule", "quality_rule_raw")}
+# The served run has every router kind beside `auto` (the quality-only rule is one, a candidate where costs are
+# equal), so the page shows what auto chose among; the rules run has the uncorrected rule (an evaluation method).
+RUN_METHODS = {"served": ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "quality_rule", "auto"),
+               "rules": ("zero", "kmeans", "quality_rule_raw")}
 SHARED_METHODS = ("zero", "kmeans")
 SERVED = "auto"
 RULE = "quality_rule"
@@ -89,7 +92,7 @@ def merged(served: dict[str, Any], rules: dict[str, Any]) -> dict[str, Any]:
     keep.update({m: s for m, s in rules["methods"].items() if m not in keep})
     scores = {m: (served if m in RUN_METHODS["served"] else rules)["per_trial_score"][m] for m in keep}
     out["methods"], out["per_trial_score"] = keep, scores
-    out["quality_rules"] = rules.get("quality_rules", {})
+    out["quality_rules"] = {**served.get("quality_rules", {}), **rules.get("quality_rules", {})}
     best = served["best_single_llm"]["per_trial"]
     out["sign_tests_vs_best_single_llm"] = {m: sign_test(scores[m], best) for m in keep}
     names = list(keep)

@@ -9,8 +9,9 @@ from typer.testing import CliRunner
 from tests.synthetic_logs import synthetic_embeddings, synthetic_long
 from uniroute.cli import app
 from uniroute.experiments.protocol import EvalConfig
-from uniroute.experiments.quality import quality_report, quality_rule_k, unit_cost_data
+from uniroute.experiments.quality import quality_report, unit_cost_data
 from uniroute.experiments.runner import evaluate
+from uniroute.routers.kind_quality_rule import rule_k as quality_rule_k
 
 
 def test_quality_only_evaluation_reports_the_rules() -> None:

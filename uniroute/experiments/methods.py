@@ -10,13 +10,15 @@ log = logging.getLogger(__name__)
 
 # The candidate router kinds (routers.kinds), the paper's baseline (K-NN) listed first as in its table.
 KIND_METHODS = tuple(k.name for k in sorted(router_kinds(), key=lambda k: not k.paper_baseline))
-QUALITY_RULES = ("quality_rule", "quality_rule_raw")
+QUALITY_RULES = ("quality_rule_raw",)
 METHODS = ("zero", *KIND_METHODS, "auto", "mlp", "matfac", "pairwise", *QUALITY_RULES)
 # What an evaluation runs unless told otherwise: the paper's table plus the kinds and auto (`pairwise` is the
 # arena-style experiment: it needs battles drawn from the labels and answers another question).
-# `quality_rule` (and `quality_rule_raw`, its tests not corrected for the M - 1 challengers) is the quality-only
-# rule (routers.quality_rule), meaningful only when costs are absent or equal: named, never run by default.
-DEFAULT_METHODS = tuple(m for m in METHODS if m not in ("pairwise", *QUALITY_RULES))
+# The quality-only kinds (the `quality_rule` kind, routers.kind_quality_rule) and `quality_rule_raw` (the same rule,
+# its tests not corrected for the M - 1 challengers: an evaluation method only) mean something only when costs are
+# absent or equal: named, never run by default (`auto` considers the kind where the costs are equal).
+QUALITY_KINDS = tuple(k for k in KIND_METHODS if router_kind(k).quality_only)
+DEFAULT_METHODS = tuple(m for m in METHODS if m not in ("pairwise", *QUALITY_KINDS, *QUALITY_RULES))
 ORACLES = ("mlp", "matfac")  # clairvoyant: trained with the test LLMs' labels; upper bounds, not admissible
 VAL_SIZE_METHODS = ("auto", *KIND_METHODS)
 METHOD_LABELS = {
@@ -26,7 +28,6 @@ METHOD_LABELS = {
     "mlp": "MLP (clairvoyant oracle)",
     "matfac": "MatFac (clairvoyant oracle)",
     "pairwise": "UniRoute (K-means) from sparse battles",
-    "quality_rule": "quality-only rule (best on val; significant per-cluster switches)",
     "quality_rule_raw": "quality-only rule, tests uncorrected",
 }
 

@@ -20,8 +20,10 @@ import pandas as pd
 
 from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.markdown import sign_test_table
-from uniroute.experiments.methods import METHOD_LABELS, ORACLES, QUALITY_RULES
+from uniroute.experiments.methods import METHOD_LABELS, ORACLES, QUALITY_KINDS, QUALITY_RULES
 from uniroute.experiments.protocol import trial_split
+from uniroute.routers.kind_kmeans import KMEANS
+from uniroute.routers.kind_quality_rule import rule_k
 from uniroute.routers.quality_rule import fit_quality_rule, rule_gamma
 from uniroute.selection.curves import Curve
 from uniroute.selection.data import EvalData, RoutingData
@@ -31,7 +33,6 @@ from uniroute.selection.statistics import sign_test
 log = logging.getLogger(__name__)
 
 MIN_COSTED_MODELS = 2
-PROMPTS_PER_RULE_CLUSTER = 50  # validation prompts per cluster the quality-only rule aims at (quality_rule_k)
 
 
 def has_costs(frame: pd.DataFrame) -> bool:
@@ -66,7 +67,7 @@ def quality_report(report: dict[str, Any], results: list[dict[str, Any]], oracle
             "oracle": m in ORACLES,
         }
     out["per_trial_score"] = {m: [r["metrics"][m]["peak"] for r in results] for m in methods}
-    rules = [m for m in methods if m in QUALITY_RULES]
+    rules = [m for m in methods if m in (*QUALITY_KINDS, *QUALITY_RULES)]
     out["quality_rules"] = {m: {
         "k_mean": float(np.mean([r["tuning"][m]["value"] for r in results])),
         "switched_clusters_mean": float(np.mean([r["tuning"][m]["switched"] for r in results])),
@@ -134,24 +135,13 @@ def protocol_oracles(data: RoutingData, config: Any, results: list[dict[str, Any
     return out
 
 
-def quality_rule_k(n_val: int, tuned_k: int, n_train: int) -> int:
-    """The rule's K: about PROMPTS_PER_RULE_CLUSTER validation prompts a cluster, never below the tuned K-means K.
-
-    The Area-tuned K of quality-only data is small (MMLU-Pro, costs dropped: K = 1 in 9 of 20 trials, mean 3):
-    with few clusters there is nowhere for a specialist to win, and the rule switched nothing. The rule's sign
-    test, not K, is what guards against noise, so it can afford finer clusters; ~50 prompts a cluster (the
-    paper's untuned K = n_val / 50) still lets a one-sided sign test see a specialist that wins, say, 12 of 14
-    discordant prompts."""
-    return int(min(max(tuned_k, round(n_val / PROMPTS_PER_RULE_CLUSTER)), n_train))
-
-
 def quality_rule_curve(state: Any, n_val: int, pool: LabelledPool,
                        bonferroni: bool = True) -> tuple[dict[str, Any], Curve]:
     """The quality-only rule on K-means clusters of the training prompts: (what it chose, its test curve).
 
     The test LLMs' validation losses are the onboarding labels every admissible method gets; the overall best
     is chosen on them, never on the test labels."""
-    k = quality_rule_k(n_val, state.tuned("kmeans", n_val).value, len(state.split.train))
+    k = rule_k(n_val, state.tuned(KMEANS.name, n_val).value, len(state.split.train))
     rule = fit_quality_rule(state.fits.val_cluster(k)[:n_val], state.test_llm_val_losses(n_val), k,
                             bonferroni=bonferroni)
     test_clusters = state.fits.centroids(k).assign(state.X_test)

@@ -16,6 +16,7 @@ from uniroute.experiments.oracle_curve import oracle_curve
 from uniroute.experiments.pairwise import pairwise_method
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.quality import quality_rule_curve
+from uniroute.routers.kinds import router_kind
 from uniroute.selection.curves import CURVE_GRID, Curve, curve_area, curve_metrics
 from uniroute.selection.data import RoutingData
 from uniroute.selection.pool import LabelledPool
@@ -47,6 +48,7 @@ def _tuning_record(state: TrialState, kind: str, n_val: int, areas: bool = True)
     if areas:
         out.update(areas={str(v): a for v, a in t.search.areas.items()},
                    strengths={f"{s:g}": a for s, a in t.strengths.items()})
+        out.update(router_kind(kind).test_record(state, t, n_val))
     return out
 
 
@@ -109,7 +111,7 @@ def trial_result(X: np.ndarray, data: RoutingData, trial: int, config: EvalConfi
             elif method == "pairwise":
                 out["tuning"][method], curve = pairwise_method(state, n_val, pool)
             elif method in QUALITY_RULES:
-                out["tuning"][method], curve = quality_rule_curve(state, n_val, pool, method == "quality_rule")
+                out["tuning"][method], curve = quality_rule_curve(state, n_val, pool, bonferroni=False)
             else:
                 curve = oracle_curve(state, method, pool, config)
             out["metrics"][method] = curve_metrics(curve, float(test_score[best]), float(test_cost[best]))

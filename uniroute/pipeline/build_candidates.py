@@ -135,6 +135,14 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     n_val = len(sample.val)
     notes: list[str] = []
     tunable = len(split.train_models) >= 2
+    # A kind that does not apply to the data (the quality-only rule where models cost differently) is no candidate.
+    skipped = [k for k in kinds if not router_kind(k).applies_to(state.fits.data)]
+    kinds = [k for k in kinds if k not in skipped]
+    if not kinds:
+        raise KindError(f"router kinds {skipped} do not apply to this pool (quality-only kinds need every model at "
+                        f"one cost): choose from {', '.join(kind_names())}")
+    if skipped:
+        notes.append(f"not candidates for this pool: {', '.join(skipped)}")
     if tunable:
         tuned = {}
         for kind in kinds:  # one line per kind: K-means' grid on a large sample takes minutes

@@ -34,7 +34,8 @@ _DEFAULT: list[str] = []  # the default kind's name, once registered
 # The built-in kinds (module, instance), registered on first use in this order: the order the selection
 # compares them in, which its tie rules depend on. The second is the default kind.
 _BUILTIN = (("uniroute.routers.kind_kmeans", "KMEANS"), ("uniroute.routers.kind_kmeans", "KMEANS_SHRUNK"),
-            ("uniroute.routers.kind_learnedmap", "LEARNED_MAP"), ("uniroute.routers.kind_knn", "KNN"))
+            ("uniroute.routers.kind_learnedmap", "LEARNED_MAP"), ("uniroute.routers.kind_knn", "KNN"),
+            ("uniroute.routers.kind_quality_rule", "QUALITY_RULE"))
 _DEFAULT_BUILTIN = "KMEANS_SHRUNK"
 
 
@@ -121,6 +122,11 @@ class RouterKind:
     transfers: bool = False  # has a transfer variant (experiments.transfer): gamma_from_training_labels
     pairwise_variant: str | None = None  # "clusters" or "neighbours": how pairwise transfer fits it from battles
     report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
+    quality_only: bool = False  # a candidate only where every model costs the same (applies_to); not run by default
+
+    def applies_to(self, data: Any) -> bool:
+        """Whether the kind is a candidate for this tuning data (selection.candidates.TuningData: costs, losses)."""
+        return True
 
     # ---- tuning (the selection engine) -----------------------------------------------------------------
     def ladder(self, n_val: int, n_train: int) -> list[int]:
@@ -146,6 +152,10 @@ class RouterKind:
     def test_gamma(self, state: HeldOutState, tuned: Tuned, n_val: int) -> np.ndarray:
         """(n_te, M_te) what its served router estimates for the test LLMs onboarded on n_val val prompts."""
         raise NotImplementedError
+
+    def test_record(self, state: HeldOutState, tuned: Tuned, n_val: int) -> dict[str, Any]:
+        """What an evaluation records of its served router for the test LLMs besides its value (default: nothing)."""
+        return {}
 
     def gamma_from_training_labels(self, state: HeldOutState, value: int) -> np.ndarray:
         """(n_te, M) gamma of the test prompts with every LLM's table measured on the training prompts."""

@@ -89,10 +89,33 @@ def fit_quality_rule(val_clusters: np.ndarray, val_losses: np.ndarray, k: int,
     return QualityRule(best=best, choice=choice, p_values=p_values)
 
 
-def rule_gamma(rule: QualityRule, clusters: np.ndarray, m: int) -> np.ndarray:
+def rule_gamma(rule: QualityRule, clusters: np.ndarray, m: int, fallback: np.ndarray | None = None) -> np.ndarray:
     """(n, M) gamma of the rule for prompts in these clusters: 0 for the routed model, 1 for every other.
 
-    With equal costs every lambda then sends each prompt to its cluster's model (one point on the curve)."""
-    gamma = np.ones((len(clusters), m), dtype=np.float64)
+    With equal costs every lambda then sends each prompt to its cluster's model (one point on the curve).
+    fallback (M,), e.g. the models' mean validation losses, orders the others (1 + fallback): where the routed
+    model is left out of a pool (the selection's bootstrap resamples the LLMs) the prompt goes to the best of the
+    rest, not to whichever column comes first."""
+    extra = np.zeros(m) if fallback is None else np.nan_to_num(np.asarray(fallback, dtype=np.float64), nan=1.0)
+    gamma = np.broadcast_to(1.0 + extra, (len(clusters), m)).copy()
     gamma[np.arange(len(clusters)), rule.routed(clusters)] = 0.0
     return gamma
+
+
+FLOOR_STEP = 1e-6  # how far above the routed cell the rule holds every other model's cell (and orders them)
+
+
+def rule_floor(rule: QualityRule, routing_psi: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """(M, K) the floor (routers.router.Router.psi_floor) under which a cluster router routes like the rule.
+
+    Every model but the cluster's routed one is held at least FLOOR_STEP (times its rank by mean validation loss,
+    `means` (M,)) above the routed model's routing cell, so the argmin at equal costs is the rule's model and,
+    where a request's pool leaves it out, the models come in their overall order unless their own cells are
+    higher. Clipped to 1: in a cluster whose routed model missed every validation prompt they tie with it."""
+    m, k = routing_psi.shape
+    rank = np.empty(m)
+    rank[np.argsort(np.nan_to_num(np.asarray(means, dtype=np.float64), nan=1.0), kind="stable")] = np.arange(m)
+    routed = routing_psi[rule.choice, np.arange(k)]  # (K,)
+    floor = np.clip(routed[None, :] + FLOOR_STEP * (1.0 + rank[:, None]), 0.0, 1.0)
+    floor[rule.choice, np.arange(k)] = 0.0
+    return floor

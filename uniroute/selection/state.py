@@ -72,9 +72,10 @@ class TrialState:
         return self._tuned[(kind, n_val)]
 
     def selection(self, n_val: int) -> Selection:
-        """`auto`: the kind with the best cross-fitted validation Area among the tuned candidates (cached)."""
+        """`auto`: the kind with the best cross-fitted validation Area among the tuned candidates (cached): every
+        registered kind that applies to the data (the quality-only rule only where every LLM costs the same)."""
         if n_val not in self._selections:
-            cands = [self.tuned(kind, n_val) for kind in kind_names()]
+            cands = [self.tuned(kind, n_val) for kind in kind_names() if router_kind(kind).applies_to(self.fits.data)]
             self._selections[n_val] = select_kind(self.fits, cands, n_val)
         return self._selections[n_val]
 

@@ -1,0 +1,158 @@
+"""The quality-only rule as a router kind (`quality_rule`): for pools whose models all cost the same.
+
+With equal costs every router routes each prompt to the model of least estimated loss, and the cluster kinds'
+per-cluster argmin mostly follows noise (routers/quality_rule.py). The rule serves the model best on the
+validation prompts everywhere except in the K-means clusters where another model beats it by a significant
+paired sign test there. As a kind it is tuned, compared and served like the others: `auto` (selection.select_kind)
+measures it by the same simulated onboarding on the training LLMs and serves it only when its Area beats the
+default kind's clearly; it is a candidate only when every model's mean cost is the same (`applies_to`), since
+with costs it has no cost axis to trade along.
+
+Its served router is the one-hot K-means router (routers.router.Router: Psi as measured on the validation
+prompts, stored, published and onboarded like `kmeans`) whose floor (`psi_floor`, the evidence gate's
+mechanism) holds every model but a cluster's rule model above that model's cell (quality_rule.rule_floor), so
+route, published tables, the pyfunc and replay all route by the rule without knowing it. A model onboarded
+without a rebuild joins under the evidence gate like in every cluster kind; the next build re-runs the tests.
+
+K: about PROMPTS_PER_RULE_CLUSTER validation prompts a cluster, never below the Area-tuned K-means K (rule_k).
+
+Shapes: n_val validation prompts, P pool models, M training LLMs, K clusters.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from uniroute.routers.kind_kmeans import KMEANS, KMeansKind
+from uniroute.routers.kinds import FullScale, HeldOutState, RouterKind, Tuned, TuningEngine
+from uniroute.routers.ladders import GridSearch
+from uniroute.routers.quality_rule import QualityRule, fit_quality_rule, rule_floor, rule_gamma
+from uniroute.routers.router import Router
+
+log = logging.getLogger(__name__)
+
+PROMPTS_PER_RULE_CLUSTER = 50  # validation prompts per cluster the rule aims at (rule_k)
+COST_TOLERANCE = 1e-9  # relative spread of the models' mean costs still counted as "the same cost"
+
+
+def rule_k(n_val: int, tuned_k: int, n_train: int) -> int:
+    """The rule's K: about PROMPTS_PER_RULE_CLUSTER validation prompts a cluster, never below the tuned K-means K.
+
+    The Area-tuned K of quality-only data is small (MMLU-Pro, costs dropped: K = 1 in 9 of 20 trials, mean 3):
+    with few clusters there is nowhere for a specialist to win, and the rule switched nothing. The rule's sign
+    test, not K, is what guards against noise, so it can afford finer clusters; ~50 prompts a cluster (the
+    paper's untuned K = n_val / 50) still lets a one-sided sign test see a specialist that wins, say, 12 of 14
+    discordant prompts."""
+    return int(min(max(tuned_k, round(n_val / PROMPTS_PER_RULE_CLUSTER)), n_train))
+
+
+def equal_costs(*costs: np.ndarray) -> bool:
+    """Whether every model (column) has the same mean known cost in all these (n, M) cost matrices."""
+    known = [np.asarray(c, dtype=np.float64) for c in costs]
+    sums = np.concatenate([np.nansum(c, axis=0) for c in known if c.size])
+    counts = np.concatenate([(~np.isnan(c)).sum(axis=0) for c in known if c.size])
+    means = sums[counts > 0] / counts[counts > 0]
+    if means.size == 0:
+        return True
+    return bool(np.ptp(means) <= COST_TOLERANCE * max(1.0, float(np.abs(means).max())))
+
+
+@dataclass(frozen=True, eq=False)
+class RuleRouter(Router):
+    """The cluster router of the rule: Psi as measured, every model but each cluster's rule model floored above it."""
+
+    @property
+    def kind(self) -> str:
+        return QUALITY_RULE.name
+
+
+def rule_router(router: Router, val_clusters: np.ndarray, val_losses: np.ndarray) -> RuleRouter:
+    """The router with the rule fitted on its pool's validation losses (n_val, P) in these clusters (n_val,)."""
+    plain = {f.name: getattr(router, f.name) for f in fields(router)} | {"psi_floor": None, "shrinkage": 0.0}
+    measured = RuleRouter(**plain)
+    rule = fit_quality_rule(val_clusters, val_losses, measured.k)
+    floor = rule_floor(rule, measured.routing_psi, np.nanmean(val_losses, axis=0))
+    log.info("quality-only rule: %d of %d clusters left the overall best %s", int(rule.switched.sum()), measured.k,
+             measured.models[rule.best])
+    return replace(measured, psi_floor=floor)
+
+
+class QualityRuleKind(KMeansKind):
+    """The quality-only rule on K-means clusters (see the module docstring)."""
+
+    name = "quality_rule"
+    title = "quality-only rule (best on val; significant per-cluster switches)"
+    transfers = False
+    pairwise_variant = None
+    report_mark = ""
+    quality_only = True
+
+    def applies_to(self, data: Any) -> bool:
+        """Only where every training LLM costs the same (selection.candidates.TuningData's costs)."""
+        return equal_costs(data.train_costs, data.val_costs)
+
+    def tune(self, engine: TuningEngine, n_val: int) -> Tuned:
+        """K by rule_k from the tuned K-means K; its simulated-onboarding Area is recorded, not searched."""
+        k = rule_k(n_val, engine.tune(KMEANS.name, n_val).value, engine.data.X_train.shape[0])
+        area = engine.onboarding_area(self.name, k, n_val)
+        return Tuned(self.name, k, search=GridSearch(chosen=k, areas={k: area}, at_bound=False, at_edge=False))
+
+    def untuned(self, n_val: int, n_train: int) -> Tuned | None:
+        """Without training LLMs the rule's K could be set, but nothing would say the rule beats K-means: none."""
+        return None
+
+    def onboarding_gammas(self, engine: TuningEngine, value: int, n_val: int, strength: float,
+                          purpose: str) -> list[tuple[np.ndarray, Any]]:
+        """Per repeat, (gamma, pool) of the rule fitted on the training LLMs' losses on the n_val sampled prompts."""
+        out = []
+        for smp in engine.samples(n_val, purpose):
+            losses = engine.data.train_losses[smp.sample]
+            rule = fit_quality_rule(engine.train_cluster(value)[smp.sample], losses, value)
+            clusters = np.concatenate([engine.train_cluster(value)[smp.rest], engine.val_cluster(value)[smp.vrows]])
+            out.append((rule_gamma(rule, clusters, losses.shape[1], np.nanmean(losses, axis=0)), smp.pool))
+        return out
+
+    def _test_rule(self, state: HeldOutState, tuned: Tuned, n_val: int) -> tuple[QualityRule, np.ndarray]:
+        """The rule fitted on the test LLMs' losses on the first n_val validation prompts; the test clusters."""
+        losses = state.test_llm_val_losses(n_val)
+        rule = fit_quality_rule(state.fits.val_cluster(tuned.value)[:n_val], losses, tuned.value)
+        return rule, np.argmax(state.test_onehot(tuned.value), axis=1)
+
+    def test_gamma(self, state: HeldOutState, tuned: Tuned, n_val: int) -> np.ndarray:
+        """(n_te, M_te) the rule fitted on the test LLMs' losses on the first n_val validation prompts."""
+        rule, clusters = self._test_rule(state, tuned, n_val)
+        losses = state.test_llm_val_losses(n_val)
+        return rule_gamma(rule, clusters, losses.shape[1], np.nanmean(losses, axis=0))
+
+    def test_record(self, state: HeldOutState, tuned: Tuned, n_val: int) -> dict[str, Any]:
+        """The overall best test LLM, how many clusters left it and the share of test prompts in them."""
+        rule, clusters = self._test_rule(state, tuned, n_val)
+        return {"best": state.test_llm_names()[rule.best], "switched": int(rule.switched.sum()),
+                "switched_test_share": float(rule.switched[clusters].mean())}
+
+    def served_router(self, engine: TuningEngine, tuned: Tuned, embedder_id: str, models: Sequence[str],
+                      losses: np.ndarray, costs: np.ndarray, val_prompt_ids: Sequence[str]) -> RuleRouter:
+        """The K-means router over the pool with the rule fitted on the pool's validation losses."""
+        router = super().served_router(engine, replace(tuned, shrinkage=0.0), embedder_id, models, losses, costs,
+                                       val_prompt_ids)
+        return rule_router(router, engine.val_cluster(tuned.value)[: losses.shape[0]], losses)
+
+    def full_scale(self, router: RuleRouter, scale: FullScale) -> RuleRouter:
+        """Psi, K-means and the rule's tests on every prompt, where the build tuned on samples."""
+        if not scale.train_sampled and not scale.val_sampled:
+            return router
+        measured = super().full_scale(replace(router, psi_floor=None), scale)
+        return rule_router(measured, measured.psi_clusters().assign(scale.val_embeddings()), scale.val_losses)
+
+    def router_from_arrays(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> RuleRouter:
+        """The rule's router from a stored header and arrays (the cluster router's, floor included)."""
+        router = super().router_from_arrays(header, arrays)
+        return RuleRouter(**{f.name: getattr(router, f.name) for f in fields(router)})
+
+
+QUALITY_RULE: RouterKind = QualityRuleKind()
