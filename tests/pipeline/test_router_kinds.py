@@ -20,6 +20,7 @@ from uniroute import store
 from uniroute.cli import app
 from uniroute.pipeline import registry, serving, snapshot
 from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, load_router_model, sync_mlflow
+from uniroute.routers.kinds import router_kind
 from uniroute.routers.knn import KnnRouter
 from uniroute.selection.candidates import KINDS
 from uniroute.selection.selection import model_row
@@ -38,12 +39,23 @@ def logs(tmp_path_factory) -> pd.DataFrame:
     return pd.read_parquet(summary.logs_path)
 
 
+def _kind_logs(logs: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The logs a kind is built from: a quality-only kind (the quality-only rule) needs every model at one cost."""
+    return logs.assign(cost=0.001) if router_kind(kind).quality_only else logs
+
+
+def _budget(kind: str) -> float:
+    """A budget the pool can meet: with every model at one cost nothing costs less than the whole price."""
+    return 1.0 if router_kind(kind).quality_only else 0.5
+
+
 @pytest.fixture(scope="module", params=KINDS)
 def pool(request, tmp_path_factory, logs) -> Settings:
     """A home whose champion is of one kind (the build fitted that kind alone), published once."""
     root = tmp_path_factory.mktemp(request.param)
     settings = Settings(home=root / "home")
     settings.home.mkdir()
+    logs = _kind_logs(logs, request.param)
     logs[logs.model != NEWCOMER].to_parquet(root / "known.parquet", index=False)
     ingest(settings.db_path, root / "known.parquet", progress=False)
     result = build(settings.db_path, "tfidf", kinds=(request.param,))
@@ -70,7 +82,7 @@ def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path, monkey
     model = load_router_model(f"models:/{REGISTERED_NAME}@{CHAMPION}", tracking_uri=uri)
     source = serving.routing_source(pool.db_path, pool.published_dir)
     request = pd.DataFrame({"prompt": PROMPTS})
-    for params in ({"lambda": 0.0}, {"lambda": 5.0}, {"budget": 0.5}):
+    for params in ({"lambda": 0.0}, {"lambda": 5.0}, {"budget": _budget(source.router.kind)}):
         served = model.predict(request, params=params)["model"].tolist()
         assert served == _routed(source, lam=params.get("lambda"), budget=params.get("budget")), params
     # Every kind's decisions are recorded: K-NN names its nearest references instead of a cluster.
@@ -94,6 +106,7 @@ def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path, monkey
 def test_every_kind_publishes_routes_onboards_and_retires(pool, logs, tmp_path):
     champion = _champion(pool.db_path)
     kind = champion.kind
+    logs = _kind_logs(logs, kind)
     assert champion.router.kind == kind
     snap = snapshot.read_current(pool.published_dir)
     assert snap.manifest["kind"] == kind and snap.router().kind == kind
@@ -103,7 +116,7 @@ def test_every_kind_publishes_routes_onboards_and_retires(pool, logs, tmp_path):
     # Route: the store's champion and the published snapshot agree, at a lambda and at a budget.
     source = serving.routing_source(pool.db_path, pool.published_dir)
     published = serving._from_snapshot(pool.published_dir, "the store is busy (test)")
-    for request in ({"lam": 0.0}, {"lam": 5.0}, {"budget": 0.5}):
+    for request in ({"lam": 0.0}, {"lam": 5.0}, {"budget": _budget(kind)}):
         assert _routed(source, **request) == _routed(published, **request), request
     clusters = serving.route_texts(source, PROMPTS)["cluster"]
     assert clusters.isna().all() if kind == "knn" else clusters.notna().all()
@@ -176,7 +189,7 @@ def test_explain_reproduces_the_decision_for_every_kind(pool, monkeypatch):
     monkeypatch.setenv("UNIROUTE_HOME", str(pool.home))
     source = serving.routing_source(pool.db_path, pool.published_dir)
     X = source.embedder().encode(PROMPTS)
-    for args in (["--lambda", "0"], ["--lambda", "5"], ["--budget", "0.5"], []):
+    for args in (["--lambda", "0"], ["--lambda", "5"], ["--budget", str(_budget(source.router.kind))], []):
         result = CliRunner().invoke(app, ["route", *PROMPTS, "--explain", "--json", *args], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         decisions = json.loads(result.stdout)
