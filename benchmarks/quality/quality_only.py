@@ -24,6 +24,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from benchmarks.quality.results_doc import DATASETS, EMBEDDER, SEED
 from benchmarks.runner import REPO as ROOT
 from uniroute.experiments.methods import METHOD_LABELS
@@ -90,9 +92,9 @@ def merged(served: dict[str, Any], rules: dict[str, Any]) -> dict[str, Any]:
     out = dict(served)
     keep = {m: s for m, s in served["methods"].items() if m in RUN_METHODS["served"]}
     keep.update({m: s for m, s in rules["methods"].items() if m not in keep})
-    scores = {m: (served if m in RUN_METHODS["served"] else rules)["per_trial_score"][m] for m in keep}
+    scores = {m: (served if m in served["methods"] else rules)["per_trial_score"][m] for m in keep}
     out["methods"], out["per_trial_score"] = keep, scores
-    out["quality_rules"] = {**served.get("quality_rules", {}), **rules.get("quality_rules", {})}
+    out["quality_rules"] = {**rules.get("quality_rules", {}), **served.get("quality_rules", {})}
     best = served["best_single_llm"]["per_trial"]
     out["sign_tests_vs_best_single_llm"] = {m: sign_test(scores[m], best) for m in keep}
     names = list(keep)
@@ -114,6 +116,24 @@ def _pair(report: dict[str, Any], a: str, b: str) -> dict[str, Any]:
         return tests[f"{a}_vs_{b}"]
     t = tests[f"{b}_vs_{a}"]
     return {"wins": t["losses"], "losses": t["wins"], "p": t["p"]}
+
+
+def selection_figures(report: dict[str, Any]) -> dict[str, Any] | None:
+    """How `auto` saw the rule: its choices, the rule's validation Area against the default kind's (mean, the paired
+    SE, trials above it and clearly above it) and the same difference on the test LLMs. None: the rule was no
+    candidate in the served run (runs before it was a kind)."""
+    trials = report.get("per_trial_selection") or []
+    if not trials or any(RULE not in t["val_area"] for t in trials):
+        return None
+    diff = np.array([t["val_area"][RULE] - t["val_area"][t["default"]] for t in trials])
+    se = np.array([t["diff_se"][RULE] for t in trials])
+    default = trials[0]["default"]
+    test = (np.mean(report["per_trial_score"][RULE]) - np.mean(report["per_trial_score"][default])
+            if default in report["per_trial_score"] else float("nan"))
+    chosen = ", ".join(f"`{k}` in {n}" for k, n in sorted(report["auto"]["chosen_counts"].items(), key=lambda x: -x[1]))
+    return {"chosen": chosen, "rule_served": int(report["auto"]["chosen_counts"].get(RULE, 0)),
+            "val_diff": float(diff.mean()), "val_se": float(np.median(se)), "val_above": int((diff > 0).sum()),
+            "val_clear": int((diff > 2 * se).sum()), "test_diff": float(test), "default": default}
 
 
 def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -144,12 +164,23 @@ def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) 
         lines += ["", "What the rules did (means over trials): " + "; ".join(
             f"{METHOD_LABELS[m]}: K = {r['k_mean']:.1f}, {r['switched_clusters_mean']:.2f} clusters left the "
             f"overall best, {r['switched_test_share_mean']:.1%} of the test prompts" for m, r in rules.items()) + "."]
+    selection = selection_figures(report)
+    if selection:
+        lines += ["", f"What `auto` served: {selection['chosen']}. On validation (the training LLMs' simulated "
+                  f"onboarding it chooses by) the rule's Area minus the default kind's "
+                  f"was {selection['val_diff']:+.4f} "
+                  f"on average (paired SE {selection['val_se']:.4f}, median over trials), above it in "
+                  f"{selection['val_above']} of {report['trials']} trials and by more than two SEs (what `auto` needs "
+                  f"to serve it) in {selection['val_clear']}; on the test LLMs the rule minus that kind was "
+                  f"{selection['test_diff']:+.4f}."]
     served = report["sign_tests_vs_best_single_llm"][SERVED]
     verdict = {
         "served_minus_best": report["methods"][SERVED]["score"] - best,
+        "trials": report["trials"],
         "served_below_best": served["p"] < ALPHA and served["losses"] > served["wins"],
         "served_above_best": served["p"] < ALPHA and served["wins"] > served["losses"],
         "rule_vs_auto": _pair(report, RULE, SERVED) if RULE in report["methods"] else None,
+        "selection": selection,
     }
     return "\n".join(lines), verdict
 
@@ -175,17 +206,21 @@ def render() -> str:
             f"; the quality-only rule against `auto`: {_test(rule)}"
             + (" (wins)" if rule["p"] < ALPHA and rule["wins"] > rule["losses"] else
                " (loses)" if rule["p"] < ALPHA else " (tie)"))
-        summary.append(f"- {DATASETS[dataset]['title']}: the served router (`auto`) is {v['served_minus_best']:+.4f} "
-                       f"from the best single test LLM, {where} it{rule_text}.")
+        sel = v["selection"]
+        served_rule = "" if sel is None else f"; `auto` served the rule in {sel['rule_served']} of them"
+        summary.append(f"- {DATASETS[dataset]['title']} ({v['trials']} trials{served_rule}): the served router "
+                       f"(`auto`) is {v['served_minus_best']:+.4f} from the best single test LLM, {where} it"
+                       f"{rule_text}.")
     if missing:
         summary.append(f"- Not measured yet: {', '.join(missing)} (`--run`).")
     losing = [DATASETS[d]["title"] for d, v in verdicts.items()
               if v["rule_vs_auto"] and v["rule_vs_auto"]["p"] < ALPHA
               and v["rule_vs_auto"]["losses"] > v["rule_vs_auto"]["wins"]]
-    summary += ["", ("The rule is kept as an evaluation method only and the served router is unchanged: it loses "
-                     f"to `auto` on {', '.join(losing)}." if losing else
-                     "The rule wins or ties `auto` on every measured dataset: a candidate to serve when costs "
-                     "are absent or equal.")]
+    summary += ["", ("The rule is a router kind (`quality_rule`, uniroute/routers/kind_quality_rule.py) that `auto` "
+                     "considers wherever every model costs the same, chosen on validation like the other kinds; "
+                     + (f"as a fixed choice it would lose to `auto` on {', '.join(losing)}, so serving it everywhere "
+                        "is no answer either." if losing else "it wins or ties `auto` on every measured dataset.")
+                     + " Whether `auto` picks it where it helps is in each dataset's \"What `auto` served\" line.")]
     head = [
         "# Quality-only routing: does routing beat the best single LLM?", "",
         "Generated by `benchmarks/quality/quality_only.py` from `docs/results/quality_only/*.json`; do not edit by "
@@ -197,7 +232,8 @@ def render() -> str:
         "single test LLM is chosen on the test labels (no router can know it); the oracle answers each test "
         "prompt with a test LLM that got it right. Sign tests are paired over trials, two-sided, `*`: p < "
         f"{ALPHA}. The gap share is (method - best single) / (oracle - best single).", "",
-        "The quality-only rule (`uniroute/routers/quality_rule.py`): the test LLM best on the validation prompts "
+        "The quality-only rule (`uniroute/routers/quality_rule.py`, served as the router kind `quality_rule`, a "
+        "candidate of `auto` where every model costs the same): the test LLM best on the validation prompts "
         "serves everything, except the K-means clusters (K = n_val / 50, about 50 validation prompts a cluster, "
         "never below the tuned UniRoute K-means' K) where another test LLM beats it by a paired one-sided sign "
         "test on that cluster's validation prompts, at 0.05 "
