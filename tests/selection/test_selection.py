@@ -10,6 +10,7 @@ import pytest
 from tests.synthetic_logs import synthetic_embeddings, synthetic_long
 from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.protocol import EvalConfig, trial_split
+from uniroute.routers.kinds import router_kind
 from uniroute.selection.candidates import KINDS
 from uniroute.selection.selection import model_row, select_kind, served_router
 from uniroute.selection.state import TrialState
@@ -84,10 +85,16 @@ def test_every_kind_is_served_routed_onboarded_retired_and_serialised(trial, kin
     val_losses = state.losses[np.ix_(split.val, split.test_models)]
     costs = np.nanmean(data.routing.costs[np.ix_(split.val, split.test_models)], axis=0)
     ids = [data.prompt_ids[i] for i in split.val]
+    quality_only = router_kind(kind).quality_only
+    if quality_only:  # the quality-only rule serves pools whose models cost the same
+        costs = np.full(len(names), float(costs.mean()))
     router = served_router(state.fits, tuned, "emb", names, val_losses, costs, ids)
     assert router.kind == (kind if tuned.shrinkage or kind != "kmeans_shrunk" else "kmeans")  # s = 0: plain
-    # The served router estimates exactly what the evaluation scores for this kind.
-    np.testing.assert_allclose(router.gamma(state.X_test), state.test_gamma(tuned, len(split.val)))
+    if quality_only:  # its evaluation's gamma is 0 for the routed model and 1 + mean loss for the others
+        np.testing.assert_array_equal(router.route(state.X_test, 0.0),
+                                      np.argmin(state.test_gamma(tuned, len(split.val)), axis=1))
+    else:  # the served router estimates exactly what the evaluation scores for this kind
+        np.testing.assert_allclose(router.gamma(state.X_test), state.test_gamma(tuned, len(split.val)))
     back = router_from_bytes(router_to_bytes(router))
     np.testing.assert_array_equal(back.route(state.X_test, 0.1), router.route(state.X_test, 0.1))
     # Onboard a newcomer that is right on every validation prompt and cheapest, then retire it.
