@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -77,6 +77,9 @@ class Selection:
     area_se: dict[str, float]
     diff_se: dict[str, float]  # standard error of (candidate - default), paired over the resamples
     p_best: dict[str, float]  # share of resamples in which the candidate has the best Area
+    # standard error of (a - b) for every pair of candidates, paired over the resamples: what another rule on the
+    # same resamples (another default) would compare by; evaluations record it
+    pair_se: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def table(self) -> pd.DataFrame:
         """One row per candidate: hyper-parameters, Area +/- SE, difference to the default +/- SE, P(best)."""
@@ -142,6 +145,8 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
         chosen=chosen, default=default, candidates=tuple(candidates), area=area,
         area_se={k: float(boot[i].std(ddof=1)) for i, k in enumerate(kinds)}, diff_se=diff_se,
         p_best={k: float(wins[i]) for i, k in enumerate(kinds)},
+        pair_se={a: {b: float((boot[i] - boot[j]).std(ddof=1)) for j, b in enumerate(kinds)}
+                 for i, a in enumerate(kinds)},
     )
     log.info("%s", selection.line())
     return selection
