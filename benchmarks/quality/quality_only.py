@@ -29,6 +29,7 @@ import numpy as np
 from benchmarks.quality.results_doc import DATASETS, EMBEDDER, SEED
 from benchmarks.runner import REPO as ROOT
 from uniroute.experiments.methods import METHOD_LABELS
+from uniroute.selection.selection import Z
 from uniroute.selection.statistics import sign_test
 
 OUT_DIR = ROOT / "docs" / "results" / "quality_only"
@@ -136,6 +137,35 @@ def selection_figures(report: dict[str, Any]) -> dict[str, Any] | None:
             "val_clear": int((diff > 2 * se).sum()), "test_diff": float(test), "default": default}
 
 
+def rule_as_default(report: dict[str, Any]) -> dict[str, Any] | None:
+    """What `auto` would have served with the rule as the default kind where costs are equal (another kind served
+    only where its validation Area beats the rule's by more than Z paired SEs), from the same resamples: exact where
+    the run recorded every pair's SE (`pair_se`); else the SE to the default kind (exact for it) and, for the other
+    kinds, their SE to the default plus the rule's (a bound). None when a chosen kind's test score was not run."""
+    trials = report.get("per_trial_selection") or []
+    if not trials or any(RULE not in t["val_area"] for t in trials):
+        return None
+    scores, served = [], 0
+    for i, t in enumerate(trials):
+        area = t["val_area"]
+
+        def se(k: str, t: dict[str, Any] = t) -> float:
+            if "pair_se" in t:
+                return t["pair_se"][k][RULE]
+            return t["diff_se"][RULE] if k == t["default"] else t["diff_se"][k] + t["diff_se"][RULE]
+
+        clear = [k for k in area if k != RULE and area[k] - area[RULE] > Z * se(k)]
+        kind = max(clear, key=lambda k: area[k]) if clear else RULE
+        if kind not in report["per_trial_score"]:
+            return None
+        served += kind == RULE
+        scores.append(report["per_trial_score"][kind][i])
+    best = report["best_single_llm"]["per_trial"]
+    return {"rule_served": served, "minus_best": float(np.mean(scores) - np.mean(best)),
+            "vs_best": sign_test(scores, best), "vs_auto": sign_test(scores, report["per_trial_score"][SERVED]),
+            "exact": all("pair_se" in t for t in trials)}
+
+
 def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """One dataset's table and its verdicts (is the served router at or above the best single LLM; rule vs auto)."""
     best, oracle = report["best_single_llm"]["score"], report["oracle"]["score"]
@@ -173,6 +203,16 @@ def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) 
                   f"{selection['val_above']} of {report['trials']} trials and by more than two SEs (what `auto` needs "
                   f"to serve it) in {selection['val_clear']}; on the test LLMs the rule minus that kind was "
                   f"{selection['test_diff']:+.4f}."]
+    counterfactual = rule_as_default(report)
+    if counterfactual:
+        lines += ["", f"Had the rule been the default kind where costs are equal (another kind served only where it "
+                  f"beats the rule by {Z:g} paired SEs on the same validation resamples), `auto` would have served "
+                  f"the rule in {counterfactual['rule_served']} of {report['trials']} trials and scored "
+                  f"{counterfactual['minus_best']:+.4f} from the best single test LLM "
+                  f"({_test(counterfactual['vs_best'])}); against the measured `auto`: "
+                  f"{_test(counterfactual['vs_auto'])}"
+                  + ("." if counterfactual["exact"] else " (SEs to kinds other than the default bounded, not "
+                     "recorded by this run).")]
     served = report["sign_tests_vs_best_single_llm"][SERVED]
     verdict = {
         "served_minus_best": report["methods"][SERVED]["score"] - best,
@@ -181,6 +221,7 @@ def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) 
         "served_above_best": served["p"] < ALPHA and served["wins"] > served["losses"],
         "rule_vs_auto": _pair(report, RULE, SERVED) if RULE in report["methods"] else None,
         "selection": selection,
+        "rule_as_default": counterfactual,
     }
     return "\n".join(lines), verdict
 
@@ -210,7 +251,10 @@ def render() -> str:
         served_rule = "" if sel is None else f"; `auto` served the rule in {sel['rule_served']} of them"
         summary.append(f"- {DATASETS[dataset]['title']} ({v['trials']} trials{served_rule}): the served router "
                        f"(`auto`) is {v['served_minus_best']:+.4f} from the best single test LLM, {where} it"
-                       f"{rule_text}.")
+                       f"{rule_text}" + ("" if v["rule_as_default"] is None else
+                                         f"; with the rule as the quality-only default `auto` would be "
+                                         f"{v['rule_as_default']['minus_best']:+.4f} "
+                                         f"({_test(v['rule_as_default']['vs_best'])})") + ".")
     if missing:
         summary.append(f"- Not measured yet: {', '.join(missing)} (`--run`).")
     losing = [DATASETS[d]["title"] for d, v in verdicts.items()
