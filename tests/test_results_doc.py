@@ -114,6 +114,7 @@ def test_the_adaptive_note_comes_from_its_study_files(tmp_path: Path) -> None:
     (tmp_path / "routerdc_model7_valsize.json").write_text(json.dumps(study))
     (tmp_path / "routerdc_model7.json").write_text(json.dumps({"prompt_part": "full"}))
     text = "\n".join(doc.adaptive_note(tmp_path, plots=False))
-    assert "--methods kmeans_shrunk --prompt-part full" in text and "--val-selection adaptive,adaptive_shared" in text
+    assert "--methods kmeans_shrunk --prompt-part full --val-sizes 25,50 " in text
+    assert "--val-selection adaptive,adaptive_shared" in text
     assert "| adaptive | UniRoute (K-means, count-aware Psi) | +0.0061 ± 0.0040 (62/38 *, 30% of gap)" in text
     assert "beats random at N = 25 and 50 (p < 0.05): adaptive" in text

@@ -44,14 +44,15 @@ STRATEGIES = "stratified,allocated,anchored"
 METHOD = "kmeans"
 
 
-def command(dataset: str, trials: int = TRIALS, part: str | None = None, adaptive: bool = False) -> str:
+def command(dataset: str, trials: int = TRIALS, part: str | None = None, adaptive: bool = False,
+            sizes: str = SIZES) -> str:
     """The study's command for a dataset (part: the prompt part it was run with; default the quality section's;
     adaptive: the adaptive strategies' study with the default router)."""
     part = part or DATASETS[dataset]["prompt_part"]
     method, strategies, folder = ((ADAPTIVE_METHOD, ADAPTIVE_STRATEGIES, "onboarding_adaptive") if adaptive
                                   else (METHOD, STRATEGIES, "onboarding_set"))
     return (f"uniroute evaluate --data ../shared/datasets/{dataset}/long.parquet --trials {trials} --seed {SEED} "
-            f"--embedder {EMBEDDER} --methods {method} --prompt-part {part} --val-sizes {SIZES} "
+            f"--embedder {EMBEDDER} --methods {method} --prompt-part {part} --val-sizes {sizes} "
             f"--val-selection {strategies} --workers 0 --out docs/results/{folder}/{dataset}.json")
 
 
@@ -153,7 +154,9 @@ def adaptive_note(out_dir: Path = ADAPTIVE_DIR, plots: bool = True) -> list[str]
         if plots:
             _plot(study, png, f"{about['title']}: adaptive onboarding ({study['onboarding_set']['trials']} trials)",
                   ADAPTIVE_METHOD)
-        run = command(dataset, study["onboarding_set"]["trials"], report.get("prompt_part"), adaptive=True)
+        report_sizes = ",".join(str(n) for n in study["onboarding_set"]["sizes"])
+        run = command(dataset, study["onboarding_set"]["trials"], report.get("prompt_part"), adaptive=True,
+                      sizes=report_sizes)
         parts += ["", f"#### {about['title']}", "", f"`{run}`", "", selection_table(study["onboarding_set"]), "",
                   verdict(study["onboarding_set"], method=ADAPTIVE_METHOD), "",
                   f"![{about['title']}, adaptive](results/{out_dir.name}/{dataset}.png)"]
