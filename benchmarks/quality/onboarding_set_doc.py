@@ -145,7 +145,9 @@ def adaptive_note(out_dir: Path = ADAPTIVE_DIR, plots: bool = True) -> list[str]
         "`adaptive_shared`: one batch per round answered by every test LLM (the gain summed over them), so "
         "their cells stay measured on the same prompts. The router's K and strength are the random arm's at the "
         "same N, so the pairing measures the choice alone. A poisoning test flips every label and cost a newcomer "
-        "was not asked and checks the choice is unchanged (`tests/selection/test_adaptive_onboarding.py`).")]
+        "was not asked and checks the choice is unchanged (`tests/selection/test_adaptive_onboarding.py`). It lives "
+        "in the study only (`--val-selection adaptive,adaptive_shared`), not among `uniroute onboarding-set`'s "
+        "strategies.")]
     for dataset in runs:
         about = DATASETS[dataset]
         study = json.loads((out_dir / f"{dataset}_valsize.json").read_text())
@@ -185,11 +187,11 @@ def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
         run = command(dataset, trials, report.get("prompt_part"))
         parts += ["", f"### {about['title']}", "", f"`{run}`", "", selection_table(study["onboarding_set"]), "",
                   verdict(study["onboarding_set"]), "", f"![{about['title']}]({png.relative_to(DOC.parent)})"]
-    parts += estimator_note()
-    parts += adaptive_note(plots=plots)
     missing = [a["title"] for d, a in DATASETS.items() if not (out_dir / f"{d}_valsize.json").exists()]
     if missing:
         parts += ["", f"Not measured yet: {', '.join(missing)}."]
+    parts += estimator_note()
+    parts += adaptive_note(plots=plots)
     return "\n".join(parts) + "\n\n"
 
 
