@@ -11,8 +11,12 @@ alone; the choice clusters the validation prompts with that same K (the cells it
 First look (25 trials, seed 0, count-aware K-means, Area difference from random at N = 25 / 50, wins/losses):
 `adaptive` RouterBench +0.0051 (16/9) / +0.0062 (16/9), RouterDC -0.0047 (15/10) / -0.0062 (10/14);
 `adaptive_shared` RouterBench +0.0035 (12/13) / +0.0049 (14/11), RouterDC +0.0022 (16/8) / -0.0012 (11/13).
-Why it can hardly do more there: the tuned K at 25-50 answers is mostly 2-3, so there are few cells to steer
-between, and on RouterDC the test LLMs' mean losses lie within 0.06 of each other (near-ties every way).
+At 100 trials (docs/results.md, "Adaptive onboarding") the signs did not hold: no difference is significant,
+`adaptive` RouterBench -0.0020 (50/50) / -0.0049 (50/50), RouterDC +0.0004 (53/46) / -0.0026 (49/46);
+`adaptive_shared` RouterBench +0.0010 (51/49) / -0.0018 (45/55), RouterDC +0.0018 (52/45) / +0.0015 (56/43).
+So it is not a strategy of `uniroute onboarding-set`. Why it can hardly do more there: the tuned K at 25-50
+answers is mostly 2-3, so there are few cells to steer between, and on RouterDC the test LLMs' mean losses lie
+within 0.06 of each other (near-ties every way).
 """
 
 from __future__ import annotations
