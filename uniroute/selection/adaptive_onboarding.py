@@ -34,6 +34,15 @@ from uniroute.selection.curves import lambda_grid, switch_path
 PRIOR_ANSWERS = 2.0  # pseudo-answers of a cell's prior in its variance when the router itself does not shrink
 N_LAMBDAS = 16  # cost weights the gain is averaged over
 VAR_FLOOR = 0.01  # p (1 - p) never below this: a cell at 0 or 1 loss after few answers is not certain
+# Whether the router's shrinkage strength counts as pseudo-answers in a cell's variance (what the study measured).
+# It is the router's weight on the prior, not evidence about the newcomer: at s = 50 an unanswered cell looks
+# settled. False: PRIOR_ANSWERS alone (a first look only, see experiments/adaptive_study.py).
+SHRINKAGE_IS_EVIDENCE = True
+
+
+def _pseudo(strength: float) -> float:
+    """Pseudo-answers of the prior in a cell's variance."""
+    return max(strength, PRIOR_ANSWERS) if SHRINKAGE_IS_EVIDENCE else PRIOR_ANSWERS
 
 
 def cell_posterior(clusters: np.ndarray, losses: np.ndarray, answered: np.ndarray, k: int,
@@ -43,7 +52,7 @@ def cell_posterior(clusters: np.ndarray, losses: np.ndarray, answered: np.ndarra
     psi = psi_from_losses(clusters, observed, k, [str(i) for i in range(losses.shape[1])])
     mean = shrunk_values(psi.values, psi.counts, strength)
     p = np.clip(mean, 0.0, 1.0)
-    var = np.maximum(p * (1.0 - p), VAR_FLOOR) / (psi.counts + max(strength, PRIOR_ANSWERS) + 1.0)
+    var = np.maximum(p * (1.0 - p), VAR_FLOOR) / (psi.counts + _pseudo(strength) + 1.0)
     return mean, var, psi.counts.astype(np.float64)
 
 
@@ -54,7 +63,7 @@ def answer_gain(mean: np.ndarray, var: np.ndarray, counts: np.ndarray, costs: np
     if m < 2:  # nothing to compare with: every cell is as good as any other, coverage by traffic
         return np.tile(weights / (counts.sum(axis=0) + 1.0), (m, 1))
     lams = lambda_grid(switch_path(mean.T, costs), N_LAMBDAS)
-    pseudo = max(strength, PRIOR_ANSWERS)
+    pseudo = _pseudo(strength)
     p = np.clip(mean, 0.0, 1.0)
     var_next = np.maximum(p * (1.0 - p), VAR_FLOOR) / (counts + pseudo + 2.0)
     sd = np.sqrt(np.maximum(var - var_next, 1e-12))
@@ -85,7 +94,7 @@ def next_batches(clusters: np.ndarray, losses: np.ndarray, costs: np.ndarray, an
     k = weights.shape[0]
     mean, var, counts = cell_posterior(clusters, losses, answered, k, strength)
     spent = np.where(answered, costs, 0.0).sum(axis=0) / np.maximum(answered.sum(axis=0), 1)  # (M,) mean cost
-    pseudo = max(strength, PRIOR_ANSWERS)
+    pseudo = _pseudo(strength)
     p = np.clip(mean, 0.0, 1.0)
     who = [list(range(losses.shape[1]))] if shared else [[j] for j in range(losses.shape[1])]
     out = []
