@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from uniroute.experiments.adaptive_study import adaptive_area, adaptive_choice
+from uniroute.experiments.onboarding_study import selection_study
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.selection.adaptive_onboarding import (
     adaptive_sets,
@@ -93,4 +94,6 @@ def test_in_a_trial_the_first_batch_reads_no_test_llm_answer_and_the_study_score
         poisoned[never, model] = 1.0 - poisoned[never, model]
     again = adaptive_choice(TrialState(X, replace(data, scores=poisoned), split, config), 3, 2.0, 20)
     assert [s.tolist() for s in again] == [s.tolist() for s in sets]
-    assert 0.0 < adaptive_area(state, "kmeans_shrunk", 20) <= 1.0
+    study = selection_study(state, config, ["kmeans_shrunk"])  # what `uniroute evaluate --val-selection` runs
+    assert study["adaptive"]["20"]["kmeans_shrunk"] == adaptive_area(state, "kmeans_shrunk", 20)
+    assert 0.0 < study["adaptive"]["20"]["kmeans_shrunk"] <= 1.0
