@@ -18,9 +18,10 @@ So it is not a strategy of `uniroute onboarding-set`. Why it can hardly do more 
 answers is mostly 2-3, so there are few cells to steer between, and on RouterDC the test LLMs' mean losses lie
 within 0.06 of each other (near-ties every way).
 
-MMLU-Pro (25 trials; 27 LLMs with a cost, 10 test LLMs, K larger): both variants are worse than random at 50
-answers (sign test p < 0.05). Controls on the same trials (first look, N = 25 / 50): each test LLM its own random
-prompts -0.0294 (8/17) / -0.0074 (5/17), so losing the shared prompts costs much with 10 test LLMs; the shared
+MMLU-Pro (27 LLMs with a cost, 10 test LLMs), 100 trials: `adaptive` -0.0048 (41/56) / -0.0168 (32/64, worse
+than random, p < 0.05), `adaptive_shared` +0.0026 (52/46) / -0.0061 (40/56); at 25 trials both were significantly
+worse at 50 (-0.0290, 3/20; -0.0187, 7/18). Controls on those 25 trials (N = 25 / 50): each test LLM its own
+random prompts -0.0294 (8/17) / -0.0074 (5/17), so losing the shared prompts costs much with 10 test LLMs; the shared
 `allocated` order continued to N with this router's K (no adaptivity) +0.0034 (13/11) / -0.0053 (8/11), so
 steering the later answers toward open decisions is what loses at 50 (-0.0187, 7/18 shared): it leaves the cells
 that look settled after one or two answers with those few, and their estimates are the ones that are wrong.
