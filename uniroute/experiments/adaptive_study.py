@@ -23,8 +23,8 @@ than random, p < 0.05), `adaptive_shared` +0.0026 (52/46) / -0.0061 (40/56); at 
 worse at 50 (-0.0290, 3/20; -0.0187, 7/18). Controls on those 25 trials (N = 25 / 50): each test LLM its own
 random prompts -0.0294 (8/17) / -0.0074 (5/17), so losing the shared prompts costs much with 10 test LLMs; the shared
 `allocated` order continued to N with this router's K (no adaptivity) +0.0034 (13/11) / -0.0053 (8/11), so
-steering the later answers toward open decisions is what loses at 50 (-0.0187, 7/18 shared): it leaves the cells
-that look settled after one or two answers with those few, and their estimates are the ones that are wrong.
+steering the later answers toward open decisions is what loses at 50 (-0.0187, 7/18 shared); a guess, not measured:
+it leaves the cells that look settled after one or two answers with those few, and those estimates are wrong.
 Counting only PRIOR_ANSWERS (not the router's strength) in a cell's variance (SHRINKAGE_IS_EVIDENCE = False)
 does not change that: `adaptive` -0.0156 (10/13) / -0.0259 (2/21).
 """
