@@ -100,3 +100,21 @@ def test_the_onboarding_set_section_is_written_once_even_where_a_copy_ends_the_d
     text = doc.replace_section(f"# R\n\n{old}## Other\n\nkeep\n\n{old}", f"{doc.HEADING}\n\nnew\n\n")
     assert text == f"# R\n\n{doc.HEADING}\n\nnew\n\n## Other\n\nkeep\n"
     assert doc.replace_section("# R\n", "B\n") == "# R\n\nB\n"
+
+
+def test_the_adaptive_note_comes_from_its_study_files(tmp_path: Path) -> None:
+    from benchmarks.quality import onboarding_set_doc as doc
+
+    assert doc.adaptive_note(tmp_path, plots=False) == []
+    entries = [{"size": n, "area": 0.8, "random_area": 0.79, "all_prompts_area": 0.82, "difference": d,
+                "half_width": 0.004, "sign_test": {"wins": w, "losses": 100 - w, "p": p}, "gap_closed": 0.3}
+               for n, d, w, p in ((25, 0.0061, 62, 0.02), (50, 0.0042, 61, 0.04))]
+    study = {"onboarding_set": {"trials": 100, "sizes": [25, 50],
+                                "strategies": {"adaptive": {doc.ADAPTIVE_METHOD: entries}}}}
+    (tmp_path / "routerdc_model7_valsize.json").write_text(json.dumps(study))
+    (tmp_path / "routerdc_model7.json").write_text(json.dumps({"prompt_part": "full"}))
+    text = "\n".join(doc.adaptive_note(tmp_path, plots=False))
+    assert "--methods kmeans_shrunk --prompt-part full --val-sizes 25,50 " in text
+    assert "--val-selection adaptive,adaptive_shared" in text
+    assert "| adaptive | UniRoute (K-means, count-aware Psi) | +0.0061 ± 0.0040 (62/38 *, 30% of gap)" in text
+    assert "beats random at N = 25 and 50 (p < 0.05): adaptive" in text

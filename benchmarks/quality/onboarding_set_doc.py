@@ -30,6 +30,9 @@ from benchmarks.runner import REPO as ROOT  # noqa: E402
 from uniroute.experiments.onboarding_study import selection_table  # noqa: E402
 
 OUT_DIR = ROOT / "docs" / "results" / "onboarding_set"
+ADAPTIVE_DIR = ROOT / "docs" / "results" / "onboarding_adaptive"  # the adaptive strategies with the default router
+ADAPTIVE_STRATEGIES = "adaptive,adaptive_shared"
+ADAPTIVE_METHOD = "kmeans_shrunk"  # the default router (count-aware K-means)
 PILOT = ROOT / "benchmarks" / "results" / "onboarding_estimator_pilot.json"
 ESTIMATORS = {"paper": "paper's mean", "paper5": "paper's mean, shrunk (5) toward the pool prior",
               "ref0": "pool-referenced", "ref5": "pool-referenced, shrunk (5)",
@@ -41,23 +44,27 @@ STRATEGIES = "stratified,allocated,anchored"
 METHOD = "kmeans"
 
 
-def command(dataset: str, trials: int = TRIALS, part: str | None = None) -> str:
-    """The study's command for a dataset (part: the prompt part it was run with; default the quality section's)."""
+def command(dataset: str, trials: int = TRIALS, part: str | None = None, adaptive: bool = False,
+            sizes: str = SIZES) -> str:
+    """The study's command for a dataset (part: the prompt part it was run with; default the quality section's;
+    adaptive: the adaptive strategies' study with the default router)."""
     part = part or DATASETS[dataset]["prompt_part"]
+    method, strategies, folder = ((ADAPTIVE_METHOD, ADAPTIVE_STRATEGIES, "onboarding_adaptive") if adaptive
+                                  else (METHOD, STRATEGIES, "onboarding_set"))
     return (f"uniroute evaluate --data ../shared/datasets/{dataset}/long.parquet --trials {trials} --seed {SEED} "
-            f"--embedder {EMBEDDER} --methods {METHOD} --prompt-part {part} --val-sizes {SIZES} "
-            f"--val-selection {STRATEGIES} --workers 0 --out docs/results/onboarding_set/{dataset}.json")
+            f"--embedder {EMBEDDER} --methods {method} --prompt-part {part} --val-sizes {sizes} "
+            f"--val-selection {strategies} --workers 0 --out docs/results/{folder}/{dataset}.json")
 
 
-def _plot(study: dict[str, Any], path: Path, title: str) -> None:
+def _plot(study: dict[str, Any], path: Path, title: str, method: str = METHOD) -> None:
     """Area against N for random and each strategy (means over the trials), all prompts as a dashed line."""
     report = study["onboarding_set"]
     sizes = report["sizes"]
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    first = next(iter(report["strategies"].values()))[METHOD]
+    first = next(iter(report["strategies"].values()))[method]
     ax.plot(sizes, [e["random_area"] for e in first], marker="o", color="black", label="random")
     for strategy, rows in report["strategies"].items():
-        ax.plot(sizes, [e["area"] for e in rows[METHOD]], marker="o", label=strategy)
+        ax.plot(sizes, [e["area"] for e in rows[method]], marker="o", label=strategy)
     ax.axhline(first[0]["all_prompts_area"], color="grey", linestyle="--", label="all validation prompts")
     ax.set_xscale("log")
     ax.set_xticks(sizes)
@@ -72,12 +79,13 @@ def _plot(study: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def verdict(report: dict[str, Any], sizes: tuple[int, ...] = (25, 50), alpha: float = 0.05) -> str:
+def verdict(report: dict[str, Any], sizes: tuple[int, ...] = (25, 50), alpha: float = 0.05,
+            method: str = METHOD) -> str:
     """Which strategies beat random significantly at every one of `sizes`, and which are significantly worse
     anywhere: the issue's criterion, read from the sign tests."""
     wins, worse = [], []
     for strategy, rows in report["strategies"].items():
-        tests = {e["size"]: e["sign_test"] for e in rows[METHOD]}
+        tests = {e["size"]: e["sign_test"] for e in rows[method]}
         if all(s in tests and tests[s]["wins"] > tests[s]["losses"] and tests[s]["p"] < alpha for s in sizes):
             wins.append(strategy)
         if any(t["losses"] > t["wins"] and t["p"] < alpha for t in tests.values()):
@@ -122,6 +130,41 @@ def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -
     return parts
 
 
+def adaptive_note(out_dir: Path = ADAPTIVE_DIR, plots: bool = True) -> list[str]:
+    """The adaptive strategies' study (experiments/adaptive_study.py) with the default router, per dataset run."""
+    runs = [d for d in DATASETS if (out_dir / f"{d}_valsize.json").exists()]
+    if not runs:
+        return []
+    parts = ["", "### Adaptive onboarding: each next batch from the newcomer's own answers (default router)", "", (
+        "A first batch of 10 prompts (`allocated`, the pool's information only), then batches of 5 chosen from "
+        "the answers so far: each goes to the cells (newcomer, cluster) where one more answer is worth most to "
+        "the routing decision, the knowledge gradient of the cell's estimate (the router's shrunk Psi, a "
+        "Beta-like posterior variance) against the best other LLM's, averaged over the cost weights and weighted "
+        "by the cluster's traffic; none where the newcomer clearly wins or clearly loses "
+        "(`uniroute/selection/adaptive_onboarding.py`). `adaptive`: each test LLM its own prompts; "
+        "`adaptive_shared`: one batch per round answered by every test LLM (the gain summed over them), so "
+        "their cells stay measured on the same prompts. The router's K and strength are the random arm's at the "
+        "same N, so the pairing measures the choice alone. A poisoning test flips every label and cost a newcomer "
+        "was not asked and checks the choice is unchanged (`tests/selection/test_adaptive_onboarding.py`). It lives "
+        "in the study only (`--val-selection adaptive,adaptive_shared`), not among `uniroute onboarding-set`'s "
+        "strategies.")]
+    for dataset in runs:
+        about = DATASETS[dataset]
+        study = json.loads((out_dir / f"{dataset}_valsize.json").read_text())
+        report = json.loads((out_dir / f"{dataset}.json").read_text())
+        png = out_dir / f"{dataset}.png"
+        if plots:
+            _plot(study, png, f"{about['title']}: adaptive onboarding ({study['onboarding_set']['trials']} trials)",
+                  ADAPTIVE_METHOD)
+        report_sizes = ",".join(str(n) for n in study["onboarding_set"]["sizes"])
+        run = command(dataset, study["onboarding_set"]["trials"], report.get("prompt_part"), adaptive=True,
+                      sizes=report_sizes)
+        parts += ["", f"#### {about['title']}", "", f"`{run}`", "", selection_table(study["onboarding_set"]), "",
+                  verdict(study["onboarding_set"], method=ADAPTIVE_METHOD), "",
+                  f"![{about['title']}, adaptive](results/{out_dir.name}/{dataset}.png)"]
+    return parts
+
+
 def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     parts = [HEADING, "", (
         "`uniroute onboarding-set` chooses the validation prompts a new LLM should answer "
@@ -144,10 +187,11 @@ def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
         run = command(dataset, trials, report.get("prompt_part"))
         parts += ["", f"### {about['title']}", "", f"`{run}`", "", selection_table(study["onboarding_set"]), "",
                   verdict(study["onboarding_set"]), "", f"![{about['title']}]({png.relative_to(DOC.parent)})"]
-    parts += estimator_note()
     missing = [a["title"] for d, a in DATASETS.items() if not (out_dir / f"{d}_valsize.json").exists()]
     if missing:
         parts += ["", f"Not measured yet: {', '.join(missing)}."]
+    parts += estimator_note()
+    parts += adaptive_note(plots=plots)
     return "\n".join(parts) + "\n\n"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from uniroute.experiments.adaptive_study import adaptive_study
 from uniroute.experiments.methods import METHOD_LABELS, VAL_SIZE_METHODS
 from uniroute.selection.curves import curve_area
 from uniroute.selection.onboarding_set import PoolView, onboarding_order
@@ -47,6 +48,9 @@ def selection_study(state: TrialState, config: Any, methods: list[str]) -> dict[
     out: dict[str, dict[str, dict[str, float]]] = {}
     for strategy in config.val_selections:
         if strategy == "random" or not sizes:
+            continue
+        if strategy in ("adaptive", "adaptive_shared"):  # prompts chosen per test LLM or per round: its own study
+            out[strategy] = adaptive_study(state, sizes, methods, shared=strategy == "adaptive_shared")
             continue
         chosen = TrialState(state.X, state.data, selected_split(state, strategy, max(sizes)), config)
         out[strategy] = {}

@@ -15,6 +15,8 @@ from uniroute.selection.split import TrialSplit
 
 log = logging.getLogger(__name__)
 
+STUDY_STRATEGIES = (*STRATEGIES, "adaptive", "adaptive_shared")  # the study only (experiments/adaptive_study.py)
+
 @dataclass(frozen=True)
 class EvalConfig:
     """What to evaluate and how; plain values so that it pickles to Dask workers."""
@@ -43,9 +45,9 @@ class EvalConfig:
             raise ValueError(f"battles per prompt must be >= 1, got {self.battles_per_prompt}")
         if any(s < 2 for s in self.val_sizes):
             raise ValueError(f"validation sizes must be >= 2, got {list(self.val_sizes)}")
-        unknown = sorted(set(self.val_selections) - set(STRATEGIES))
+        unknown = sorted(set(self.val_selections) - set(STUDY_STRATEGIES))
         if unknown:
-            raise ValueError(f"unknown validation selections {unknown}; choose from {', '.join(STRATEGIES)}")
+            raise ValueError(f"unknown validation selections {unknown}; choose from {', '.join(STUDY_STRATEGIES)}")
         if set(self.val_selections) - {"random"} and not self.val_sizes:
             raise ValueError("a validation selection chooses the first N validation prompts: give the sizes N "
                              "too (--val-sizes)")

@@ -58,7 +58,9 @@ toward the pool-referenced prior alike; the study's tables measure plain K-means
 (count-aware K-means, strength tuned). With the default router (RouterBench, 100 trials) that gain is already
 taken, the pool-referenced cells with the tuned strength match the paper's (+0.001 Area at 25 and 50, n.s.),
 and against random on the same estimator `anchored` wins at 10 answers (+0.023, 64/34) but not at 25 (+0.008,
-55/45) or 50 (+0.002, 57/43): no strategy meets "beats random at 25 and 50".
+55/45) or 50 (+0.002, 57/43): no strategy meets "beats random at 25 and 50". Choosing each next batch from
+the newcomer's own answers (where its decision is still open) does not either: selection/adaptive_onboarding.py,
+measured in experiments/adaptive_study.py.
 """
 
 from __future__ import annotations
