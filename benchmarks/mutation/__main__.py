@@ -59,6 +59,7 @@ MODULES: dict[str, list[str]] = {
                                     "tests/pipeline/test_reconcile_mlflow.py"],
     "uniroute.routers.cost_cap": ["tests/routers/test_cost_cap.py", "tests/routers/test_cost_cap_edges.py"],
     "uniroute.pipeline.calibration": ["tests/traffic/test_calibration_window.py",
+                                      "tests/traffic/test_calibration_store.py",
                                       "tests/traffic/test_budget_calibration.py",
                                       "tests/pipeline/test_publish_parts.py"],
 }
