@@ -153,8 +153,14 @@ def test_a_bad_setting_is_duckdbs_own_error_not_a_locked_store(tmp_path: Path):
 def test_a_lock_down_that_fails_is_an_error_not_an_open_connection(tmp_path: Path):
     db = tmp_path / "store.duckdb"
     duckdb.connect(str(db)).close()
-    with pytest.raises(duckdb.Error, match="Memory must have a number"):
+    with pytest.raises(duckdb.Error, match="Memory must have a number") as failed:
         open_store_sandbox(db, Sandbox(memory_limit="lots"))
+    # Closed before the error leaves: while the error is still held (its traceback keeps the function's frame,
+    # as an error handler or a log record would) the store opens for writing in this same process.
+    assert failed.value.__traceback__ is not None
+    writer = duckdb.connect(str(db))
+    writer.execute("create table after_failure as select 1 as x").close()
+    writer.close()
 
 
 def test_an_explain_the_check_cannot_read_is_refused_not_a_crash(con):
