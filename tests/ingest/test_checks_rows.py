@@ -281,3 +281,18 @@ def test_a_file_whose_every_prompt_id_is_missing_is_all_rejected_not_a_crash():
     checked = checked_rows(_rows(prompt_id=[None, None], prompt=["Q", "R"], model=["a", "b"], score=[0.5, 0.5],
                                  split=["val", "test"]))
     assert _reasons(checked) == {1: "empty prompt_id", 2: "empty prompt_id"} and checked.candidates.num_rows == 0
+
+
+def test_the_bounds_themselves_are_valid_beside_a_row_that_is_not():
+    """A file with one bad value gets the closer look at every row: 0 and 1 stay valid scores, 0, 0.5 and the
+    ceiling valid costs."""
+    scores = checked_rows(_rows(**_good(3, score=[0.0, 1.0, 2.0])))
+    assert _reasons(scores) == {3: "score 2.0 is outside [0, 1]"}
+    costs = checked_rows(_rows(**_good(4, cost=[0.0, 0.5, COST_CEILING, -1.0])))
+    assert _reasons(costs) == {4: "cost -1.0 is negative"}
+
+
+def test_a_prompt_moved_between_two_splits_is_quarantined():
+    checked = checked_rows(_rows(prompt_id=["p", "p"], prompt=["Q", "Q"], model=["a", "b"], score=[0.5, 0.5],
+                                 split=["train", "test"]))
+    assert _reasons(checked) == {2: 'prompt_id "p" has split "test" here but "train" on row 1'}
