@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.mutation import patch
-from benchmarks.mutation.__main__ import summarise
+from benchmarks.mutation.__main__ import MODULES, summarise
 from benchmarks.mutation.operators import mutants, mutated_tree
-from benchmarks.mutation.runner import ModuleRun, Outcome
+from benchmarks.mutation.runner import ModuleRun, Outcome, run_module
 
 SOURCE = '''"""A module to mutate."""
 import logging
@@ -88,3 +88,84 @@ def test_the_score_leaves_out_equivalent_mutants():
     assert (summary["mutants"], summary["killed"], summary["survived"], summary["equivalent"]) == (13, 10, 2, 1)
     assert summary["score"] == round(10 / 12, 4)
     assert [s["key"] for s in summary["survivors"]] == [ms[10].key, ms[12].key]
+
+
+# ---- run_module's per-line test selection, on a toy module and its toy tests ------------------------------
+SELECTED = '''
+def double(x):
+    return x * 2
+
+
+def triple(x):
+    return x * 3
+
+
+def orphan(x):
+    return x - 1
+'''
+SELECTED_TESTS = '''
+import toy_selected
+
+
+def test_double():
+    assert toy_selected.double(2) == 4
+
+
+def test_triple_runs():  # covers triple's line, checks nothing: triple's mutants survive it
+    toy_selected.triple(0)
+
+
+def test_tripwire():
+    """Covers double's line only, and fails whenever triple is not the file's own triple: it kills triple's
+    mutants exactly when it is run against them, which the selection must not do."""
+    toy_selected.double(1)
+    fresh = {}
+    exec(compile(open(toy_selected.__file__).read(), toy_selected.__file__, "exec"), fresh)
+    assert toy_selected.triple.__code__ == fresh["triple"].__code__
+'''
+
+
+def test_a_mutant_runs_only_the_tests_that_cover_its_line_and_an_uncovered_line_is_reported(tmp_path, monkeypatch):
+    (tmp_path / "toy_selected.py").write_text(SELECTED)
+    (tmp_path / "test_toy_selected.py").write_text(SELECTED_TESTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # the runner's node ids are relative to where it runs (the repository, for real)
+    monkeypatch.setitem(MODULES, "toy_selected", ["test_toy_selected.py"])
+    try:
+        run = run_module("toy_selected", MODULES["toy_selected"], report=lambda line: None)
+    finally:
+        for name in ("toy_selected", "test_toy_selected"):
+            sys.modules.pop(name, None)
+    status = {o.mutant.key: o.status for o in run.outcomes}
+    # double's line: test_double (and the tripwire) ran it, and test_double kills each of its mutants.
+    assert {k: s for k, s in status.items() if k.startswith("double")} == {
+        "double: Mult->Div: x * 2#1": "killed", "double: number+1: 2#1": "killed",
+        "double: delete statement: return x * 2#1": "killed"}
+    # triple's line: run against test_triple_runs alone (it survives); the tripwire, run too, would kill it.
+    assert {k: s for k, s in status.items() if k.startswith("triple")} == {
+        "triple: Mult->Div: x * 3#1": "survived", "triple: number+1: 3#1": "survived",
+        "triple: delete statement: return x * 3#1": "survived"}
+    # orphan's line: no test ran it, so its mutants are reported as such, neither killed nor survived.
+    assert {k: s for k, s in status.items() if k.startswith("orphan")} == {
+        "orphan: Sub->Add: x - 1#1": "not covered", "orphan: number+1: 1#1": "not covered",
+        "orphan: delete statement: return x - 1#1": "not covered"}
+    summary = summarise(run, {})
+    assert (summary["killed"], summary["survived"]) == (3, 6)
+    assert sum(s["status"] == "not covered" for s in summary["survivors"]) == 3
+
+
+def test_a_mutant_whose_tests_cannot_be_found_is_an_error_not_a_kill(tmp_path, monkeypatch):
+    """The children run the baseline's test ids, relative to where the runner started: from elsewhere pytest
+    finds none of them (its usage error, exit 4), which must not read as a test catching the mutant."""
+    (tmp_path / "toy_selected.py").write_text(SELECTED)
+    (tmp_path / "test_toy_selected.py").write_text(SELECTED_TESTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    try:
+        run = run_module("toy_selected", [str(tmp_path / "test_toy_selected.py")], report=lambda line: None,
+                         only={"double: number+1: 2#1"})
+    finally:
+        for name in ("toy_selected", "test_toy_selected"):
+            sys.modules.pop(name, None)
+    assert {o.mutant.key: o.status for o in run.outcomes}["double: number+1: 2#1"] == "error"

@@ -35,7 +35,7 @@ PYTEST_ARGS = ["-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", "--no-hea
 @dataclass
 class Outcome:
     mutant: Mutant
-    status: str  # killed | survived | timeout | not covered | no change
+    status: str  # killed | survived | timeout | not covered | no change | error
     seconds: float = 0.0
 
 
@@ -194,7 +194,9 @@ def run_module(module_name: str, tests: list[str], report=print, only: set[str] 
                 continue
         code, seconds = _in_child(lambda m=mutant, sel=selection: _run_mutant(module_name, source, m, sel),
                                   timeout)
-        status = {0: "survived", 99: "no change", -1: "timeout"}.get(code, "killed")
+        # pytest's internal error, usage error (a test id not found) and "no tests collected" say the run itself
+        # went wrong, not that a test caught the mutant: reported, and counted as survived until rerun.
+        status = {0: "survived", 99: "no change", -1: "timeout", 3: "error", 4: "error", 5: "error"}.get(code, "killed")
         run.outcomes.append(Outcome(mutant, status, round(seconds, 2)))
         if status != "killed":
             report(f"  [{i}/{len(todo)}] {status}: line {mutant.line}: {mutant.key}")

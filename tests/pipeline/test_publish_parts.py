@@ -6,11 +6,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from uniroute import store
-from uniroute.pipeline import snapshot
+from uniroute.pipeline import registry, snapshot
 from uniroute.pipeline.publish import (
     PublishResult,
     fingerprint,
@@ -18,6 +19,7 @@ from uniroute.pipeline.publish import (
     publish_champion,
     switch_current_after_commit,
 )
+from uniroute.routers.knn import KnnRouter
 
 from .toy_store import publish_in_session, save_toy_champion
 
@@ -125,3 +127,24 @@ def test_a_recorded_version_becomes_current_once_its_session_commits(saved: Path
         switch_current_after_commit(s, published, again)
         assert s.after_commit == []
     assert snapshot.current_version(published) == result.version
+
+
+def test_a_fitted_embedder_travels_in_the_snapshot_beside_its_router(saved: Path, tmp_path: Path):
+    with store.session(saved, "test") as s:  # as a TF-IDF build stores it (registry.save_embedder)
+        s.con.execute("insert into fitted_embedders values ('toy-embedder', ?, now())", [b"the fitted state"])
+    snap = snapshot.read_snapshot(publish_in_session(saved, tmp_path / "published").path)
+    assert snap.files[snapshot.EMBEDDER_FILE] == b"the fitted state"
+
+
+def test_a_router_without_clusters_publishes_an_empty_centroids_table(db_path: Path, tmp_path: Path):
+    refs = np.array([[1, 0], [0, 1], [-1, 0]], dtype=np.float32)
+    knn = KnnRouter("toy-embedder", ("cheap", "big"), np.array([1.0, 10.0]),
+                    np.array([[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]), refs, ("p0", "p1", "p2"), 2)
+    with store.session(db_path, "test") as s:
+        registry.save_router_version(s.con, registry.NewVersion(knn, "r-knn", "none", "knn", "fp-1", 0.7, True,
+                                                                "test"))
+        store.write_frame(s.con, "models", pd.DataFrame({"model": ["cheap", "big"], "default_cost": 1.0,
+                                                         "status": "active", "first_seen": pd.Timestamp("2026-01-01")}))
+    snap = snapshot.read_snapshot(publish_in_session(db_path, tmp_path / "published").path)
+    assert snap.manifest["kind"] == "knn"
+    assert len(pd.read_parquet(io.BytesIO(snap.files["centroids.parquet"]))) == 0

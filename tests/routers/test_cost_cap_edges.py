@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uniroute.routers.cost_cap import check_max_cost, lambda_within_cost
+from uniroute.routers.cost_cap import check_max_cost, lambda_for_max_cost, lambda_within_cost
+from uniroute.routers.kmeans import Centroids
+from uniroute.routers.router import Router
 
 # Two prompts, two models: the dear one (cost 1) is better on both; the free one (cost 0) is worse by 0.4 on both.
 ROWS = np.array([[0.5, 0.1], [0.5, 0.1]])
@@ -41,3 +43,28 @@ def test_one_prompt_is_a_mix_and_no_prompt_or_malformed_rows_are_refused_in_one_
         lambda_within_cost(ROWS[0], COSTS, 1.0)
     with pytest.raises(ValueError, match=r"^rows must be \(n, 3\) for 3 candidate costs, not \(2, 2\)$"):
         lambda_within_cost(ROWS, np.array([0.0, 1.0, 2.0]), 1.0)
+
+
+# Prompt counts whose shares (count / total) sum to an ulp over 1 in floats: the weighted mean of routing every
+# prompt to a model of cost 1 is then 1.0000000000000002.
+UNEVEN = np.array([6.0, 5.0, 3.0, 3.0, 1.0, 1.0, 1.0, 2.0, 7.0, 6.0])
+
+
+def test_a_cap_a_hair_below_the_cheapest_cost_is_met_by_the_cheapest_on_any_mix():
+    """check_reachable calls a cap within 1e-12 below the cheapest cost met; the search then used to find no lambda
+    (the float mean of the cheapest routing lands above such a cap): a RuntimeError on rows, "cannot be met" on a
+    router. Found by the mutation run, where both of those guards looked unreachable."""
+    shares = UNEVEN / UNEVEN.sum()
+    assert float(shares @ np.ones(UNEVEN.size)) > 1.0
+    cap = 1.0 * (1 - 1e-12)
+    rows = np.tile([0.0, 1.0], (UNEVEN.size, 1))  # the cheap model (cost 1) is the better one: lambda 0 meets it
+    assert lambda_within_cost(rows, np.array([1.0, 2.0]), cap, UNEVEN) == 0.0
+    dear_first = rows[:, ::-1]  # the dear one is better: only a lambda past the switch routes all to the cheap one
+    lam = lambda_within_cost(dear_first, np.array([1.0, 2.0]), cap, UNEVEN)
+    assert lam >= 1.0 and np.all(np.argmin(dear_first + lam * np.array([1.0, 2.0]), axis=1) == 0)
+    centers = np.eye(UNEVEN.size, dtype=np.float32)
+    router = Router("emb", ("cheap", "dear"), np.array([1.0, 2.0]), np.tile([[0.5], [0.1]], (1, UNEVEN.size)),
+                    Centroids(centers), None)
+    X = np.repeat(centers, UNEVEN.astype(int), axis=0)
+    lam = lambda_for_max_cost(router, X, cap)
+    assert np.all(router.route(X, lam) == 0)

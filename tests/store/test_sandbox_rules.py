@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pytest
 
+from uniroute import store
 from uniroute.store.connection import DamagedStore, StoreError
+from uniroute.store.embeddings import root_of, write_partition
 from uniroute.store.sandbox import (
     Sandbox,
     SqlRefused,
@@ -34,11 +37,13 @@ ACCESS_OFF = {"enable_external_access": False, "autoinstall_known_extensions": F
 
 def test_the_defaults_are_the_documented_ones():
     # docs/operate.md: --timeout defaults to 30 s, UNIROUTE_SQL_MEMORY_LIMIT 1GB, UNIROUTE_SQL_TEMP_LIMIT 2GB.
-    assert Sandbox() == Sandbox(timeout_seconds=30.0, memory_limit="1GB", temp_directory=None, max_temp_size="2GB")
+    assert Sandbox() == Sandbox(timeout_seconds=30.0, memory_limit="1GB", temp_directory=None, max_temp_size="2GB",
+                                spill=True)
 
 
 def test_spill_settings_are_given_only_with_a_folder(tmp_path: Path):
     assert _spill_config(None) == {} and _spill_config(Sandbox()) == {}
+    assert _spill_config(Sandbox(temp_directory=tmp_path, spill=False)) == {"temp_directory": ""}  # never spill
     assert _spill_config(Sandbox(temp_directory=tmp_path, max_temp_size="5MB")) == {
         "temp_directory": str(tmp_path), "max_temp_directory_size": "5MB"}
 
@@ -129,6 +134,7 @@ def test_the_store_is_opened_read_only(tmp_path: Path):
     con = open_read_only(db)
     try:
         assert con.execute("select x from t").fetchall() == [(1,)]
+        assert con.execute("select current_setting('enable_external_access')").fetchone() == (False,)
         with pytest.raises(duckdb.Error, match="read-only"):
             con.execute("insert into t values (2)")
     finally:
@@ -153,8 +159,14 @@ def test_a_bad_setting_is_duckdbs_own_error_not_a_locked_store(tmp_path: Path):
 def test_a_lock_down_that_fails_is_an_error_not_an_open_connection(tmp_path: Path):
     db = tmp_path / "store.duckdb"
     duckdb.connect(str(db)).close()
-    with pytest.raises(duckdb.Error, match="Memory must have a number"):
+    with pytest.raises(duckdb.Error, match="Memory must have a number") as failed:
         open_store_sandbox(db, Sandbox(memory_limit="lots"))
+    # Closed before the error leaves: while the error is still held (its traceback keeps the function's frame,
+    # as an error handler or a log record would) the store opens for writing in this same process.
+    assert failed.value.__traceback__ is not None
+    writer = duckdb.connect(str(db))
+    writer.execute("create table after_failure as select 1 as x").close()
+    writer.close()
 
 
 def test_an_explain_the_check_cannot_read_is_refused_not_a_crash(con):
@@ -203,3 +215,19 @@ def test_only_the_named_tables_and_views_are_visible():
 def test_a_view_that_does_not_bind_is_duckdbs_error():
     with pytest.raises(duckdb.Error, match="nope"):
         sandbox_over({}, {"v": "select nope"}, Sandbox())
+
+
+def test_the_store_sandbox_reads_the_embeddings_dataset_and_no_other_file(tmp_path: Path):
+    """The `embeddings` view over the store's Parquet dataset answers in the sandbox (its folder allowed before
+    access goes off), while a file beside it stays refused."""
+    db = tmp_path / "uniroute.duckdb"
+    with store.session(db, "test") as s:
+        write_partition(root_of(s.con), "e1", ["h1", "h2"], np.eye(2, 3, dtype=np.float32))
+    (tmp_path / "other.csv").write_text("a\n1\n")
+    con = open_store_sandbox(db, Sandbox())
+    try:
+        assert con.execute("select count(*) from embeddings").fetchone() == (2,)
+        with pytest.raises(duckdb.Error):
+            con.execute(f"select * from read_csv('{tmp_path / 'other.csv'}')").fetchall()
+    finally:
+        con.close()

@@ -39,13 +39,18 @@ def check_max_cost(max_cost: float) -> float:
     return max_cost
 
 
-def check_reachable(max_cost: float, models: Sequence[str], costs: np.ndarray) -> None:
-    """CostCapError in one line when the cap is below the cheapest model's cost (nothing routes within it)."""
+def check_reachable(max_cost: float, models: Sequence[str], costs: np.ndarray) -> float:
+    """CostCapError in one line when the cap is below the cheapest model's cost (nothing routes within it); else
+    the cap to search with: a cap within the tolerance below the cheapest cost is that cost."""
     cheapest = int(np.argmin(costs))
     # The same relative tolerance as the lambda search: a cap equal to the cheapest cost is met.
     if max_cost < float(costs[cheapest]) * (1 - 1e-12):
         raise CostCapError(f"max cost {max_cost:g} is below the cheapest pool model's cost "
                            f"{float(costs[cheapest]):g} ({models[cheapest]}): no routing stays within it")
+    # Accepted a hair below the cheapest cost, the cap would leave no room for float noise: the weighted mean of
+    # routing everything to the cheapest model (shares summing to an ulp over 1) lands above it, and the search
+    # found no lambda (a RuntimeError, or "cannot be met") for a cap this check had just called met.
+    return max(max_cost, float(costs[cheapest]))
 
 
 def lambda_within_cost(rows: np.ndarray, costs: np.ndarray, max_cost: float,
@@ -72,7 +77,7 @@ def lambda_within_cost(rows: np.ndarray, costs: np.ndarray, max_cost: float,
     weights = np.ones(rows.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     share = weights / weights.sum()
     if prompt_costs is None:
-        check_reachable(max_cost, [f"candidate {i}" for i in range(costs.size)], costs)
+        max_cost = check_reachable(max_cost, [f"candidate {i}" for i in range(costs.size)], costs)
         lam, _ = lambda_for_mean_cost(rows, costs, share, max_cost)
         lam = float(lam if lam is not None else 0.0)  # reachable: the cap is at least the path's end, the cheapest
         per_row = np.broadcast_to(costs, rows.shape)
@@ -120,7 +125,7 @@ def lambda_for_max_cost(router: RoutingRule, X: np.ndarray, max_cost: float,
     candidates = router.pool_indices(pool)
     # Below the cheapest model's own cost is refused alike with or without per-cluster costs (serving refuses it
     # before any calibration), so every surface says the same thing.
-    check_reachable(max_cost, [router.models[c] for c in candidates], router.costs[candidates])
+    max_cost = check_reachable(max_cost, [router.models[c] for c in candidates], router.costs[candidates])
     rows, weights, cell_costs = router.cap_rows(X, candidates)
     if cell_costs is not None:
         return lambda_within_cost(rows, router.costs[candidates], max_cost, weights, prompt_costs=cell_costs)
