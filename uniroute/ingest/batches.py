@@ -29,6 +29,7 @@ from uniroute.ingest.long import (
     long_parquet_wanted,
     parsed_lines,
 )
+from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH
 from uniroute.ingest.staging import (
     LONG_REQUIRED,
     IngestError,
@@ -37,6 +38,7 @@ from uniroute.ingest.staging import (
     csv_options,
     missing_columns_error,
 )
+from uniroute.ingest.wide_blocks import wide_blocks
 
 BATCH_BYTES = 32 * 1024 * 1024  # files up to this size are read whole (every check sees the whole file at once)
 BLOCK_ROWS = 65_536  # a Parquet block
@@ -105,6 +107,8 @@ def long_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
     fmt = detect_format(path, head, text)
     if fmt == FORMAT_LONG_JSONL:
         return _jsonl_blocks(path, split)
+    if fmt == FORMAT_ROUTERBENCH:
+        return wide_blocks(path, csv_header(path, text), split, READ_BYTES, BLOCK_BYTES)
     if fmt != FORMAT_LONG_CSV:
         return None
     header = csv_header(path, text)
