@@ -12,14 +12,17 @@ still written whole or not at all."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from uniroute.ingest.formats import detect_format, is_pairwise_file, one_line_errors
+from uniroute.ingest.json_stream import json_list_items
 from uniroute.ingest.long import (
     FORMAT_LONG_CSV,
     FORMAT_LONG_JSONL,
@@ -30,6 +33,7 @@ from uniroute.ingest.long import (
     parsed_lines,
 )
 from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH
+from uniroute.ingest.routerdc import FORMAT_ROUTERDC, RouterdcSurvey, json_object, routerdc_rows
 from uniroute.ingest.staging import (
     LONG_REQUIRED,
     IngestError,
@@ -107,6 +111,8 @@ def long_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
     fmt = detect_format(path, head, text)
     if fmt == FORMAT_LONG_JSONL:
         return _jsonl_blocks(path, split)
+    if fmt == FORMAT_ROUTERDC:
+        return _routerdc_blocks(path, split)
     if fmt == FORMAT_ROUTERBENCH:
         return wide_blocks(path, csv_header(path, text), split, READ_BYTES, BLOCK_BYTES)
     if fmt != FORMAT_LONG_CSV:
@@ -154,6 +160,40 @@ def _jsonl_blocks(path: Path, split: str | None) -> Iterator[Staged]:
     # transaction writes nothing.
     if any(name not in found for name in LONG_REQUIRED):
         raise missing_columns_error(path, list(found), LONG_REQUIRED, "long format")
+
+
+def _routerdc_blocks(path: Path, split: str | None) -> Iterator[Staged]:
+    """A RouterDC file's blocks of entries, read twice: first to survey the whole file (is it one, which kind of
+    score), then to stage its entries block by block as the whole file would be staged."""
+    with one_line_errors(path):
+        survey = RouterdcSurvey()
+        for entries in _json_entry_blocks(path):
+            survey.add(path, entries)
+        survey.check(path)
+        first = 1
+        for entries in _json_entry_blocks(path):
+            yield routerdc_rows(path, entries, split, survey, first)
+            first += len(entries)
+
+
+def _json_entry_blocks(path: Path) -> Iterator[list[Any]]:
+    """The entries of a file's JSON list in blocks of about BLOCK_BYTES of text (or BLOCK_ROWS entries); a file that
+    is not valid JSON is one line naming the line and column, as when it is read whole."""
+    block: list[Any] = []
+    size = 0
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        try:
+            for entry, chars in json_list_items(handle, CHUNK_BYTES, json_object):
+                block.append(entry)
+                size += chars
+                if size >= BLOCK_BYTES or len(block) >= BLOCK_ROWS:
+                    yield block
+                    block, size = [], 0
+        except json.JSONDecodeError as exc:
+            raise IngestError(f"{path}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column "
+                              f"{exc.colno}") from exc
+    if block:
+        yield block
 
 
 def _grouped(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:
