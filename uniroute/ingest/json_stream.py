@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TextIO
+
+from uniroute.ingest.staging import IngestError
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 # Messages of a decoder that ran out of text; only these make the reader fetch more before it believes them.
@@ -103,3 +106,26 @@ def json_list_items(handle: TextIO, chunk: int, object_hook: Callable[[list[tupl
             text.skip_space()
     if text.skip_space():
         raise text.error("Extra data", text.pos)
+
+
+def entry_blocks(path: Path, chunk: int, block_bytes: int, block_rows: int,
+                 object_hook: Callable[[list[tuple[str, Any]]], Any] | None = None
+                 ) -> Iterator[tuple[list[Any], int]]:
+    """(entries, the first one's number) of the JSON list in a file, in blocks of about block_bytes of text or
+    block_rows entries; a document that is not valid JSON is one line naming its line and column, as json.loads
+    of the whole file names them."""
+    first, block, size = 1, [], 0
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        try:
+            for entry, chars in json_list_items(handle, chunk, object_hook):
+                block.append(entry)
+                size += chars
+                if size >= block_bytes or len(block) >= block_rows:
+                    yield block, first
+                    first += len(block)
+                    block, size = [], 0
+        except json.JSONDecodeError as exc:
+            raise IngestError(f"{path}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column "
+                              f"{exc.colno}") from exc
+    if block:
+        yield block, first

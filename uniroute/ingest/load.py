@@ -143,7 +143,15 @@ def ingest_file(
                  staged.rows.num_rows)
         bar.update()
         if isinstance(staged, StagedPairs):
-            summary = _pairs_summary(con, staged, source, file_hash, bar)
+            if blocks is None:
+                summary = _pairs_summary(con, staged, source, file_hash, bar)
+            else:  # a large pairwise file: each block checked against what the earlier ones wrote
+                with store.memory_limited(con, INGEST_DUCKDB_MEMORY):
+                    summary = _pairs_summary(con, staged, source, file_hash, bar, store.copied)
+                    del staged
+                    for block in blocks:
+                        summary = _added(summary, _pairs_summary(con, block, source, file_hash, None, store.copied))
+                        del block
             _record_file(con, summary)
             crashpoint("ingest:written")
             bar.update()
@@ -259,11 +267,14 @@ def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, f
                          first_problem=outcomes.first_problem, unit="outcomes")
 
 
-def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any) -> IngestSummary:
-    """Check and write a pairwise file's battles (its own table and checks; the same guarantees)."""
-    bar.set_postfix_str(STAGES[2])
-    written = load_pairs(con, staged, source, file_hash)
-    bar.update(2)
+def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any,
+                   expose: Any = store.registered) -> IngestSummary:
+    """Check and write a pairwise file's (or block's) battles (their own table and checks; the same guarantees)."""
+    if bar is not None:
+        bar.set_postfix_str(STAGES[2])
+    written = load_pairs(con, staged, source, file_hash, expose)
+    if bar is not None:
+        bar.update(2)
     return IngestSummary(
         path=source, file_hash=file_hash, format=staged.format, status="ingested", rows_read=staged.rows_read,
         rows_accepted=written.rows_accepted, rows_duplicate=written.rows_duplicate,
