@@ -104,3 +104,22 @@ def test_a_pairwise_json_broken_late_is_refused_as_when_read_whole(tmp_path, db_
         ingest(db_path, path, progress=False)
     assert str(blocked.value) == str(whole.value)
     assert rows(db_path, "select count(*) from battles") == [(0,)]
+
+
+def test_a_column_only_late_lines_give_counts_for_the_whole_file_as_when_read_whole(tmp_path, home, shared_datasets,
+                                                                                   tiny_blocks):
+    records = _battles(shared_datasets).rename(columns={"prompt_id": "question_id"}).to_dict("records")
+    records[-1] = {**records[-1], "prompt_id": records[-1]["question_id"]}  # prompt_id, which wins, only at the end
+    path = tmp_path / "battles.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert len(list(batches.long_batches(path, None))) > 3
+    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
+    whole_db.parent.mkdir()
+    blocks_db.parent.mkdir()
+    blocked = ingest(blocks_db, path, progress=False)
+    batches.BATCH_BYTES = 10 ** 9
+    whole = ingest(whole_db, path, progress=False)
+    assert (blocked.rows_accepted, blocked.rows_quarantined) == (whole.rows_accepted, whole.rows_quarantined)
+    assert whole.rows_accepted <= 1  # every other line lacks the file's prompt id column
+    for sql in TABLES[2:]:
+        assert [r[0] for r in rows(blocks_db, sql)] == [r[0] for r in rows(whole_db, sql)], sql
