@@ -128,6 +128,8 @@ def _write_pairwise(path: Path, n: int, rng: np.random.Generator) -> int:
     return n
 
 
+WHOLE = ("import sys; import uniroute.ingest.batches as b; b.BATCH_BYTES = 1 << 62; "
+         "sys.argv = ['uniroute', *sys.argv[1:]]; from uniroute.cli import app; app()")
 WRITERS = {"wide": _write_wide, "routerdc": _write_routerdc, "pairwise": _write_pairwise}
 SUFFIX = {"csv": "csv", "jsonl": "jsonl", "wide": "csv", "routerdc": "json", "pairwise": "csv"}
 
@@ -136,6 +138,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=200.0)
     parser.add_argument("--format", choices=sorted(ROW_BYTES), default="csv")
+    parser.add_argument("--whole", action="store_true",
+                        help="read the file whole, as before it was read in blocks (the comparison point)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="uniroute-ingest-memory-") as tmp:
         csv_path = Path(tmp) / f"junk.{SUFFIX[args.format]}"
@@ -144,15 +148,20 @@ def main() -> None:
         load_before = load_average()
         env = {**os.environ, "UNIROUTE_HOME": str(Path(tmp) / "home"), "UNIROUTE_MLFLOW": "false"}
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "uniroute", "ingest", str(csv_path)], env=env,
+        command = ["-m", "uniroute", "ingest", str(csv_path)]
+        if args.whole:  # the same CLI with the block threshold above any file: every file is read whole
+            command = ["-c", WHOLE, "ingest", str(csv_path)]
+        done = subprocess.run([sys.executable, *command], env=env,
                               capture_output=True, text=True)
         seconds = time.perf_counter() - started
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB on Linux
     result = {
         "benchmark": "ingest_memory",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "duckdb": duckdb.__version__},
-        "command": "python -m benchmarks.speed.ingest_memory --mb " + f"{args.mb:g} --format {args.format}",
+        "command": "python -m benchmarks.speed.ingest_memory --mb " + f"{args.mb:g} --format {args.format}"
+                   + (" --whole" if args.whole else ""),
         "format": args.format,
+        "whole": args.whole,
         "file_mb": round(file_mb, 1),
         "rows": rows,
         "exit_code": done.returncode,
@@ -166,7 +175,7 @@ def main() -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     kept = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     runs = kept.get("runs", {})
-    runs[f"{args.format}-{args.mb:g}mb"] = result
+    runs[f"{args.format}-{args.mb:g}mb" + ("-whole" if args.whole else "")] = result
     kept = {"benchmark": "ingest_memory", **{k: v for k, v in kept.items() if k not in ("runs", "benchmark")},
             "runs": dict(sorted(runs.items()))}
     RESULTS.write_text(json.dumps(kept, indent=2) + "\n")
