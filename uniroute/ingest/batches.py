@@ -11,9 +11,7 @@ battles (pairwise_blocks.py). Each block is staged with its rows' numbers in the
 still names the file's row. ingest_file checks and writes the blocks one after the other inside one transaction, so
 a file is still written whole or not at all.
 
-One difference from a whole read remains: a prompt whose rows fall in two blocks, given a conflicting text first in
-the later block, has that block's agreeing rows quarantined too (its conflicting first row fixes the text within
-the block; the earlier block's text is the stored one). More rows are quarantined then, never a wrong one accepted.
+A prompt whose rows fall in two blocks keeps the text and split of its first row in the file (block_anchors.py).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any
 from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.ingest.batches import long_batches
+from uniroute.ingest.block_anchors import anchored_to_earlier_blocks
 from uniroute.ingest.checks import COST_CEILING, checked_rows
 from uniroute.ingest.decisions import FORMAT_DECISIONS, load_decisions
 from uniroute.ingest.formats import staged_file
@@ -146,11 +147,14 @@ def ingest_file(
             if blocks is None:
                 summary = _pairs_summary(con, staged, source, file_hash, bar)
             else:  # a large pairwise file: each block checked against what the earlier ones wrote
+                now = datetime.now()
                 with store.memory_limited(con, INGEST_DUCKDB_MEMORY):
-                    summary = _pairs_summary(con, staged, source, file_hash, bar, store.copied)
+                    summary = _pairs_summary(con, staged, source, file_hash, bar, store.copied, now)
                     del staged
                     for block in blocks:
-                        summary = _added(summary, _pairs_summary(con, block, source, file_hash, None, store.copied))
+                        block = replace(block, rows=anchored_to_earlier_blocks(con, block.rows, source, now))
+                        summary = _added(summary, _pairs_summary(con, block, source, file_hash, None, store.copied,
+                                                                 now))
                         del block
             _record_file(con, summary)
             crashpoint("ingest:written")
@@ -167,6 +171,7 @@ def ingest_file(
             for block in blocks or ():  # a large long file: each block checked against what the earlier ones wrote
                 log.info("%s: rows %d-%d", path, block.rows.column("row_number")[0].as_py(),
                          block.rows.column("row_number")[-1].as_py())
+                block = replace(block, rows=anchored_to_earlier_blocks(con, block.rows, source, now))
                 summary = _added(summary, _staged_summary(con, block, path, source, file_hash, now, None, expose))
                 del block
         _record_file(con, summary, now)
@@ -268,11 +273,11 @@ def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, f
 
 
 def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any,
-                   expose: Any = store.registered) -> IngestSummary:
+                   expose: Any = store.registered, now: datetime | None = None) -> IngestSummary:
     """Check and write a pairwise file's (or block's) battles (their own table and checks; the same guarantees)."""
     if bar is not None:
         bar.set_postfix_str(STAGES[2])
-    written = load_pairs(con, staged, source, file_hash, expose)
+    written = load_pairs(con, staged, source, file_hash, expose, now)
     if bar is not None:
         bar.update(2)
     return IngestSummary(

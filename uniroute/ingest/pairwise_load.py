@@ -47,7 +47,7 @@ class PairsWritten:
 
 
 def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_hash: str,
-               expose: Any = store.registered) -> PairsWritten:
+               expose: Any = store.registered, now: datetime | None = None) -> PairsWritten:
     """Check staged battles within the file and against the store, then write battles, new prompts and models
     and the quarantine (the file record is written by the caller, in the same transaction). `expose` makes the
     checked tables visible to the SQL (store.registered, or store.copied for a block of a large file)."""
@@ -64,7 +64,7 @@ def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_has
         landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
         retired = tuple(store.query(con, "ingest_retired_models").model.tolist())
         given = tuple(store.query(con, "ingest_pairs_given_models").model.tolist())
-        now = datetime.now()
+        now = now or datetime.now()  # one time for every block of a large file
         write = {"source_file": source, "now": now}
         store.execute(con, "ingest_insert_models", now=now)
         store.execute(con, "ingest_insert_prompts", **write)
