@@ -1,17 +1,19 @@
 """Peak memory of `uniroute ingest` on a large junk log: it should follow a block, not the file (issue 22).
 
-A long-format CSV (or, with --format jsonl, JSON lines) of about --mb MB (default 200) is generated: random prompt
-text, a few models, every fifth score and cost not a number (junk the checks quarantine). `uniroute ingest` runs
-in a child process into a fresh home; its peak RSS (ru_maxrss of the child) is recorded against the file size.
-Each run is kept in benchmarks/results/ingest_memory.json under its format and size, so runs at several sizes
-show whether the peak grows with the file.
+A file of about --mb MB (default 200) is generated: random prompt text, a few models, every fifth score and cost
+not a number (junk the checks quarantine), as a long-format CSV (--format csv), JSON lines (jsonl), a RouterBench
+wide CSV with a response column per model (wide), a RouterDC JSON list (routerdc) or a pairwise CSV (pairwise).
+`uniroute ingest` runs in a child process into a fresh home; its peak RSS (ru_maxrss of the child) is recorded
+against the file size. Each run is kept in benchmarks/results/ingest_memory.json under its format and size, so
+runs at several sizes show whether the peak grows with the file.
 
-    python -m benchmarks.speed.ingest_memory [--mb 200] [--format csv|jsonl]
+    python -m benchmarks.speed.ingest_memory [--mb 200] [--format csv|jsonl|wide|routerdc|pairwise]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -28,16 +30,20 @@ import numpy as np
 from benchmarks.runner import load_average
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "ingest_memory.json"
-ROW_BYTES = {"csv": 130, "jsonl": 190}  # about what one generated row takes
+ROW_BYTES = {"csv": 130, "jsonl": 190, "wide": 790, "routerdc": 345, "pairwise": 132}  # about one generated row
+WORDS = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda",
+                  "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"])
+MODELS = [f"junk-llm-{i}" for i in range(5)]
 
 
 def write_junk_csv(path: Path, mb: float, seed: int = 0, fmt: str = "csv") -> int:
     """A long CSV (or JSON-lines file) of about mb MB; the number of data rows."""
+    if fmt in WRITERS:
+        return WRITERS[fmt](path, int(mb * 1e6 / ROW_BYTES[fmt]), np.random.default_rng(seed))
     rng = np.random.default_rng(seed)
-    words = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-                      "lambda", "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"])
+    words = WORDS
     n = int(mb * 1e6 / ROW_BYTES[fmt])
-    models = [f"junk-llm-{i}" for i in range(5)]
+    models = MODELS
     written = 0
     with open(path, "w", encoding="utf-8") as out:
         if fmt == "csv":
@@ -60,27 +66,102 @@ def write_junk_csv(path: Path, mb: float, seed: int = 0, fmt: str = "csv") -> in
     return written
 
 
+def _junk_numbers(rng: np.random.Generator, m: int, scale: float = 1.0) -> np.ndarray:
+    """m numbers as text, a fifth of them junk."""
+    values = (rng.random(m) * scale).round(4).astype(str)
+    values[rng.random(m) < 0.2] = "n/a"
+    return values
+
+
+def _write_wide(path: Path, n: int, rng: np.random.Generator) -> int:
+    """A RouterBench wide CSV: one row per prompt, a score, a response and a cost column per model; every
+    thousandth sample_id given as two rows (a prompt split over rows, merged)."""
+    header = ["", "sample_id", "prompt", "eval_name", *MODELS, *(f"{m}|model_response" for m in MODELS),
+              *(f"{m}|total_cost" for m in MODELS), "oracle_model_to_route_to"]
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        for start in range(0, n, 20_000):
+            m = min(20_000, n - start)
+            scores = [_junk_numbers(rng, m).tolist() for _ in MODELS]
+            costs = [_junk_numbers(rng, m, 0.01).tolist() for _ in MODELS]
+            for i in range(m):
+                row = start + i
+                prompt = repr([" ".join(rng.choice(WORDS, 40))])
+                responses = [" ".join(rng.choice(WORDS, 18)) for _ in MODELS]
+                writer.writerow([row, f"junk.{row - (row % 1000 == 1)}", prompt, "junk", *(s[i] for s in scores),
+                                 *responses, *(c[i] for c in costs), MODELS[0]])
+    return n
+
+
+def _write_routerdc(path: Path, n: int, rng: np.random.Generator) -> int:
+    """A RouterDC JSON list of {"question", "scores": {model: score}} (scores k/4, a fifth of them junk)."""
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("[\n")
+        for start in range(0, n, 20_000):
+            m = min(20_000, n - start)
+            scores = [(rng.integers(0, 5, m) / 4).tolist() for _ in MODELS]
+            junk = rng.random((len(MODELS), m)) < 0.2
+            for i in range(m):
+                entry = {"question": f"q{start + i} " + " ".join(rng.choice(WORDS, 40)),
+                         "scores": {model: ("n/a" if junk[j, i] else scores[j][i]) for j, model in enumerate(MODELS)}}
+                out.write(("" if start + i == 0 else ",\n") + json.dumps(entry))
+        out.write("\n]\n")
+    return n
+
+
+def _write_pairwise(path: Path, n: int, rng: np.random.Generator) -> int:
+    """A pairwise CSV in the arena convention (a fifth of the winners junk)."""
+    winners = np.array(["model_a", "model_b", "tie", "tie (bothbad)", "nobody"])
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(["question_id", "prompt", "model_a", "model_b", "winner"])
+        for start in range(0, n, 100_000):
+            m = min(100_000, n - start)
+            a, b = rng.integers(0, len(MODELS), m), rng.integers(0, len(MODELS) - 1, m)
+            b = b + (b >= a)
+            won = winners[np.where(rng.random(m) < 0.2, 4, rng.integers(0, 4, m))]
+            # three battles a prompt (one text per prompt id; start is a multiple of three)
+            texts = [" ".join(rng.choice(WORDS, 18)) for _ in range((m + 2) // 3)]
+            writer.writerows([f"p{(start + i) // 3}", texts[i // 3], MODELS[a[i]], MODELS[b[i]], won[i]]
+                             for i in range(m))
+    return n
+
+
+WHOLE = ("import sys; import uniroute.ingest.batches as b; b.BATCH_BYTES = 1 << 62; "
+         "sys.argv = ['uniroute', *sys.argv[1:]]; from uniroute.cli import app; app()")
+WRITERS = {"wide": _write_wide, "routerdc": _write_routerdc, "pairwise": _write_pairwise}
+SUFFIX = {"csv": "csv", "jsonl": "jsonl", "wide": "csv", "routerdc": "json", "pairwise": "csv"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=200.0)
     parser.add_argument("--format", choices=sorted(ROW_BYTES), default="csv")
+    parser.add_argument("--whole", action="store_true",
+                        help="read the file whole, as before it was read in blocks (the comparison point)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="uniroute-ingest-memory-") as tmp:
-        csv_path = Path(tmp) / f"junk.{args.format}"
+        csv_path = Path(tmp) / f"junk.{SUFFIX[args.format]}"
         rows = write_junk_csv(csv_path, args.mb, fmt=args.format)
         file_mb = csv_path.stat().st_size / 1e6
         load_before = load_average()
         env = {**os.environ, "UNIROUTE_HOME": str(Path(tmp) / "home"), "UNIROUTE_MLFLOW": "false"}
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "uniroute", "ingest", str(csv_path)], env=env,
+        command = ["-m", "uniroute", "ingest", str(csv_path)]
+        if args.whole:  # the same CLI with the block threshold above any file: every file is read whole
+            command = ["-c", WHOLE, "ingest", str(csv_path)]
+        done = subprocess.run([sys.executable, *command], env=env,
                               capture_output=True, text=True)
         seconds = time.perf_counter() - started
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB on Linux
     result = {
         "benchmark": "ingest_memory",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "duckdb": duckdb.__version__},
-        "command": "python -m benchmarks.speed.ingest_memory --mb " + f"{args.mb:g} --format {args.format}",
+        "command": "python -m benchmarks.speed.ingest_memory --mb " + f"{args.mb:g} --format {args.format}"
+                   + (" --whole" if args.whole else ""),
         "format": args.format,
+        "whole": args.whole,
         "file_mb": round(file_mb, 1),
         "rows": rows,
         "exit_code": done.returncode,
@@ -94,7 +175,7 @@ def main() -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     kept = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     runs = kept.get("runs", {})
-    runs[f"{args.format}-{args.mb:g}mb"] = result
+    runs[f"{args.format}-{args.mb:g}mb" + ("-whole" if args.whole else "")] = result
     kept = {"benchmark": "ingest_memory", **{k: v for k, v in kept.items() if k not in ("runs", "benchmark")},
             "runs": dict(sorted(runs.items()))}
     RESULTS.write_text(json.dumps(kept, indent=2) + "\n")

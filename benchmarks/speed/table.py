@@ -73,14 +73,20 @@ def _build_rows(data: dict[str, Any]) -> list[str]:
             "`benchmarks/scale/synthetic.py` |"]
 
 
+OTHER_INGEST_FORMATS = {"wide": "RouterBench wide CSV", "routerdc": "RouterDC JSON list", "pairwise": "pairwise CSV"}
+
+
 def _ingest_memory_rows(data: dict[str, Any]) -> list[str]:
-    """One row: the long CSV's peak at each size measured, the JSON-lines peak, and the earlier figures."""
-    runs = data.get("runs", {})
+    """One row for the long CSV (its peak at each size measured, the JSON-lines peak, and the earlier figures), then
+    one for each other format measured."""
+    runs = {key: run for key, run in data.get("runs", {}).items() if not run.get("whole")}
+    whole_runs = {(run["format"], round(run["file_mb"] / 10)): run for run in data.get("runs", {}).values()
+                  if run.get("whole")}
     csv = sorted((r for r in runs.values() if r["format"] == "csv"), key=lambda r: r["file_mb"])
     jsonl = [r for r in runs.values() if r["format"] == "jsonl"]
     if not csv:
         return []
-    load = _load_text([r[k] for r in runs.values() for k in ("load_average_before", "load_average_after")])
+    load = _load_text([r[k] for r in (*csv, *jsonl) for k in ("load_average_before", "load_average_after")])
     sizes = " / ".join(f"{r['file_mb']:.0f}" for r in csv)
     peaks = " / ".join(f"{r['peak_rss_mb']:,.0f}" for r in csv)
     largest = csv[-1]
@@ -91,8 +97,22 @@ def _ingest_memory_rows(data: dict[str, Any]) -> list[str]:
     growth = largest["peak_rss_mb"] / csv[0]["peak_rss_mb"]
     measured = f"{peaks} MB: {growth:.2f}x from the smallest to the largest{was_text}"
     measured += "".join(f"; JSON lines, {r['file_mb']:.0f} MB: {r['peak_rss_mb']:,.0f} MB" for r in jsonl)
-    return [f"| `uniroute ingest`, junk long CSV of {sizes} MB, peak RSS | {measured} | a small multiple of a batch | "
+    rows = [f"| `uniroute ingest`, junk long CSV of {sizes} MB, peak RSS | {measured} | a small multiple of a batch | "
             f"{load} | `python -m benchmarks.speed.ingest_memory --mb {largest['file_mb']:.0f} [--format jsonl]` |"]
+    for fmt, name in OTHER_INGEST_FORMATS.items():
+        measured_runs = sorted((r for r in runs.values() if r["format"] == fmt), key=lambda r: r["file_mb"])
+        if not measured_runs:
+            continue
+        sizes = " / ".join(f"{r['file_mb']:.0f}" for r in measured_runs)
+        peaks = " / ".join(f"{r['peak_rss_mb']:,.0f}" for r in measured_runs)
+        growth = measured_runs[-1]["peak_rss_mb"] / measured_runs[0]["peak_rss_mb"]
+        whole_text = "".join(f"; read whole, {w['file_mb']:.0f} MB: {w['peak_rss_mb']:,.0f} MB"
+                             for r in measured_runs if (w := whole_runs.get((fmt, round(r["file_mb"] / 10)))))
+        load = _load_text([r[k] for r in measured_runs for k in ("load_average_before", "load_average_after")])
+        rows.append(f"| `uniroute ingest`, junk {name} of {sizes} MB, peak RSS | {peaks} MB: {growth:.2f}x from the "
+                    f"smallest to the largest{whole_text} | a small multiple of a batch | {load} | `python -m "
+                    f"benchmarks.speed.ingest_memory --mb {measured_runs[-1]['file_mb']:.0f} --format {fmt}` |")
+    return rows
 
 
 def _silence_rows(data: dict[str, Any]) -> list[str]:

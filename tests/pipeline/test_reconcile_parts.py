@@ -37,6 +37,7 @@ def test_a_healthy_store_with_nothing_published_is_all_ok(saved: Path, tmp_path:
         "pool": ("ok", "every active model is routed by champion r-001"),
         "published": ("ok", "nothing published yet"),
         "files": ("ok", "no stray snapshot folders"),
+        "spill": ("ok", "no spill file left by a killed writer beside the store"),
     }
     assert report.healthy and report.repaired == []
 
@@ -128,6 +129,28 @@ def test_spill_folders_of_killed_sql_runs_are_removed_or_reported(saved: Path, t
     status, detail = _found(_reconcile(saved, tmp_path / "published", tmp_dir=tmp))["tmp"]
     assert (status, detail) == ("repaired", "removed 1 spill folder(s) of killed `uniroute sql` runs: sql-999999999")
     assert not dead.exists()
+
+
+def test_duckdb_spill_files_of_a_killed_writer_beside_the_store_are_removed_or_reported(saved: Path, tmp_path: Path):
+    folder = Path(f"{saved}.tmp")  # DuckDB's default temp directory for the store
+    folder.mkdir()
+    dead = [folder / "duckdb_temp_999999999_0_storage_DEFAULT-0.tmp", folder / "duckdb_temp_999999999_0_owner"]
+    alive = folder / f"duckdb_temp_{os.getpid()}_0_storage_DEFAULT-0.tmp"  # a running writer's: kept
+    other = folder / "notes.txt"  # not DuckDB's: kept
+    for path in (*dead, alive, other):
+        path.write_bytes(b"x" * 8192)
+    status, detail = _found(_reconcile(saved, tmp_path / "published", repair=False))["spill"]
+    assert status == "broken" and detail.startswith("2 spill file(s), ") and str(folder) in detail
+    assert all(path.exists() for path in dead)
+    status, detail = _found(_reconcile(saved, tmp_path / "published"))["spill"]
+    assert status == "repaired" and detail.startswith("removed 2 spill file(s)")
+    assert not any(path.exists() for path in dead) and alive.exists() and other.exists()
+    alive.unlink()
+    other.unlink()
+    (folder / "duckdb_temp_999999998_0_owner").write_text("x")
+    assert _found(_reconcile(saved, tmp_path / "published"))["spill"][0] == "repaired"
+    assert not folder.exists()  # emptied: removed, the home looks as before
+    assert _found(_reconcile(saved, tmp_path / "published"))["spill"][0] == "ok"
 
 
 def test_lists_name_five_entries_and_mark_only_a_sixth_with_dots(saved: Path, tmp_path: Path):

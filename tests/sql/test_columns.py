@@ -36,6 +36,7 @@ REGISTERED = {
     "embeddings_unexported": "text_hash varchar, embedder_id varchar, dim integer, vector float[], "
                              "created_at timestamp",
     "ingest_sample_keys": "key varchar, prompt_id varchar, models varchar[]",  # ingest/merge.py
+    "ingest_block_rows": "idx bigint, prompt_id varchar, prompt varchar, split varchar",  # ingest/block_anchors.py
     # ingest/outcomes.py: the checked rows, and the state sql/queries/outcomes_state.sql builds from them
     "outcomes_staged": OUTCOME_COLUMNS,
     "outcomes_state": f"{OUTCOME_COLUMNS}, state varchar, stored_score double",

@@ -1,13 +1,18 @@
-"""A large long-format file read in blocks, so ingest memory follows a block, not the file (issue 22).
+"""A large file read in blocks, so ingest memory follows a block, not the file (issue 22).
 
-A file of at most BATCH_BYTES is read whole, as before. A larger long-format CSV or JSON-lines file is first
-checked as UTF-8 without NUL bytes in one streaming pass (the same one-line errors naming the offset and line). A
-CSV is then read by Arrow's streaming CSV reader, READ_BYTES at a time grouped into blocks of about BLOCK_BYTES; a
-JSON-lines file BLOCK_BYTES of lines at a time, parsed as when read whole (the same line numbers, quarantined lines,
-and refusals naming the line of a nesting bomb or a lone surrogate); a larger long Parquet file is read BLOCK_ROWS
-rows at a time. Each block is staged with its rows' numbers in the file, so every quarantine reason still names the
-file's row. ingest_file checks and writes the blocks one after the other inside one transaction, so a file is
-still written whole or not at all."""
+A file of at most BATCH_BYTES is read whole, as before. A larger text file is first checked as UTF-8 without NUL
+bytes in one streaming pass (the same one-line errors naming the offset and line). A long CSV is then read by
+Arrow's streaming CSV reader, READ_BYTES at a time grouped into blocks of about BLOCK_BYTES; a long JSON-lines file
+BLOCK_BYTES of lines at a time, parsed as when read whole (the same line numbers, quarantined lines, and refusals
+naming the line of a nesting bomb or a lone surrogate); a long Parquet file BLOCK_ROWS rows at a time. A RouterBench
+wide CSV is read in row blocks that never split a repeated sample_id (wide_blocks.py), a RouterDC JSON list entry by
+entry (json_stream.py: surveyed once, staged in a second pass), and a pairwise file of any format in blocks of
+battles (pairwise_blocks.py). Each block is staged with its rows' numbers in the file, so every quarantine reason
+still names the file's row. ingest_file checks and writes the blocks one after the other inside one transaction, so
+a file is still written whole or not at all.
+
+A prompt whose rows fall in two blocks keeps the text and split of its first row in the file (block_anchors.py).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from uniroute.ingest.formats import detect_format, is_pairwise_file, one_line_errors
+from uniroute.ingest.json_stream import entry_blocks
 from uniroute.ingest.long import (
     FORMAT_LONG_CSV,
     FORMAT_LONG_JSONL,
@@ -29,6 +35,10 @@ from uniroute.ingest.long import (
     long_parquet_wanted,
     parsed_lines,
 )
+from uniroute.ingest.pairwise import FORMAT_PAIRWISE_PARQUET, PAIRWISE_FORMATS, StagedPairs
+from uniroute.ingest.pairwise_blocks import pairwise_blocks
+from uniroute.ingest.routerbench import FORMAT_ROUTERBENCH
+from uniroute.ingest.routerdc import FORMAT_ROUTERDC, RouterdcSurvey, json_object, routerdc_rows
 from uniroute.ingest.staging import (
     LONG_REQUIRED,
     IngestError,
@@ -37,6 +47,7 @@ from uniroute.ingest.staging import (
     csv_options,
     missing_columns_error,
 )
+from uniroute.ingest.wide_blocks import wide_blocks
 
 BATCH_BYTES = 32 * 1024 * 1024  # files up to this size are read whole (every check sees the whole file at once)
 BLOCK_ROWS = 65_536  # a Parquet block
@@ -86,8 +97,12 @@ def checked_text_head(path: Path) -> str:
     return head
 
 
-def long_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
-    """The staged blocks of a long CSV or Parquet file larger than BATCH_BYTES; None for any other file (read
+def _sizes() -> dict[str, int]:
+    return {"read_bytes": READ_BYTES, "chunk_bytes": CHUNK_BYTES, "block_bytes": BLOCK_BYTES, "block_rows": BLOCK_ROWS}
+
+
+def long_batches(path: Path, split: str | None) -> Iterator[Staged | StagedPairs] | None:
+    """The staged blocks of a file larger than BATCH_BYTES, in any format but a compressed one (None: read
     whole)."""
     path = Path(path)
     try:
@@ -98,13 +113,21 @@ def long_batches(path: Path, split: str | None) -> Iterator[Staged] | None:
     except OSError:
         return None  # the whole-file reader says what is wrong, in its words
     if head.startswith(b"PAR1"):
-        return None if is_pairwise_file(path) else _parquet_blocks(path, split)
+        if is_pairwise_file(path):
+            return pairwise_blocks(path, FORMAT_PAIRWISE_PARQUET, None, split, _sizes())
+        return _parquet_blocks(path, split)
     if head.startswith((b"\x1f\x8b", b"PK\x03\x04")):
         return None
     text = checked_text_head(path)
     fmt = detect_format(path, head, text)
     if fmt == FORMAT_LONG_JSONL:
         return _jsonl_blocks(path, split)
+    if fmt in PAIRWISE_FORMATS:
+        return pairwise_blocks(path, fmt, text, split, _sizes())
+    if fmt == FORMAT_ROUTERDC:
+        return _routerdc_blocks(path, split)
+    if fmt == FORMAT_ROUTERBENCH:
+        return wide_blocks(path, csv_header(path, text), split, READ_BYTES, BLOCK_BYTES)
     if fmt != FORMAT_LONG_CSV:
         return None
     header = csv_header(path, text)
@@ -150,6 +173,18 @@ def _jsonl_blocks(path: Path, split: str | None) -> Iterator[Staged]:
     # transaction writes nothing.
     if any(name not in found for name in LONG_REQUIRED):
         raise missing_columns_error(path, list(found), LONG_REQUIRED, "long format")
+
+
+def _routerdc_blocks(path: Path, split: str | None) -> Iterator[Staged]:
+    """A RouterDC file's blocks of entries, read twice: first to survey the whole file (is it one, which kind of
+    score), then to stage its entries block by block as the whole file would be staged."""
+    with one_line_errors(path):
+        survey = RouterdcSurvey()
+        for entries, _ in entry_blocks(path, CHUNK_BYTES, BLOCK_BYTES, BLOCK_ROWS, json_object):
+            survey.add(path, entries)
+        survey.check(path)
+        for entries, first in entry_blocks(path, CHUNK_BYTES, BLOCK_BYTES, BLOCK_ROWS, json_object):
+            yield routerdc_rows(path, entries, split, survey, first)
 
 
 def _grouped(reader: pa.RecordBatchReader) -> Iterator[pa.Table]:

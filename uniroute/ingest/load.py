@@ -16,6 +16,7 @@ from typing import Any
 from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.ingest.batches import long_batches
+from uniroute.ingest.block_anchors import anchored_to_earlier_blocks
 from uniroute.ingest.checks import COST_CEILING, checked_rows
 from uniroute.ingest.decisions import FORMAT_DECISIONS, load_decisions
 from uniroute.ingest.formats import staged_file
@@ -143,7 +144,18 @@ def ingest_file(
                  staged.rows.num_rows)
         bar.update()
         if isinstance(staged, StagedPairs):
-            summary = _pairs_summary(con, staged, source, file_hash, bar)
+            if blocks is None:
+                summary = _pairs_summary(con, staged, source, file_hash, bar)
+            else:  # a large pairwise file: each block checked against what the earlier ones wrote
+                now = datetime.now()
+                with store.memory_limited(con, INGEST_DUCKDB_MEMORY):
+                    summary = _pairs_summary(con, staged, source, file_hash, bar, store.copied, now)
+                    del staged
+                    for block in blocks:
+                        block = replace(block, rows=anchored_to_earlier_blocks(con, block.rows, source, now))
+                        summary = _added(summary, _pairs_summary(con, block, source, file_hash, None, store.copied,
+                                                                 now))
+                        del block
             _record_file(con, summary)
             crashpoint("ingest:written")
             bar.update()
@@ -159,6 +171,7 @@ def ingest_file(
             for block in blocks or ():  # a large long file: each block checked against what the earlier ones wrote
                 log.info("%s: rows %d-%d", path, block.rows.column("row_number")[0].as_py(),
                          block.rows.column("row_number")[-1].as_py())
+                block = replace(block, rows=anchored_to_earlier_blocks(con, block.rows, source, now))
                 summary = _added(summary, _staged_summary(con, block, path, source, file_hash, now, None, expose))
                 del block
         _record_file(con, summary, now)
@@ -259,11 +272,14 @@ def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, f
                          first_problem=outcomes.first_problem, unit="outcomes")
 
 
-def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any) -> IngestSummary:
-    """Check and write a pairwise file's battles (its own table and checks; the same guarantees)."""
-    bar.set_postfix_str(STAGES[2])
-    written = load_pairs(con, staged, source, file_hash)
-    bar.update(2)
+def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any,
+                   expose: Any = store.registered, now: datetime | None = None) -> IngestSummary:
+    """Check and write a pairwise file's (or block's) battles (their own table and checks; the same guarantees)."""
+    if bar is not None:
+        bar.set_postfix_str(STAGES[2])
+    written = load_pairs(con, staged, source, file_hash, expose, now)
+    if bar is not None:
+        bar.update(2)
     return IngestSummary(
         path=source, file_hash=file_hash, format=staged.format, status="ingested", rows_read=staged.rows_read,
         rows_accepted=written.rows_accepted, rows_duplicate=written.rows_duplicate,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -82,7 +83,7 @@ def looks_pairwise(names: Sequence[str]) -> bool:
     return all(name in names for name in PAIR_MODELS)
 
 
-def _required(path: Path, names: Sequence[str]) -> str:
+def pairwise_id_column(path: Path, names: Sequence[str]) -> str:
     """The prompt-id column of a pairwise file; an error naming what is missing otherwise."""
     missing = [name for name in ("prompt", *PAIR_MODELS) if name not in names]
     id_column = next((name for name in PROMPT_ID_COLUMNS if name in names), None)
@@ -119,7 +120,7 @@ def _outcomes(winner: np.ndarray, preference: pa.Array, preference_text: pa.Arra
 
 
 def _staged(path: Path, fmt: str, columns: dict[str, Any], n: int, split: str | None, ignored: Sequence[str],
-            problems: list[str | None] | None = None) -> StagedPairs:
+            problems: list[str | None] | None = None, first_row: int = 1) -> StagedPairs:
     """Staged battles from columns: ids and texts as string arrays, preference as (numbers, unreadable text)."""
     winner = columns.get("winner")
     winner_values = (np.array(blank_is_null(winner.to_pandas()), dtype=object) if winner is not None
@@ -128,11 +129,11 @@ def _staged(path: Path, fmt: str, columns: dict[str, Any], n: int, split: str | 
     outcome, outcome_problems = _outcomes(winner_values, numbers, texts)
     split_values, split_problems = split_and_problems(columns.get("split"), split, n)
     reasons = first_problems(problems or [None] * n, outcome_problems, split_problems.to_pylist())
-    if ignored:
+    if ignored and first_row == 1:
         log.info("%s: ignoring columns %s", path, list(ignored))
     table = pa.table(
         {
-            "row_number": pa.array(np.arange(1, n + 1, dtype=np.int64)),
+            "row_number": pa.array(np.arange(first_row, first_row + n, dtype=np.int64)),
             "prompt_id": columns["prompt_id"],
             "prompt": columns["prompt"],
             "model_a": columns["model_a"],
@@ -157,11 +158,17 @@ def _ignored(names: Sequence[str], id_column: str) -> list[str]:
 def pairwise_csv(path: Path, text: str, split: str | None) -> StagedPairs:
     """Staged battles of a pairwise CSV file (every cell read as text, then validated)."""
     header = csv_header(path, text)
-    id_column = _required(path, header)
+    id_column = pairwise_id_column(path, header)
     frame = read_csv_strings(path, text, header)
-    n = len(frame)
-    if n == 0:
+    if len(frame) == 0:
         raise IngestError(f"{path}: no data rows (only a header)")
+    return pairwise_csv_rows(path, header, id_column, frame, split)
+
+
+def pairwise_csv_rows(path: Path, header: list[str], id_column: str, frame: pd.DataFrame, split: str | None,
+                      first_row: int = 1) -> StagedPairs:
+    """Staged battles of a pairwise CSV's text cells (the whole file, or a block starting at data row first_row)."""
+    n = len(frame)
 
     def strings(name: str) -> pa.Array:
         return pa.array(frame[name].to_numpy(dtype=object), type=pa.string())
@@ -175,14 +182,23 @@ def pairwise_csv(path: Path, text: str, split: str | None) -> StagedPairs:
     for name in LONG_OPTIONAL:
         if name in frame:
             columns[name] = pa.array(blank_is_null(frame[name]), pa.string())
-    return _staged(path, FORMAT_PAIRWISE_CSV, columns, n, split, _ignored(header, id_column))
+    return _staged(path, FORMAT_PAIRWISE_CSV, columns, n, split, _ignored(header, id_column), first_row=first_row)
 
 
-def _records_staged(path: Path, fmt: str, records: list[dict[str, Any]], problems: list[str | None],
-                    raws: list[str | None], split: str | None) -> StagedPairs:
-    """Staged battles from JSON records (lines of a JSONL file or entries of a JSON list)."""
-    found = list(dict.fromkeys(key for record in records for key in record))
-    id_column = _required(path, found)
+def pairwise_wanted(names: Sequence[str], id_column: str) -> list[str]:
+    """The columns a pairwise reader uses, in the file's order."""
+    used = {id_column, "prompt", *PAIR_MODELS, *OUTCOME_COLUMNS, *LONG_OPTIONAL}
+    return [name for name in names if name in used]
+
+
+def pairwise_records(path: Path, fmt: str, records: list[dict[str, Any]], problems: list[str | None],
+                     raws: list[str | None], split: str | None, first_row: int = 1,
+                     found: Sequence[str] | None = None) -> StagedPairs:
+    """Staged battles from JSON records (lines of a JSONL file or entries of a JSON list; a block of them starting
+    at row first_row, given the keys `found` in the whole file)."""
+    if found is None:
+        found = list(dict.fromkeys(key for record in records for key in record))
+    id_column = pairwise_id_column(path, found)
     columns: dict[str, Any] = {}
     problem_lists = [problems]
     names = {"prompt_id": id_column, **{name: name for name in (*PAIR_MODELS, *LONG_OPTIONAL) if name in found}}
@@ -197,13 +213,14 @@ def _records_staged(path: Path, fmt: str, records: list[dict[str, Any]], problem
     if "preference" in found:
         columns["preference"] = numbers_from_objects([record.get("preference") for record in records])
     columns["raw"] = pa.array(raws, type=pa.string())
-    return _staged(path, fmt, columns, len(records), split, _ignored(found, id_column), first_problems(*problem_lists))
+    return _staged(path, fmt, columns, len(records), split, _ignored(found, id_column), first_problems(*problem_lists),
+                   first_row)
 
 
 def pairwise_jsonl(path: Path, text: str, split: str | None) -> StagedPairs:
     """Staged battles of a JSON-lines file; a later line that is not a JSON object is a quarantined row."""
     records, problems, raws = json_lines(path, text)
-    return _records_staged(path, FORMAT_PAIRWISE_JSONL, records, problems, raws, split)
+    return pairwise_records(path, FORMAT_PAIRWISE_JSONL, records, problems, raws, split)
 
 
 def pairwise_json(path: Path, text: str, split: str | None) -> StagedPairs:
@@ -215,25 +232,37 @@ def pairwise_json(path: Path, text: str, split: str | None) -> StagedPairs:
             from exc
     if not isinstance(entries, list) or not entries:
         raise IngestError(f"{path}: pairwise JSON must be a non-empty list of objects")
+    return pairwise_entries(path, entries, split)
+
+
+def pairwise_entries(path: Path, entries: list[Any], split: str | None, first: int = 1,
+                     found: Sequence[str] | None = None) -> StagedPairs:
+    """Staged battles of a JSON list's entries (all, or a block starting at entry first); an entry that is not an
+    object is a quarantined row."""
     records = [entry if isinstance(entry, dict) else {} for entry in entries]
     problems = [None if isinstance(entry, dict) else f"entry {i} is a JSON {type(entry).__name__}, not an object"
-                for i, entry in enumerate(entries, start=1)]
+                for i, entry in enumerate(entries, start=first)]
     raws = [None if isinstance(entry, dict) else json.dumps(entry)[:1000] for entry in entries]
-    return _records_staged(path, FORMAT_PAIRWISE_JSON, records, problems, raws, split)
+    return pairwise_records(path, FORMAT_PAIRWISE_JSON, records, problems, raws, split, first, found)
 
 
 def pairwise_parquet(path: Path, split: str | None) -> StagedPairs:
     """Staged battles of a pairwise Parquet file."""
     try:
         names = pq.ParquetFile(path).schema_arrow.names
-        id_column = _required(path, names)
-        wanted = [name for name in (id_column, "prompt", *PAIR_MODELS, *OUTCOME_COLUMNS, *LONG_OPTIONAL)
-                  if name in names]
-        table = pq.read_table(path, columns=wanted)
+        id_column = pairwise_id_column(path, names)
+        table = pq.read_table(path, columns=pairwise_wanted(names, id_column))
     except (pa.ArrowException, OSError) as exc:
         raise IngestError(f"{path}: not a readable Parquet file (truncated?): {exc}") from exc
     if table.num_rows == 0:
         raise IngestError(f"{path}: no data rows")
+    return pairwise_parquet_rows(path, names, id_column, table, split)
+
+
+def pairwise_parquet_rows(path: Path, names: list[str], id_column: str, table: pa.Table, split: str | None,
+                          first_row: int = 1) -> StagedPairs:
+    """Staged battles of a pairwise Parquet file's columns (the whole file, or a batch starting at first_row)."""
+    wanted = table.column_names
     columns: dict[str, Any] = {"prompt_id": as_strings(table[id_column]).combine_chunks()}
     for name in ("prompt", *PAIR_MODELS, "winner", *LONG_OPTIONAL):
         if name in wanted:
@@ -242,4 +271,5 @@ def pairwise_parquet(path: Path, split: str | None) -> StagedPairs:
         numbers, texts = numbers_from_arrow(path, table["preference"], "preference")
         as_array = [v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for v in (numbers, texts)]
         columns["preference"] = tuple(as_array)
-    return _staged(path, FORMAT_PAIRWISE_PARQUET, columns, table.num_rows, split, _ignored(names, id_column))
+    return _staged(path, FORMAT_PAIRWISE_PARQUET, columns, table.num_rows, split, _ignored(names, id_column),
+                   first_row=first_row)

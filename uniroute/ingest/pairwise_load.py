@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -45,15 +46,17 @@ class PairsWritten:
     models: tuple[str, ...]
 
 
-def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_hash: str) -> PairsWritten:
+def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_hash: str,
+               expose: Any = store.registered, now: datetime | None = None) -> PairsWritten:
     """Check staged battles within the file and against the store, then write battles, new prompts and models
-    and the quarantine (the file record is written by the caller, in the same transaction)."""
+    and the quarantine (the file record is written by the caller, in the same transaction). `expose` makes the
+    checked tables visible to the SQL (store.registered, or store.copied for a block of a large file)."""
     checked = checked_pairs(staged.rows)
     relations = (("ingest_pair_candidates", checked.candidates), ("ingest_prompts", checked.prompts),
                  ("ingest_models", checked.models), ("ingest_rejects", checked.rejects))
     with contextlib.ExitStack() as stack:
         for name, table in relations:
-            stack.enter_context(store.registered(con, name, table))
+            stack.enter_context(expose(con, name, table))
         log.info("%s: checking %d battles against the store", source, checked.candidates.num_rows)
         for statement in CHECK_STATEMENTS:
             store.execute(con, statement)
@@ -61,7 +64,7 @@ def load_pairs(con: store.Connection, staged: StagedPairs, source: str, file_has
         landed = tuple(store.query(con, "ingest_landed_models").model.tolist())
         retired = tuple(store.query(con, "ingest_retired_models").model.tolist())
         given = tuple(store.query(con, "ingest_pairs_given_models").model.tolist())
-        now = datetime.now()
+        now = now or datetime.now()  # one time for every block of a large file
         write = {"source_file": source, "now": now}
         store.execute(con, "ingest_insert_models", now=now)
         store.execute(con, "ingest_insert_prompts", **write)

@@ -44,9 +44,8 @@ def _routerbench_prompt(cell: str) -> tuple[str | None, str | None]:
     return "".join(parts), None
 
 
-def routerbench_csv(path: Path, text: str, split: str | None) -> Staged:
-    """Staged rows of a RouterBench wide CSV: one row per prompt, a score and a cost column per model."""
-    header = csv_header(path, text)
+def routerbench_models(path: Path, header: list[str]) -> list[str]:
+    """The models of a RouterBench wide CSV's header (IngestError when it is not one this reader takes)."""
     if header[0] != "":
         raise IngestError(
             f"{path}: a RouterBench wide CSV (it has {WIDE_COST_SUFFIX} columns) starts with an unnamed "
@@ -60,10 +59,30 @@ def routerbench_csv(path: Path, text: str, split: str | None) -> Staged:
             f"{path}: missing required columns {missing} for the RouterBench wide CSV (every <model>"
             f"{WIDE_COST_SUFFIX} column needs its <model> score column, and a prompt column)"
         )
+    return models
+
+
+def routerbench_wanted(header: list[str], models: list[str]) -> list[str]:
+    """The columns the reader uses (the responses, often most of the file, are not read)."""
+    used = {"", "prompt", "sample_id", "eval_name", *models, *(model + WIDE_COST_SUFFIX for model in models)}
+    return [name for name in header if name in used]
+
+
+def routerbench_csv(path: Path, text: str, split: str | None) -> Staged:
+    """Staged rows of a RouterBench wide CSV: one row per prompt, a score and a cost column per model."""
+    header = csv_header(path, text)
+    models = routerbench_models(path, header)
     frame = read_csv_strings(path, text, header)
-    n = len(frame)
-    if n == 0:
+    if len(frame) == 0:
         raise IngestError(f"{path}: no data rows (only a header)")
+    return routerbench_rows(path, header, models, frame, split)
+
+
+def routerbench_rows(path: Path, header: list[str], models: list[str], frame: pd.DataFrame, split: str | None,
+                     first_row: int = 1) -> Staged:
+    """Staged rows of a RouterBench wide CSV's text cells (the whole file, or a block of it starting at data row
+    first_row that holds every row of each of its sample_ids)."""
+    n = len(frame)
     index = frame[""].str.strip().to_numpy(dtype=object)
     prompt_ids = np.where(index != "", ROUTERBENCH_ID_PREFIX + index, "").astype(object)
     parsed = [_routerbench_prompt(cell) for cell in frame["prompt"]]
@@ -101,7 +120,7 @@ def routerbench_csv(path: Path, text: str, split: str | None) -> Staged:
     staged = staged_table(
         len(rows_all),
         {
-            "row_number": rows_all + 1,
+            "row_number": rows_all + first_row,
             "prompt_id": prompt_ids[rows_all],
             "prompt": texts[rows_all],
             "model": model_names,
@@ -121,7 +140,7 @@ def routerbench_csv(path: Path, text: str, split: str | None) -> Staged:
         if name not in ("", "prompt", "sample_id", "eval_name", *models)
         and not name.endswith((WIDE_COST_SUFFIX, "|model_response"))
     ]
-    if ignored:
+    if ignored and first_row == 1:
         log.info("%s: ignoring columns %s", path, ignored)
     return Staged(FORMAT_ROUTERBENCH, staged, n, tuple(ignored), per_model=True)
 

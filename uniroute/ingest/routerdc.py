@@ -6,6 +6,7 @@ import hashlib
 import json
 import logging
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +33,14 @@ ROUTERDC_SPLIT_SUFFIX = re.compile(r"(^|[_-])(train|test)$")
 GRID_MAX_DENOMINATOR = 20
 GRID_TOLERANCE = 1e-9
 
-class _JsonObject(dict):
+class JsonObject(dict):
     """A JSON object that remembers keys given twice (json keeps only the last value, silently)."""
 
     repeated: tuple[str, ...] = ()
 
 
-def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
-    obj = _JsonObject(pairs)
+def json_object(pairs: list[tuple[str, Any]]) -> JsonObject:
+    obj = JsonObject(pairs)
     if len(obj) != len(pairs):
         counts = pd.Series([key for key, _ in pairs]).value_counts()
         obj.repeated = tuple(sorted(counts[counts > 1].index))
@@ -58,23 +59,67 @@ def _on_grid(values: np.ndarray) -> np.ndarray:
 def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
     """Staged rows of a RouterDC JSON file: a list of {"question", "scores": {model: score}}."""
     try:
-        entries = json.loads(text, object_pairs_hook=_json_object)
+        entries = json.loads(text, object_pairs_hook=json_object)
     except json.JSONDecodeError as exc:
         raise IngestError(
             f"{path}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
     if not isinstance(entries, list):
         raise IngestError(f"{path}: a JSON {type(entries).__name__}; a RouterDC file is a list of objects")
-    if not entries:
-        raise IngestError(f"{path}: no data rows (an empty list)")
-    if not any(isinstance(e, dict) and "question" in e and "scores" in e for e in entries):
-        first = entries[0]
-        shape = f"keys {sorted(first)}" if isinstance(first, dict) else f"a {type(first).__name__}"
-        raise IngestError(
-            f'{path}: not a RouterDC file: no entry has both "question" and "scores" (entry 1 has {shape})'
-        )
-    # A pair named just train.json / test.json is one task: the folder names it.
-    benchmark = ROUTERDC_SPLIT_SUFFIX.sub("", path.stem) or path.resolve().parent.name
+    survey = RouterdcSurvey()
+    survey.add(path, entries)
+    survey.check(path)
+    return routerdc_rows(path, entries, split, survey)
+
+
+@dataclass
+class RouterdcSurvey:
+    """What the reader must know of the whole file before staging any entry: whether it is a RouterDC file at all,
+    which kind of score it publishes (any valid score off the k/n grid: probabilities), the keys it ignores."""
+
+    entries: int = 0
+    usable: bool = False  # some entry has both "question" and "scores"
+    first_shape: str = ""
+    off_grid: bool = False
+    keys: set[str] = field(default_factory=set)
+
+    def add(self, path: Path, entries: list[Any]) -> None:
+        """Survey some of the file's entries (in order)."""
+        if entries and not self.entries:
+            first = entries[0]
+            self.first_shape = f"keys {sorted(first)}" if isinstance(first, dict) else f"a {type(first).__name__}"
+        self.entries += len(entries)
+        self.usable = self.usable or any(isinstance(e, dict) and "question" in e and "scores" in e for e in entries)
+        self.keys.update(key for e in entries if isinstance(e, dict) for key in e)
+        if not self.off_grid:
+            raw = numbers_from_objects(_flat(entries, 1, "")[4])[0].to_numpy(zero_copy_only=False)
+            valid = ~np.isnan(raw) & (raw >= 0) & (raw <= 1)
+            self.off_grid = bool(valid.any() and not _on_grid(raw[valid]).all())
+
+    def check(self, path: Path) -> None:
+        """IngestError when the surveyed file is no RouterDC file this reader takes."""
+        if not self.entries:
+            raise IngestError(f"{path}: no data rows (an empty list)")
+        if not self.usable:
+            raise IngestError(
+                f'{path}: not a RouterDC file: no entry has both "question" and "scores" (entry 1 has '
+                f"{self.first_shape})"
+            )
+
+    @property
+    def ignored(self) -> tuple[str, ...]:
+        return tuple(sorted(self.keys - {"question", "scores", "cluster_id"}))
+
+
+def routerdc_benchmark(path: Path) -> str:
+    """The task of a RouterDC file: its name less the split suffix (a pair named just train.json / test.json is
+    one task: the folder names it)."""
+    return ROUTERDC_SPLIT_SUFFIX.sub("", path.stem) or path.resolve().parent.name
+
+
+def _flat(entries: list[Any], first: int, benchmark: str) -> tuple[list[Any], ...]:
+    """One row per (entry, model) of entries numbered from first: (row numbers, prompt ids, prompts, models,
+    values, problems, raws); an entry with a problem is one row."""
     row_numbers: list[int] = []
     prompt_ids: list[str | None] = []
     prompts: list[str | None] = []
@@ -82,7 +127,7 @@ def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
     values: list[Any] = []
     problems: list[str | None] = []
     raws: list[str | None] = []
-    for number, entry in enumerate(entries, start=1):
+    for number, entry in enumerate(entries, start=first):
         problem = None
         question = entry.get("question") if isinstance(entry, dict) else None
         scores = entry.get("scores") if isinstance(entry, dict) else None
@@ -96,7 +141,7 @@ def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
             problem = "scores is missing" if scores is None else f"scores {json.dumps(scores)[:80]} is not an object"
         elif not scores:
             problem = "scores is empty"
-        elif isinstance(scores, _JsonObject) and scores.repeated:
+        elif isinstance(scores, JsonObject) and scores.repeated:
             problem = f"scores names models {list(scores.repeated)} more than once"
         prompt_id = None
         if isinstance(question, str):
@@ -112,11 +157,20 @@ def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
             values.append(value)
             problems.append(problem)
             raws.append(json.dumps(entry)[:1000] if problem else None)
+    return row_numbers, prompt_ids, prompts, models, values, problems, raws
+
+
+def routerdc_rows(path: Path, entries: list[Any], split: str | None, survey: RouterdcSurvey, first: int = 1
+                  ) -> Staged:
+    """Staged rows of a RouterDC file's entries (all of them, or a block starting at entry first) given the
+    survey of the whole file."""
+    benchmark = routerdc_benchmark(path)
+    row_numbers, prompt_ids, prompts, models, values, problems, raws = _flat(entries, first, benchmark)
     score, score_text = numbers_from_objects(values)
     raw = score.to_numpy(zero_copy_only=False)  # (n,) NaN where absent
     valid = ~np.isnan(raw) & (raw >= 0) & (raw <= 1)
     raw_score = pa.nulls(len(raw), pa.float64())
-    if valid.any() and not _on_grid(raw[valid]).all():
+    if survey.off_grid:
         # The format mixes two kinds of score (routerdc_model7/PROVENANCE.md): generative tasks publish the
         # fraction of sampled answers that were correct (always k/n for a small n), multiple-choice tasks the
         # probability of the gold option when the argmax answer is correct, else 0. A file with any value off
@@ -124,7 +178,8 @@ def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
         # The published value is kept in results.raw_score; invalid values stay as they are and are quarantined.
         raw_score = pa.array(np.where(valid, raw, np.nan), type=pa.float64(), mask=~valid)
         score = pa.array(np.where(valid, (raw > 0).astype(np.float64), raw), type=pa.float64(), mask=np.isnan(raw))
-        log.info("%s: scores are gold-option probabilities; storing correctness = (score > 0)", path)
+        if first == 1:
+            log.info("%s: scores are gold-option probabilities; storing correctness = (score > 0)", path)
     n = len(row_numbers)
     split_values, _ = split_and_problems(None, split, n)
     staged = staged_table(
@@ -143,5 +198,4 @@ def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
             "raw": raws,
         },
     )
-    ignored = sorted({key for e in entries if isinstance(e, dict) for key in e} - {"question", "scores", "cluster_id"})
-    return Staged(FORMAT_ROUTERDC, staged, len(entries), tuple(ignored), per_model=True)
+    return Staged(FORMAT_ROUTERDC, staged, len(entries), survey.ignored, per_model=True)

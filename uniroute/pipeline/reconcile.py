@@ -8,7 +8,7 @@ The store is the single source of truth. Everything else is derived from it and 
    damaged newest folder: the champion published again);
 4. no files the store does not account for: snapshot folders of unrecorded versions, staging folders, stray
    links (removed), files claimed by a killed inbox run (reported: `uniroute inbox` finishes them), spill
-   folders of a killed `uniroute sql` (removed);
+   folders of a killed `uniroute sql` and DuckDB spill files of a killed writer beside the store (removed);
 5. MLflow's tracking store keeps its artifacts in this home (a store copied or moved with its home: its recorded
    URIs rewritten; another home's: reported);
 6. MLflow holds every router version and publication, and its alias `champion` names the store's champion
@@ -182,6 +182,22 @@ def _check_temp(tmp_dir: Path | None, report: Report, repair: bool) -> None:
                    f"{names} (`uniroute doctor` or the next `uniroute sql` removes them)")
 
 
+def _check_store_spill(db_path: Path, report: Report, repair: bool) -> None:
+    stale = store.stale_spill_files(db_path)
+    folder = store.spill_dir(db_path)
+    if not stale:
+        report.add("spill", "ok", "no spill file left by a killed writer beside the store")
+        return
+    size = f"{len(stale)} spill file(s), {store.spilled_bytes(stale) / 1e6:,.1f} MB"
+    if repair:
+        store.remove_spill_files(db_path, stale)
+        report.add("spill", "repaired", f"removed {size} of killed writers (an interrupted ingest or build) from "
+                   f"{folder}; the store is as its last commit left it")
+    else:
+        report.add("spill", "broken", f"{size} of killed writers (an interrupted ingest or build) in {folder} "
+                   "(`uniroute doctor` removes them)")
+
+
 def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Report, repair: bool) -> bool:
     """Whether the tracking store's artifacts are this home's (a store that moved with its home is rewritten)."""
 
@@ -263,6 +279,7 @@ def reconcile(
     _check_published(s, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
     _check_temp(tmp_dir, report, repair)
+    _check_store_spill(s.db_path, report, repair)
     if tracking_uri is not None and artifact_root is not None:
         _check_mlflow(s.con, tracking_uri, Path(artifact_root), report, repair, Path(published_dir))
     for finding in report.findings:

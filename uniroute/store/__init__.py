@@ -38,6 +38,7 @@ from uniroute.store.schema import SQL_DIR, apply_schema, schema_files
 from uniroute.store.session import Session, inspection, session
 from uniroute.store.sql_stream import SqlInterrupted, StreamedQuery
 from uniroute.store.sql_temp import private_temp_dir, remove_temp_dir, stale_temp_dirs
+from uniroute.store.store_spill import remove_spill_files, spill_dir, spilled_bytes, stale_spill_files
 
 __all__ = [
     "Connection",
@@ -73,6 +74,10 @@ __all__ = [
     "read_only_query",
     "sandbox_over",
     "stale_temp_dirs",
+    "stale_spill_files",
+    "spill_dir",
+    "spilled_bytes",
+    "remove_spill_files",
     "remove_temp_dir",
     "registered",
     "sandboxed_over",
