@@ -28,6 +28,7 @@ from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
+from uniroute.pipeline.build_cells import Keep
 from uniroute.pipeline.build_data import (
     StoreIndex,
     embed_prompts,
@@ -149,13 +150,26 @@ def _tuning_rows(split: TrialSplit, n_prompts: int) -> TuningRows:
     test = _subsample(rng, split.test, EVAL_TEST_SAMPLE)
     if (len(train), len(val), len(test)) == (len(split.train), len(split.val), len(split.test)):
         return TuningRows(split, np.arange(n_prompts), split)
-    log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
-             len(train), len(split.train), len(val), len(split.val), len(test), len(split.test))
     ends = np.cumsum([len(train), len(val), len(test)])
     renumbered = TrialSplit(split.train_models, split.test_models, np.arange(ends[0]), np.arange(ends[0], ends[1]),
                             np.arange(ends[1], ends[2]), split.fit_seed)
     return TuningRows(TrialSplit(split.train_models, split.test_models, train, val, test, split.fit_seed),
                       np.concatenate([train, val, test]), renumbered)
+
+
+def _keep(seed: int) -> Callable[[np.ndarray], Keep]:
+    """What the build's one pass over the results keeps, from the stored split alone: the training and validation
+    samples' numbers and every validation prompt's scores (the sample draws train, then val, from the split, as
+    _tuning_rows does), and every test prompt's cells on disk (the test sample is drawn among the complete ones,
+    known after the pass)."""
+    def keep(split: np.ndarray) -> Keep:
+        empty = np.zeros(0, dtype=np.int64)
+        index = {name: np.nonzero(split == name)[0] for name in ("train", "val", "test")}
+        sample = _tuning_rows(TrialSplit(empty, empty, index["train"], index["val"], index["test"], seed),
+                              len(split)).sample
+        return Keep(scores=np.union1d(sample.train, index["val"]), costs=np.union1d(sample.train, sample.val),
+                    spill=split == "test")
+    return keep
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,7 +190,10 @@ class HeldRows:
     def load(cls, con: store.Connection, index: StoreIndex, tuning: TuningRows, val: np.ndarray, embedder_id: str,
              dim: int) -> HeldRows:
         rows = np.concatenate([tuning.rows, np.setdiff1d(val, tuning.rows)])
-        scores, costs = result_rows(con, rows, len(index.models), len(tuning.rows))
+        if index.cells is not None:  # kept by load_store_index's pass (_keep)
+            scores, costs = index.cells.take(rows, len(tuning.rows))
+        else:
+            scores, costs = result_rows(con, rows, len(index.models), len(tuning.rows))
         return cls(rows, len(tuning.rows), vector_rows(con, index, rows, embedder_id, dim), scores, costs)
 
     def at(self, store_rows: np.ndarray) -> np.ndarray:
@@ -223,9 +240,14 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     stage("loading the store")
-    index = load_store_index(con)
+    index = load_store_index(con, _keep(seed))
     split = store_split(index, seed)
     tuning = _tuning_rows(split, len(index.split))
+    if len(tuning.rows) < len(index.split):
+        sample = tuning.sample
+        log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
+                 len(sample.train), len(split.train), len(sample.val), len(split.val), len(sample.test),
+                 len(split.test))
     models, prompt_ids, excluded_models = index.models, index.prompt_ids, index.excluded_models
     embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
                              on_stage=stage)

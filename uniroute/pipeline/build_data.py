@@ -16,6 +16,7 @@ from uniroute import embed, store
 from uniroute.embed.cache import scatter_vectors
 from uniroute.embed.fill import embed_store_prompts
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.build_cells import Keep, RowCells
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.split import TrialSplit
 from uniroute.store.embeddings import expose_view, root_of
@@ -58,6 +59,7 @@ class StoreIndex:
     text_hashes: pa.Array  # (N,) the embedding dataset's keys
     split: np.ndarray  # (N,) 'train' | 'val' | 'test'
     labelled: np.ndarray  # (N, M) bool: a result of the model (column, models' order) on the prompt (row)
+    cells: RowCells | None = None  # the numbers of the rows load_store_index was told to keep, from the same pass
 
 
 def _build_models(con: store.Connection, n_prompts: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -78,19 +80,31 @@ def _build_models(con: store.Connection, n_prompts: int) -> tuple[tuple[str, ...
     return models, excluded
 
 
-def load_store_index(con: store.Connection) -> StoreIndex:
+def load_store_index(con: store.Connection, keep: Callable[[np.ndarray], Keep] | None = None) -> StoreIndex:
     """Every build prompt's id, hash and split (assigned first) and the (N, M) answered mask, streamed from the
-    results as load_store_data's matrices are (1 byte a cell, not 16)."""
+    results as load_store_data's matrices are (1 byte a cell, not 16).
+
+    keep: told the split column (known before any result is read), the rows whose numbers the same pass keeps
+    (build_cells.Keep; the index's `cells`), so the build reads the results once."""
     store.execute(con, "assign_splits")
     prompts = store.query_arrow(con, "build_prompt_index")
     models, excluded = _build_models(con, prompts.num_rows)
+    split = prompts.column("split").to_numpy(zero_copy_only=False).astype(object)
+    cells = None if keep is None else RowCells(keep(split), prompts.num_rows, len(models))
     labelled = np.zeros((prompts.num_rows, len(models)), dtype=bool)
-    for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
-        labelled[batch.column("i").to_numpy(), batch.column("j").to_numpy()] = True
+    try:
+        for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
+            labelled[batch.column("i").to_numpy(), batch.column("j").to_numpy()] = True
+            if cells is not None:
+                cells.add(batch)
+    except BaseException:
+        if cells is not None:
+            cells.close()
+        raise
     return StoreIndex(models=models, excluded_models=excluded,
                       prompt_ids=tuple(prompts.column("prompt_id").to_pylist()),
-                      text_hashes=prompts.column("text_hash").combine_chunks(),
-                      split=prompts.column("split").to_numpy(zero_copy_only=False).astype(object), labelled=labelled)
+                      text_hashes=prompts.column("text_hash").combine_chunks(), split=split, labelled=labelled,
+                      cells=cells)
 
 
 def result_rows(con: store.Connection, rows: np.ndarray, n_models: int,
