@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.embed.fill import Embedded
 from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
@@ -211,7 +212,7 @@ class HeldRows:
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
               kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS,
               progress: bool = False, client: Client | None = None, shadow: ShadowConfig | None = None,
-              stage: Callable[..., None] | None = None) -> BuildResult:
+              stage: Callable[..., None] | None = None, embedded: Embedded | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
@@ -221,7 +222,9 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     traffic (shadow_gate; `shadow`, default ShadowConfig()) does not refuse it. With fewer than two
     training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
     held-out evaluation is skipped. client: the Dask cluster a K-means refit on every training prompt runs on
-    (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process.
+    (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process. embedded: the
+    caller's embedding fill just before (operations.build), which the build does not repeat if it covered exactly
+    the build's prompts with its embedder (build_data.embed_prompts).
     """
     kinds = checked_kinds(kinds)
     # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing);
@@ -231,12 +234,12 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
         if stage is None:
             stage = stack.enter_context(ticking("build", log, enabled=progress))
         return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage, client,
-                          shadow or ShadowConfig())
+                          shadow or ShadowConfig(), embedded)
 
 
 def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None,
                kinds: Sequence[str], min_answers: int, stage: Callable[..., None],
-               client: Client | None, shadow: ShadowConfig) -> BuildResult:
+               client: Client | None, shadow: ShadowConfig, embedded: Embedded | None) -> BuildResult:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     stage("loading the store")
@@ -250,7 +253,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
                  len(split.test))
     models, prompt_ids, excluded_models = index.models, index.prompt_ids, index.excluded_models
     embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
-                             on_stage=stage)
+                             on_stage=stage, ahead=embedded, text_hashes=index.text_hashes)
     stage("reading the sampled and validation prompts' results and vectors")
     held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
     seconds["load_and_embed"] = time.perf_counter() - t0

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from uniroute import embed, store
 from uniroute.embed.cache import scatter_vectors
-from uniroute.embed.fill import embed_store_prompts
+from uniroute.embed.fill import Embedded, embed_store_prompts
 from uniroute.errors import UnirouteError
 from uniroute.pipeline.build_cells import Keep, RowCells
 from uniroute.selection.data import EvalData, RoutingData
@@ -221,20 +221,38 @@ def store_split(data: StoreData | StoreIndex, seed: int) -> TrialSplit:
 
 def embed_prompts(
     con: store.Connection, embedder_name: str, seed: int, fitted: bool, cache_dir: Path | None = None,
-    on_stage: Callable[..., None] | None = None,
+    on_stage: Callable[..., None] | None = None, ahead: Embedded | None = None, text_hashes: pa.Array | None = None,
 ) -> Any:
     """The embedder (a fitted one fitted on the training prompts' texts), with every build prompt it lacks embedded
     into the dataset (embed_store_prompts: texts streamed in batches, vectors written, none kept here).
 
-    on_stage hears the two stages: preparing the embedder (the first build of the static or ONNX model from the
-    local MiniLM takes about half a minute and prints nothing of its own), then embedding (its own bar).
+    ahead: what the caller's fill before this build made sure of (operations.build embeds on the Dask workers first);
+    when it was this embedder and its digest is that of the build's prompts (text_hashes, one per prompt), every
+    one of them has a vector and the look-up is not repeated. on_stage hears the two stages: preparing the embedder
+    (the first build of the static or ONNX model from the local MiniLM takes about half a minute and prints nothing
+    of its own), then embedding (its own bar).
     """
     if on_stage is not None:
         on_stage(f"preparing the {embedder_name} embedder")
     fit_texts = store.query_arrow(con, "build_train_texts").column("text").to_pylist() if fitted else None
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
     del fit_texts
+    if embedded_ahead(con, ahead, embedder.embedder_id, text_hashes):
+        log.info("embed %s: the %d build prompts were embedded just before the build", embedder.embedder_id,
+                 ahead.prompts)
+        return embedder
     if on_stage is not None:
         on_stage(f"embedding the build's prompts with {embedder_name}", own_bar=True)
     embed_store_prompts(con, embedder)
     return embedder
+
+
+def embedded_ahead(con: store.Connection, ahead: Embedded | None, embedder_id: str,
+                   text_hashes: pa.Array | None) -> bool:
+    """Whether the fill `ahead` embedded exactly these prompts' texts with this embedder (the same digest)."""
+    if ahead is None or text_hashes is None or ahead.embedder_id != embedder_id:
+        return False
+    wanted = pa.table({"pos": pa.array(np.arange(len(text_hashes), dtype=np.int64)), "text_hash": text_hashes})
+    with store.registered(con, "wanted_hashes", wanted):
+        digest = tuple(int(v) for v in store.query_arrow(con, "hashes_digest").to_pylist()[0].values())
+    return digest == ahead.digest
