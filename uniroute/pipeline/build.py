@@ -26,7 +26,7 @@ from uniroute import store
 from uniroute.embed.fill import Embedded
 from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
-from uniroute.pipeline import registry
+from uniroute.pipeline import psi_data, registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
 from uniroute.pipeline.build_cells import Keep
@@ -168,23 +168,24 @@ def _keep(seed: int) -> Callable[[np.ndarray], Keep]:
         index = {name: np.nonzero(split == name)[0] for name in ("train", "val", "test")}
         sample = _tuning_rows(TrialSplit(empty, empty, index["train"], index["val"], index["test"], seed),
                               len(split)).sample
-        return Keep(scores=np.union1d(sample.train, index["val"]), costs=np.union1d(sample.train, sample.val),
-                    spill=split == "test")
+        kept = np.union1d(sample.train, sample.val)
+        return Keep(scores=kept, costs=kept, spill=split == "test")
     return keep
 
 
 @dataclass(frozen=True, eq=False)
 class HeldRows:
-    """The only rows of the store the driver holds numbers for: the tuning rows and every validation prompt (whose
-    losses measure the routers' Psi), with their vectors and scores, and the tuning rows' costs. At 1M prompts x
-    100 LLMs about 170k rows (50k training, 100k validation, 20k test) instead of every row: the driver's memory
-    follows the samples and the validation set, not the store. The tuning rows come first, in the state's order,
-    so the state is a view of them (a copy was another 0.2 GB at 1M x 100)."""
+    """The only rows of the store the driver holds numbers for: the tuning rows' vectors, scores and costs, and
+    every validation prompt's vector (the routers' Psi assigns them to clusters; their losses are summed by DuckDB,
+    psi_data.val_psi). At 1M prompts x 100 LLMs the scores of 75k rows (50k training, 5k validation, 20k test) and
+    the vectors of 170k instead of every row: the driver's memory follows the samples and the validation set, not
+    the store. The tuning rows come first, in the state's order, so the state is a view of them (a copy was
+    another 0.2 GB at 1M x 100)."""
 
     rows: np.ndarray  # store rows: the tuning rows (state order), then the validation prompts not among them
     n_tuning: int
     X: np.ndarray  # (R, d) float32
-    scores: np.ndarray  # (R, M) float64, NaN where no result
+    scores: np.ndarray  # (n_tuning, M) float64, NaN where no result
     costs: np.ndarray  # (n_tuning, M)
 
     @classmethod
@@ -192,9 +193,9 @@ class HeldRows:
              dim: int) -> HeldRows:
         rows = np.concatenate([tuning.rows, np.setdiff1d(val, tuning.rows)])
         if index.cells is not None:  # kept by load_store_index's pass (_keep)
-            scores, costs = index.cells.take(rows, len(tuning.rows))
+            scores, costs = index.cells.take(tuning.rows, len(tuning.rows))
         else:
-            scores, costs = result_rows(con, rows, len(index.models), len(tuning.rows))
+            scores, costs = result_rows(con, tuning.rows, len(index.models))
         return cls(rows, len(tuning.rows), vector_rows(con, index, rows, embedder_id, dim), scores, costs)
 
     def at(self, store_rows: np.ndarray) -> np.ndarray:
@@ -283,8 +284,10 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
             refits[k] = fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
         return refits[k]
 
-    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, held.at(split.val), prompt_ids,
-                                     refit_clusters),
+    X, val_at = held.X, held.at(split.val)
+    val_psi = psi_data.val_psi(con, [prompt_ids[i] for i in split.val], lambda: X[val_at])
+    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, prompt_ids, refit_clusters,
+                                     val_psi),
                            BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
                            kinds, on_stage=stage)
     del held  # the tuning state keeps its rows (views)
