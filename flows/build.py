@@ -24,7 +24,7 @@ def embed_new_prompts(settings: Settings, embedder: str) -> int:
     # The task runs in a worker process: the library's progress lines (preparing the embedder, partitions written so
     # far, rate, time left) reach the console and this task run's log from there as from the flow's own process.
     with library_log_in_run(), worker_client() as client:
-        return operations.embed_new_prompts(flow_context(settings), embedder, client=client, progress=True)
+        return operations.embed_new_prompts(flow_context(settings), embedder, client=client, progress=True).prompts
 
 
 @flow(name="uniroute-embed")

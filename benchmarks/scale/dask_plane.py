@@ -195,11 +195,11 @@ def driver(address: str, home: Path, k: int, seed: int, build: bool = False) -> 
         t0 = time.perf_counter()
         rss.phase("embed")
         with get_task_stream(client) as embed_stream:
-            looked_up = operations.embed_new_prompts(ctx, "static", client=client)
+            embedded = operations.embed_new_prompts(ctx, "static", client=client)
         out["embed_seconds"] = time.perf_counter() - t0
-        out["prompts"] = looked_up
+        out["prompts"] = embedded.prompts
         if build:
-            out.update(_build_phase(ctx, address, seed, client, rss))
+            out.update(_build_phase(ctx, address, seed, client, rss, embedded))
             out["wall_seconds"] = time.perf_counter() - t0
             out["embed_tasks"] = _task_summary(_task_seconds(embed_stream.data, "embed-partition"))
             out["workers"] = len(client.scheduler_info()["workers"])
@@ -234,9 +234,10 @@ def _task_summary(seconds: list[float]) -> dict[str, float]:
     return {"count": len(seconds), "mean_seconds": sum(seconds) / max(len(seconds), 1)}
 
 
-def _build_phase(ctx: Any, address: str, seed: int, client: Any, rss: RssSampler) -> dict[str, Any]:
+def _build_phase(ctx: Any, address: str, seed: int, client: Any, rss: RssSampler, embedded: Any) -> dict[str, Any]:
     """The nightly build as `uniroute build` with UNIROUTE_DASK_ADDRESS runs it (every router kind; MLflow off:
-    its recording is not the data plane), the Dask tasks it ran and its phases."""
+    its recording is not the data plane), the Dask tasks it ran and its phases. The embedding just measured is
+    the build's own fill (`embedded`): `uniroute build` embeds, then builds, as this does."""
     from distributed import get_task_stream
 
     from uniroute import operations
@@ -244,7 +245,7 @@ def _build_phase(ctx: Any, address: str, seed: int, client: Any, rss: RssSampler
     rss.phase("build")
     t0 = time.perf_counter()
     with get_task_stream(client) as stream:
-        result = operations.build(ctx, "static", seed, dask_address=address)
+        result = operations.build(ctx, "static", seed, dask_address=address, embedded=embedded)
     tasks = stream.data
     phases = {name: round(v, 1) for name, v in result.seconds.items()}
     return {"build_seconds": time.perf_counter() - t0, "build_phases": phases,

@@ -3,22 +3,14 @@
 -- the model's mean known cost (its best per-query estimate). Models with no cost at all are left out
 -- (build_excluded_models lists them). The fill cost is a per-model aggregate joined in, not a window over
 -- every result: a window partitions and materialises all rows (10 GB at 100M results), a join streams.
-with costed as (
-    select m.model, m.default_cost
-    from priced_models as m
-    where m.status = 'active'
-      and (m.default_cost is not null
-           or exists (select 1 from results as r where r.model = m.model and r.cost is not null))
-),
-model_index as (
-    select c.model, coalesce(c.default_cost, mc.mean_cost) as fill_cost,
-           (row_number() over (order by c.model) - 1)::integer as j
-    from costed as c
-    left join (select model, avg(cost) as mean_cost from results group by model) as mc on mc.model = c.model
+with model_index as (
+    select model, coalesce(default_cost, mean_cost) as fill_cost,
+           (row_number() over (order by model) - 1)::integer as j
+    from build_costed_models
 ),
 prompt_index as (
     select prompt_id, (row_number() over (order by prompt_id) - 1)::integer as i
-    from (select distinct r.prompt_id from results as r semi join costed as c on c.model = r.model)
+    from build_prompt_ids
 )
 select p.i, mi.j, a.score, coalesce(a.cost, mi.fill_cost) as cost, a.cost is null as cost_filled
 from results as a

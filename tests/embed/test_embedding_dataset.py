@@ -177,11 +177,11 @@ def test_the_store_prompts_are_embedded_from_a_work_file_once_per_text(db_path: 
     ingest(db_path, tmp_path / "logs.parquet", progress=False)
     model = CountingEmbedder(embed.fit_tfidf(logs["prompt"].unique().tolist(), dim=6, seed=0, progress=False))
     with store.opened(db_path) as con:
-        assert embed_store_prompts(con, model) == 120
+        assert embed_store_prompts(con, model).prompts == 120
         assert sorted(model.seen) == sorted(logs["prompt"].unique()) and len(model.seen) == 119
         dataset.expose_view(con)
         hashes = con.execute("select p.text_hash, count(e.text_hash) from (select distinct text_hash from prompts) p "
                              "left join embeddings e using (text_hash) group by p.text_hash").fetchall()
         assert len(hashes) == 119 and all(n == 1 for _, n in hashes)
-        assert embed_store_prompts(con, model) == 120 and len(model.seen) == 119  # nothing left to embed
+        assert embed_store_prompts(con, model).prompts == 120 and len(model.seen) == 119  # nothing left to embed
     assert not list((db_path.parent / "embeddings" / "work").glob("*"))

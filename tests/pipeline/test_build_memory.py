@@ -36,10 +36,12 @@ def test_the_build_stores_what_the_whole_matrix_build_stored(tmp_path, case):
 
 
 def test_the_held_rows_are_the_whole_matrices_rows(tmp_path):
-    """load_store_index's mask and result_rows' cells at any rows are load_store_data's (the whole matrices)."""
+    """load_store_index's mask and result_rows' cells at any rows, or the cells its one pass kept, are
+    load_store_data's (the whole matrices)."""
     from tests.helpers import ingest
     from tests.pipeline.build_golden import logs
     from uniroute import store
+    from uniroute.pipeline.build_cells import Keep
     from uniroute.pipeline.build_data import load_store_data, load_store_index, result_rows, store_split
 
     logs().to_parquet(tmp_path / "logs.parquet", index=False)
@@ -48,6 +50,13 @@ def test_the_held_rows_are_the_whole_matrices_rows(tmp_path):
         data, index = load_store_data(con), load_store_index(con)
         rows = np.sort(np.random.default_rng(0).choice(len(index.split), 77, replace=False))
         scores, costs = result_rows(con, rows, len(index.models))
+        # The one pass (build._keep): rows kept in memory (scores of some, costs of others) or spilled to disk.
+        spilled = np.isin(np.arange(len(index.split)), rows[20:])
+        kept = load_store_index(con, lambda split: Keep(rows[:40], rows[:20], spilled))
+    one_pass = kept.cells.take(rows[::-1], 50)  # any order; costs of the first 50
+    np.testing.assert_array_equal(kept.labelled, index.labelled)
+    np.testing.assert_array_equal(one_pass[0], scores[::-1])
+    np.testing.assert_array_equal(one_pass[1], costs[::-1][:50])
     routing = data.eval_data.routing
     assert index.models == routing.models and index.prompt_ids == data.eval_data.prompt_ids
     np.testing.assert_array_equal(index.labelled, ~np.isnan(routing.scores))

@@ -93,3 +93,17 @@ def test_nearest_order_is_the_same_whether_sorted_fully_or_partitioned() -> None
     for k in (1, 5, 9):  # partition, then sort the k nearest
         np.testing.assert_array_equal(nearest_order(X_q, X_ref, k), full[:, :k])
     assert all(list(row).index(3) < list(row).index(7) for row in full)
+
+
+def test_the_gammas_by_blocks_within_a_memory_budget_are_the_whole_ones(monkeypatch) -> None:
+    """knn_gammas gathers (rows, k_max, M) labels per block: a small budget (one row a block) changes no number."""
+    rng = np.random.default_rng(5)
+    X_ref = rng.normal(size=(60, 4)).astype(np.float32)
+    losses = np.where(rng.random((60, 3)) < 0.2, NAN, rng.random((60, 3)))
+    order = nearest_order(rng.normal(size=(25, 4)).astype(np.float32), X_ref, 60)
+    assert order.dtype == np.int32  # the orders a tuning keeps: half the bytes of int64, the same indices
+    whole = knn_gammas(order, losses, [1, 7, 60])
+    monkeypatch.setattr(knn, "GAMMA_BLOCK_BYTES", 1)
+    blocked = knn_gammas(order, losses, [1, 7, 60])
+    for k, gamma in whole.items():
+        np.testing.assert_array_equal(blocked[k], gamma)

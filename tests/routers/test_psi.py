@@ -133,3 +133,21 @@ def test_cell_frame_carries_counts_intervals_and_sparse_flags():
     assert frame["sparse"].all()  # every cell here has fewer than 10 prompts
     lead_a = 6 / 26 * (0.5 - (2 * 0.7 + 3 * 0.5 + 0.25 / 3) / 6)  # as in the test above
     assert frame.loc[("a", 2), "shrunk_error"] == pytest.approx(2 * (0.25 / 3 + lead_a) / 3)
+
+
+def test_psi_from_the_frame_of_some_models_is_psi_from_their_losses() -> None:
+    """The build's Psi over every validation prompt (psi_data.val_psi) reads the group-by of every active model
+    and keeps the router's models in the router's order: the pool prior is theirs, as psi_from_losses has it."""
+    rng = np.random.default_rng(0)
+    clusters = rng.integers(0, 3, size=40)
+    losses = np.where(rng.random((40, 3)) < 0.3, np.nan, rng.random((40, 3)))
+    losses[clusters == 2, 1] = np.nan  # a cell without an answer: the pool prior fills it
+    names = ["m0", "m1", "m2"]
+    frame = pd.DataFrame([{"model": names[m], "cluster": c, "loss_sum": np.nansum(losses[clusters == c, m]),
+                           "n": int((~np.isnan(losses[clusters == c, m])).sum())}
+                          for m in range(3) for c in range(3) if (~np.isnan(losses[clusters == c, m])).any()])
+    got = psi_from_frame(frame, 3, ["m1", "m0"])
+    expected = psi_from_losses(clusters, losses[:, [1, 0]], 3, ["m1", "m0"])
+    assert got.models == expected.models
+    np.testing.assert_allclose(got.values, expected.values, atol=1e-12)
+    np.testing.assert_array_equal(got.counts, expected.counts)

@@ -12,7 +12,7 @@ from distributed import Client
 
 from uniroute import store
 from uniroute.embed import make_embedder
-from uniroute.embed.fill import embed_store_prompts
+from uniroute.embed.fill import Embedded, embed_store_prompts
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
@@ -24,13 +24,14 @@ log = logging.getLogger(__name__)
 
 
 def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
-          dask_address: str | None = None, progress: bool = False) -> BuildResult:
+          dask_address: str | None = None, progress: bool = False, embedded: Embedded | None = None) -> BuildResult:
     """Tune every router kind in `kinds` (none named: all), serve the one chosen on validation prompts, version it;
     MLflow and `published/current` follow. EmbedderError or KindError for a bad name, before the store opens.
 
     dask_address (UNIROUTE_DASK_ADDRESS): the new prompts are embedded on that scheduler's workers first, as the
     nightly flow does, and the build's notes say so, and a K-means refit over every training prompt runs there;
-    None: in this process (the flow embeds on its own cluster first).
+    None: in this process (the flow embeds on its own cluster first). embedded: the caller's own fill just before
+    (embed_new_prompts), not repeated here; the build checks that it covered exactly its prompts.
     """
     inputs = build_inputs(embedder, seed, kinds)
     with contextlib.ExitStack() as stack:
@@ -38,15 +39,16 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
         # training prompt (a build larger than its tuning sample) runs there too, over the embedding dataset.
         client = stack.enter_context(Client(dask_address, timeout=60)) if dask_address else None
         on_dask = None
-        if client is not None and embeds_ahead(inputs):
-            looked_up = embed_new_prompts(ctx, inputs.embedder.name, client=client, progress=progress)
-            on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({looked_up:,} looked up)"
+        if client is not None and embeds_ahead(inputs) and embedded is None:
+            embedded = embed_new_prompts(ctx, inputs.embedder.name, client=client, progress=progress)
+            on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({embedded.prompts:,} looked up)"
         # One progress line to the end: committing the build and following it in MLflow and `published/` take
         # half a minute after the last stage of run_build (a silence issue 23 measured).
         stage = stack.enter_context(ticking("build", log, enabled=progress))
         with ctx.session("build", inputs=inputs.line()) as s:
             result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,
-                               min_answers=ctx.min_val_answers, client=client, shadow=ctx.shadow, stage=stage)
+                               min_answers=ctx.min_val_answers, client=client, shadow=ctx.shadow, stage=stage,
+                               embedded=embedded)
             if on_dask:
                 result = replace(result, notes=(*result.notes, on_dask))
             s.detail = result.line()
@@ -61,8 +63,9 @@ def embeds_ahead(inputs: BuildInputs) -> bool:
     return not inputs.embedder.fitted
 
 
-def embed_new_prompts(ctx: Context, embedder: str, client: Any = None, progress: bool = False) -> int:
-    """Embed the stored prompts the cache lacks (on a Dask client's workers when given); the prompts looked up.
+def embed_new_prompts(ctx: Context, embedder: str, client: Any = None, progress: bool = False) -> Embedded:
+    """Embed the stored prompts the cache lacks (on a Dask client's workers when given); what it made sure of (the
+    prompts looked up: `.prompts`), which a build right after takes as `embedded`.
 
     A cache fill: each partition file is final once written, so a run killed half-way keeps what it embedded. The
     vectors go from the workers to the dataset; this process holds the texts and their hashes, never the matrix.

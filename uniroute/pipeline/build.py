@@ -23,11 +23,13 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.embed.fill import Embedded
 from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
-from uniroute.pipeline import registry
+from uniroute.pipeline import psi_data, registry
 from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
+from uniroute.pipeline.build_cells import Keep
 from uniroute.pipeline.build_data import (
     StoreIndex,
     embed_prompts,
@@ -149,8 +151,6 @@ def _tuning_rows(split: TrialSplit, n_prompts: int) -> TuningRows:
     test = _subsample(rng, split.test, EVAL_TEST_SAMPLE)
     if (len(train), len(val), len(test)) == (len(split.train), len(split.val), len(split.test)):
         return TuningRows(split, np.arange(n_prompts), split)
-    log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
-             len(train), len(split.train), len(val), len(split.val), len(test), len(split.test))
     ends = np.cumsum([len(train), len(val), len(test)])
     renumbered = TrialSplit(split.train_models, split.test_models, np.arange(ends[0]), np.arange(ends[0], ends[1]),
                             np.arange(ends[1], ends[2]), split.fit_seed)
@@ -158,25 +158,44 @@ def _tuning_rows(split: TrialSplit, n_prompts: int) -> TuningRows:
                       np.concatenate([train, val, test]), renumbered)
 
 
+def _keep(seed: int) -> Callable[[np.ndarray], Keep]:
+    """What the build's one pass over the results keeps, from the stored split alone: the training and validation
+    samples' numbers and every validation prompt's scores (the sample draws train, then val, from the split, as
+    _tuning_rows does), and every test prompt's cells on disk (the test sample is drawn among the complete ones,
+    known after the pass)."""
+    def keep(split: np.ndarray) -> Keep:
+        empty = np.zeros(0, dtype=np.int64)
+        index = {name: np.nonzero(split == name)[0] for name in ("train", "val", "test")}
+        sample = _tuning_rows(TrialSplit(empty, empty, index["train"], index["val"], index["test"], seed),
+                              len(split)).sample
+        kept = np.union1d(sample.train, sample.val)
+        return Keep(scores=kept, costs=kept, spill=split == "test")
+    return keep
+
+
 @dataclass(frozen=True, eq=False)
 class HeldRows:
-    """The only rows of the store the driver holds numbers for: the tuning rows and every validation prompt (whose
-    losses measure the routers' Psi), with their vectors and scores, and the tuning rows' costs. At 1M prompts x
-    100 LLMs about 170k rows (50k training, 100k validation, 20k test) instead of every row: the driver's memory
-    follows the samples and the validation set, not the store. The tuning rows come first, in the state's order,
-    so the state is a view of them (a copy was another 0.2 GB at 1M x 100)."""
+    """The only rows of the store the driver holds numbers for: the tuning rows' vectors, scores and costs, and
+    every validation prompt's vector (the routers' Psi assigns them to clusters; their losses are summed by DuckDB,
+    psi_data.val_psi). At 1M prompts x 100 LLMs the scores of 75k rows (50k training, 5k validation, 20k test) and
+    the vectors of 170k instead of every row: the driver's memory follows the samples and the validation set, not
+    the store. The tuning rows come first, in the state's order, so the state is a view of them (a copy was
+    another 0.2 GB at 1M x 100)."""
 
     rows: np.ndarray  # store rows: the tuning rows (state order), then the validation prompts not among them
     n_tuning: int
     X: np.ndarray  # (R, d) float32
-    scores: np.ndarray  # (R, M) float64, NaN where no result
+    scores: np.ndarray  # (n_tuning, M) float64, NaN where no result
     costs: np.ndarray  # (n_tuning, M)
 
     @classmethod
     def load(cls, con: store.Connection, index: StoreIndex, tuning: TuningRows, val: np.ndarray, embedder_id: str,
              dim: int) -> HeldRows:
         rows = np.concatenate([tuning.rows, np.setdiff1d(val, tuning.rows)])
-        scores, costs = result_rows(con, rows, len(index.models), len(tuning.rows))
+        if index.cells is not None:  # kept by load_store_index's pass (_keep)
+            scores, costs = index.cells.take(tuning.rows, len(tuning.rows))
+        else:
+            scores, costs = result_rows(con, tuning.rows, len(index.models))
         return cls(rows, len(tuning.rows), vector_rows(con, index, rows, embedder_id, dim), scores, costs)
 
     def at(self, store_rows: np.ndarray) -> np.ndarray:
@@ -194,7 +213,7 @@ class HeldRows:
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
               kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS,
               progress: bool = False, client: Client | None = None, shadow: ShadowConfig | None = None,
-              stage: Callable[..., None] | None = None) -> BuildResult:
+              stage: Callable[..., None] | None = None, embedded: Embedded | None = None) -> BuildResult:
     """The nightly build on what is in the store, in the caller's session: new router versions, never overwrites.
 
     Every candidate kind (`kinds`, default every registered kind: routers.kinds) is tuned with the training LLMs
@@ -204,7 +223,9 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     traffic (shadow_gate; `shadow`, default ShadowConfig()) does not refuse it. With fewer than two
     training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
     held-out evaluation is skipped. client: the Dask cluster a K-means refit on every training prompt runs on
-    (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process.
+    (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process. embedded: the
+    caller's embedding fill just before (operations.build), which the build does not repeat if it covered exactly
+    the build's prompts with its embedder (build_data.embed_prompts).
     """
     kinds = checked_kinds(kinds)
     # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing);
@@ -214,21 +235,26 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
         if stage is None:
             stage = stack.enter_context(ticking("build", log, enabled=progress))
         return _run_build(con, embedder_name, seed, cache_dir, kinds, min_answers, stage, client,
-                          shadow or ShadowConfig())
+                          shadow or ShadowConfig(), embedded)
 
 
 def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None,
                kinds: Sequence[str], min_answers: int, stage: Callable[..., None],
-               client: Client | None, shadow: ShadowConfig) -> BuildResult:
+               client: Client | None, shadow: ShadowConfig, embedded: Embedded | None) -> BuildResult:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     stage("loading the store")
-    index = load_store_index(con)
+    index = load_store_index(con, _keep(seed))
     split = store_split(index, seed)
     tuning = _tuning_rows(split, len(index.split))
+    if len(tuning.rows) < len(index.split):
+        sample = tuning.sample
+        log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
+                 len(sample.train), len(split.train), len(sample.val), len(split.val), len(sample.test),
+                 len(split.test))
     models, prompt_ids, excluded_models = index.models, index.prompt_ids, index.excluded_models
     embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
-                             on_stage=stage)
+                             on_stage=stage, ahead=embedded, text_hashes=index.text_hashes)
     stage("reading the sampled and validation prompts' results and vectors")
     held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
     seconds["load_and_embed"] = time.perf_counter() - t0
@@ -258,8 +284,10 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
             refits[k] = fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
         return refits[k]
 
-    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, held.at(split.val), prompt_ids,
-                                     refit_clusters),
+    X, val_at = held.X, held.at(split.val)
+    val_psi = psi_data.val_psi(con, [prompt_ids[i] for i in split.val], lambda: X[val_at])
+    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, prompt_ids, refit_clusters,
+                                     val_psi),
                            BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
                            kinds, on_stage=stage)
     del held  # the tuning state keeps its rows (views)

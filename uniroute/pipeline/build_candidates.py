@@ -21,6 +21,7 @@ import pandas as pd
 from uniroute.errors import UnirouteError
 from uniroute.routers.kinds import FullScale, Tuned, kind_names, router_kind
 from uniroute.routers.kmeans import Centroids
+from uniroute.routers.psi import Psi
 from uniroute.routers.serialize import AnyRouter
 from uniroute.selection.selection import Selection, select_kind, served_router
 from uniroute.selection.split import TrialSplit
@@ -89,31 +90,31 @@ def untuned_default(kinds: Sequence[str], n_val: int, n_train: int) -> Tuned:
     raise KindError(f"no router kind can be built without training LLMs among {list(kind_names())}")
 
 
-def _full_scale(router: AnyRouter, kind: str, rows: BuildRows, val_losses: np.ndarray) -> AnyRouter:
-    """The kind's router measured on every prompt where the tuning used samples of them (rows.sample).
-    val_losses (n_val_all, P): the pool's losses on every validation prompt."""
+def _full_scale(router: AnyRouter, kind: str, rows: BuildRows) -> AnyRouter:
+    """The kind's router measured on every prompt where the tuning used samples of them (rows.sample)."""
     split, sample = rows.split, rows.sample
     scale = FullScale(train_sampled=len(sample.train) < len(split.train), val_sampled=len(sample.val) < len(split.val),
-                      val_embeddings=lambda: rows.X[rows.val_at], val_losses=val_losses,
-                      refit_clusters=rows.refit_clusters)
+                      val_psi=rows.val_psi, refit_clusters=rows.refit_clusters)
     return router_kind(kind).full_scale(router, scale)
 
 
 @dataclass(frozen=True, eq=False)
 class BuildRows:
-    """What a build tunes on and measures its routers on: the tuning state and every validation prompt's numbers
-    (the driver holds no other row of the store: build.HeldRows)."""
+    """What a build tunes on and measures its routers on: the tuning state, every validation prompt's vector and
+    their Psi from the store (the driver holds no other row of the store: build.HeldRows)."""
 
     state: TrialState  # the tuning state over the (sampled) rows
     sample: TrialSplit  # the store rows the state was tuned on (build._tuning_rows; split when nothing was sampled)
     split: TrialSplit  # the build's whole split
     X: np.ndarray  # (R, d) the held rows' embeddings (build.HeldRows): every validation prompt among them
-    scores: np.ndarray  # (R, M_all) the held rows' scores
-    val_at: np.ndarray  # (n_val_all,) where split.val's prompts are among the held rows
+    scores: np.ndarray  # (n_tuning, M_all) the tuning rows' scores (the first held rows)
+    val_at: np.ndarray  # (n_val_all,) where split.val's prompts are among the held rows (sample.val's: tuning rows)
     prompt_ids: Sequence[str]  # (N,)
     # K-means (K) on every training prompt, for the kinds that refit where the tuning sampled them: the build
     # passes clusters_dask.fit_dataset, over the embedding dataset on the Dask workers (or in-process without).
     refit_clusters: Callable[[int], Centroids]
+    # Psi over every validation prompt assigned with these centroids (psi_data.val_psi: DuckDB over the results).
+    val_psi: Callable[[Centroids, int, Sequence[str]], Psi]
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,7 +163,6 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     cols = np.asarray(pool_columns)
     # sample.val is a sorted subset of the sorted split.val: its positions among rows.val_scores' rows.
     tuning_losses = 1.0 - rows.scores[np.ix_(rows.val_at[np.searchsorted(split.val, sample.val)], cols)]
-    all_val_losses = 1.0 - rows.scores[np.ix_(rows.val_at, cols)]
     val_ids = [prompt_ids[i] for i in sample.val]
     # A model without any result on the (sampled) validation prompts has nothing to route by: left out, and
     # onboarded later on all validation prompts when it is a cluster kind.
@@ -173,7 +173,7 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     routers = {}
     for kind, t in tuned.items():
         router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
-        routers[kind] = _full_scale(router, kind, rows, all_val_losses[:, seen])
+        routers[kind] = _full_scale(router, kind, rows)
     candidates = Candidates(tuned, routers, chosen, selection, tuple(notes))
     if selection is None:  # select_kind logs its own line
         log.info("%s", candidates.line())

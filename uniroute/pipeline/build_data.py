@@ -14,8 +14,9 @@ import pyarrow.compute as pc
 
 from uniroute import embed, store
 from uniroute.embed.cache import scatter_vectors
-from uniroute.embed.fill import embed_store_prompts
+from uniroute.embed.fill import Embedded, embed_store_prompts
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.build_cells import Keep, RowCells
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.split import TrialSplit
 from uniroute.store.embeddings import expose_view, root_of
@@ -58,6 +59,7 @@ class StoreIndex:
     text_hashes: pa.Array  # (N,) the embedding dataset's keys
     split: np.ndarray  # (N,) 'train' | 'val' | 'test'
     labelled: np.ndarray  # (N, M) bool: a result of the model (column, models' order) on the prompt (row)
+    cells: RowCells | None = None  # the numbers of the rows load_store_index was told to keep, from the same pass
 
 
 def _build_models(con: store.Connection, n_prompts: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -78,19 +80,31 @@ def _build_models(con: store.Connection, n_prompts: int) -> tuple[tuple[str, ...
     return models, excluded
 
 
-def load_store_index(con: store.Connection) -> StoreIndex:
+def load_store_index(con: store.Connection, keep: Callable[[np.ndarray], Keep] | None = None) -> StoreIndex:
     """Every build prompt's id, hash and split (assigned first) and the (N, M) answered mask, streamed from the
-    results as load_store_data's matrices are (1 byte a cell, not 16)."""
+    results as load_store_data's matrices are (1 byte a cell, not 16).
+
+    keep: told the split column (known before any result is read), the rows whose numbers the same pass keeps
+    (build_cells.Keep; the index's `cells`), so the build reads the results once."""
     store.execute(con, "assign_splits")
     prompts = store.query_arrow(con, "build_prompt_index")
     models, excluded = _build_models(con, prompts.num_rows)
+    split = prompts.column("split").to_numpy(zero_copy_only=False).astype(object)
+    cells = None if keep is None else RowCells(keep(split), prompts.num_rows, len(models))
     labelled = np.zeros((prompts.num_rows, len(models)), dtype=bool)
-    for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
-        labelled[batch.column("i").to_numpy(), batch.column("j").to_numpy()] = True
+    try:
+        for batch in store.query_batches(con, "build_results", RESULT_BATCH_ROWS):
+            labelled[batch.column("i").to_numpy(), batch.column("j").to_numpy()] = True
+            if cells is not None:
+                cells.add(batch)
+    except BaseException:
+        if cells is not None:
+            cells.close()
+        raise
     return StoreIndex(models=models, excluded_models=excluded,
                       prompt_ids=tuple(prompts.column("prompt_id").to_pylist()),
-                      text_hashes=prompts.column("text_hash").combine_chunks(),
-                      split=prompts.column("split").to_numpy(zero_copy_only=False).astype(object), labelled=labelled)
+                      text_hashes=prompts.column("text_hash").combine_chunks(), split=split, labelled=labelled,
+                      cells=cells)
 
 
 def result_rows(con: store.Connection, rows: np.ndarray, n_models: int,
@@ -207,20 +221,38 @@ def store_split(data: StoreData | StoreIndex, seed: int) -> TrialSplit:
 
 def embed_prompts(
     con: store.Connection, embedder_name: str, seed: int, fitted: bool, cache_dir: Path | None = None,
-    on_stage: Callable[..., None] | None = None,
+    on_stage: Callable[..., None] | None = None, ahead: Embedded | None = None, text_hashes: pa.Array | None = None,
 ) -> Any:
     """The embedder (a fitted one fitted on the training prompts' texts), with every build prompt it lacks embedded
     into the dataset (embed_store_prompts: texts streamed in batches, vectors written, none kept here).
 
-    on_stage hears the two stages: preparing the embedder (the first build of the static or ONNX model from the
-    local MiniLM takes about half a minute and prints nothing of its own), then embedding (its own bar).
+    ahead: what the caller's fill before this build made sure of (operations.build embeds on the Dask workers first);
+    when it was this embedder and its digest is that of the build's prompts (text_hashes, one per prompt), every
+    one of them has a vector and the look-up is not repeated. on_stage hears the two stages: preparing the embedder
+    (the first build of the static or ONNX model from the local MiniLM takes about half a minute and prints nothing
+    of its own), then embedding (its own bar).
     """
     if on_stage is not None:
         on_stage(f"preparing the {embedder_name} embedder")
     fit_texts = store.query_arrow(con, "build_train_texts").column("text").to_pylist() if fitted else None
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
     del fit_texts
+    if embedded_ahead(con, ahead, embedder.embedder_id, text_hashes):
+        log.info("embed %s: the %d build prompts were embedded just before the build", embedder.embedder_id,
+                 ahead.prompts)
+        return embedder
     if on_stage is not None:
         on_stage(f"embedding the build's prompts with {embedder_name}", own_bar=True)
     embed_store_prompts(con, embedder)
     return embedder
+
+
+def embedded_ahead(con: store.Connection, ahead: Embedded | None, embedder_id: str,
+                   text_hashes: pa.Array | None) -> bool:
+    """Whether the fill `ahead` embedded exactly these prompts' texts with this embedder (the same digest)."""
+    if ahead is None or text_hashes is None or ahead.embedder_id != embedder_id:
+        return False
+    wanted = pa.table({"pos": pa.array(np.arange(len(text_hashes), dtype=np.int64)), "text_hash": text_hashes})
+    with store.registered(con, "wanted_hashes", wanted):
+        digest = tuple(int(v) for v in store.query_arrow(con, "hashes_digest").to_pylist()[0].values())
+    return digest == ahead.digest

@@ -8,12 +8,14 @@ cluster, model_a, model_b, n, w (routers.psi_battles.BATTLE_FRAME_COLUMNS).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from uniroute import store
 from uniroute.routers import psi_battles
+from uniroute.routers.kmeans import Centroids
 from uniroute.routers.psi import Psi, psi_from_frame
 from uniroute.routers.router import Router
 
@@ -47,6 +49,23 @@ def battle_frame(con: store.Connection, prompt_clusters: pd.DataFrame) -> pd.Dat
 def psi_of_active_models(con: store.Connection, prompt_clusters: pd.DataFrame, k: int) -> Psi:
     """Psi of every active model from the store's results on the prompts in prompt_clusters."""
     return psi_from_frame(psi_frame(con, prompt_clusters), k)
+
+
+def val_psi(con: store.Connection, val_ids: Sequence[str],
+            val_embeddings: Callable[[], np.ndarray]) -> Callable[[Centroids, int, Sequence[str]], Psi]:
+    """A build's Psi over every validation prompt (routers.kinds.FullScale.val_psi): the prompts assigned with the
+    given centroids here (their vectors, val_embeddings, are what the driver holds of them), the loss sums and
+    counts per (model, cluster) summed by DuckDB over the results (psi_by_cluster): at 1M x 100 the validation
+    prompts' scores and losses were 160 MB of the driver. Once per distinct centroids (K-means and count-aware
+    K-means share the build's refit)."""
+    done: dict[int, tuple[Centroids, pd.DataFrame]] = {}
+
+    def psi(clusters: Centroids, k: int, models: Sequence[str]) -> Psi:
+        if id(clusters) not in done:  # the centroids kept beside their frame: the id stays theirs
+            assigned = pd.DataFrame({"prompt_id": list(val_ids), "cluster": clusters.assign(val_embeddings())})
+            done[id(clusters)] = clusters, psi_frame(con, assigned)
+        return psi_from_frame(done[id(clusters)][1], k, models)
+    return psi
 
 
 def onboard_psi(con: store.Connection, prompt_clusters: pd.DataFrame, models: Sequence[str],

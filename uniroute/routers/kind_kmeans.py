@@ -90,8 +90,7 @@ class ClusterKind(RouterKind):
             return router
         if refit:
             router = replace(router, assigner=scale.refit_clusters(router.k))
-        clusters = router.psi_clusters().assign(scale.val_embeddings())
-        psi = psi_from_losses(clusters, scale.val_losses, router.k, router.models)
+        psi = scale.val_psi(router.psi_clusters(), router.k, router.models)
         return replace(router, psi=psi.values, psi_counts=psi.counts)
 
     # ---- storage: `psi` (M, K), optionally `psi_counts` and `reference`, the map under `map.` -------------------

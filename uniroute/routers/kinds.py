@@ -107,8 +107,9 @@ class FullScale:
 
     train_sampled: bool  # the tuning used a sample of the training prompts
     val_sampled: bool  # ... of the validation prompts
-    val_embeddings: Callable[[], np.ndarray]  # (n_val_all, d) every validation prompt's embedding
-    val_losses: np.ndarray  # (n_val_all, P) the pool's losses on every validation prompt
+    # Psi (K, these models) of every validation prompt assigned with these centroids: the build's DuckDB group-by
+    # over the results (pipeline.psi_data.val_psi), so the driver holds no validation prompt's scores.
+    val_psi: Callable[[Centroids, int, Sequence[str]], Psi]
     refit_clusters: Callable[[int], Centroids]  # K-means with this K on every training prompt (Dask)
 
 

@@ -19,6 +19,7 @@ from uniroute.routers.rule import RoutingRule
 log = logging.getLogger(__name__)
 
 KNN_BLOCK = 1024  # query rows per block: a (block, n_ref) float32 score matrix
+GAMMA_BLOCK_BYTES = 64 * 2**20  # knn_gammas' gathered labels per block
 
 
 def knn_gamma(X_query: np.ndarray, X_ref: np.ndarray, losses_ref: np.ndarray, k: int) -> np.ndarray:
@@ -68,9 +69,12 @@ def top_k_order(sims: np.ndarray, k: int) -> np.ndarray:
 
 
 def nearest_order(X_query: np.ndarray, X_ref: np.ndarray, k: int, block: int = 1024) -> np.ndarray:
-    """(n_query, k) indices of the k most cosine-similar refs per query, most similar first (X L2-normalised)."""
+    """(n_query, k) indices of the k most cosine-similar refs per query, most similar first (X L2-normalised).
+
+    int32 (the same indices): the build's K-NN tuning keeps one order per simulated onboarding, up to 7k queries x
+    5k references each when k climbs past a quarter of them (280 MB apiece as int64)."""
     k = min(k, X_ref.shape[0])
-    out = np.empty((X_query.shape[0], k), dtype=np.int64)
+    out = np.empty((X_query.shape[0], k), dtype=np.int32)
     for s in range(0, X_query.shape[0], block):
         out[s : s + block] = top_k_order(X_query[s : s + block] @ X_ref.T, k)
     return out
@@ -85,6 +89,10 @@ def knn_gammas(order: np.ndarray, losses_ref: np.ndarray, ks: Sequence[int], blo
     ks = sorted(set(int(k) for k in ks))
     if not ks or ks[-1] > order.shape[1]:
         raise ValueError(f"ks {ks} need a neighbour order with >= {ks[-1] if ks else 1} columns, got {order.shape}")
+    # Rows per block within GAMMA_BLOCK_BYTES: each row gathers (k_max, M) labels (8 + 1 + 4 bytes a cell), so a
+    # block of 512 rows at k_max = 5,000 (a build's K-NN tuning on 5k references) and 100 models gathered 3.3 GB;
+    # every row's sums are its own, so the block size changes no number.
+    block = max(1, min(block, GAMMA_BLOCK_BYTES // (13 * ks[-1] * max(1, losses_ref.shape[1]))))
     fallback = np.nanmean(losses_ref, axis=0)
     known_ref = ~np.isnan(losses_ref)
     filled_ref = np.where(known_ref, losses_ref, 0.0)

@@ -102,9 +102,10 @@ def psi_from_losses(cluster_of: np.ndarray, losses: np.ndarray, k: int, models: 
     return _psi_from_sums(models, sums, counts)
 
 
-def psi_from_frame(frame: pd.DataFrame, k: int) -> Psi:
+def psi_from_frame(frame: pd.DataFrame, k: int, models: Sequence[str] | None = None) -> Psi:
     """Psi from the results' group-by (columns model, cluster, loss_sum, n: sql/queries/psi_by_cluster.sql, read
-    by pipeline.psi_data); models in order of appearance."""
+    by pipeline.psi_data); models in order of appearance, or these `models` in this order (the frame's other rows
+    left out: the pool prior is the pool's), as psi_from_losses gives over the same results."""
     missing = [c for c in PSI_FRAME_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"psi frame lacks columns {missing} (has {list(frame.columns)})")
@@ -115,7 +116,12 @@ def psi_from_frame(frame: pd.DataFrame, k: int) -> Psi:
     clusters = frame["cluster"].to_numpy(dtype=np.int64)
     if clusters.min() < 0 or clusters.max() >= k:
         raise ValueError(f"cluster ids must lie in [0, {k}), got range [{clusters.min()}, {clusters.max()}]")
-    codes, models = pd.factorize(frame["model"], sort=False)
+    if models is not None:
+        frame = frame[frame["model"].isin(models)]
+        codes, models = pd.Index(models).get_indexer(frame["model"]), pd.Index(models)
+        clusters = frame["cluster"].to_numpy(dtype=np.int64)
+    else:
+        codes, models = pd.factorize(frame["model"], sort=False)
     if (frame.groupby(["model", "cluster"]).size() > 1).any():
         raise ValueError("psi frame has more than one row for some (model, cluster)")
     sums = np.zeros((len(models), k), dtype=np.float64)
