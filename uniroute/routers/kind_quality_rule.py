@@ -143,11 +143,15 @@ class QualityRuleKind(KMeansKind):
         return rule_router(router, engine.val_cluster(tuned.value)[: losses.shape[0]], losses)
 
     def full_scale(self, router: RuleRouter, scale: FullScale) -> RuleRouter:
-        """Psi, K-means and the rule's tests on every prompt, where the build tuned on samples."""
-        if not scale.train_sampled and not scale.val_sampled:
-            return router
-        measured = super().full_scale(replace(router, psi_floor=None), scale)
-        return rule_router(measured, measured.psi_clusters().assign(scale.val_embeddings()), scale.val_losses)
+        """The rule as fitted on the build's samples, also where the build tuned on samples.
+
+        Deviation from the other cluster kinds, which re-measure Psi on every validation prompt here: the rule's
+        per-cluster sign tests pair the models' losses prompt by prompt, and at scale the driver holds only the
+        sampled prompts' losses (every other prompt's Psi is a DuckDB group-by, pipeline.psi_data). The validation
+        sample (thousands of prompts) already gives the ~50 prompts a cluster the rule's K aims at (rule_k), so
+        the sampled rule is the one served rather than a floor re-derived from means it cannot test.
+        """
+        return router
 
     def router_from_arrays(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> RuleRouter:
         """The rule's router from a stored header and arrays (the cluster router's, floor included)."""
