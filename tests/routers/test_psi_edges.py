@@ -3,11 +3,13 @@ the sparse threshold, every input check of Psi, psi_from_losses, psi_from_frame 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from uniroute.routers.psi import Psi, cell_frame, psi_from_frame, psi_from_losses, shrunk_values
+from uniroute.routers.psi import Psi, cell_frame, pool_prior, psi_from_frame, psi_from_losses, shrunk_values
 
 
 def test_wilson_intervals_match_the_published_values():
@@ -127,5 +129,57 @@ def test_a_cell_of_one_prompt_has_its_own_wilson_interval():
 
 
 def test_cell_frame_does_not_shrink_by_default():
-    frame = cell_frame(("a",), np.array([[1.0, 0.0]]), np.array([[1, 3]]))
-    assert frame.shrunk_error.tolist() == frame.error.tolist() == [1.0, 0.0]
+    # Two models: with one, the pool prior is that model's own cells and any strength leaves them as they are.
+    values, counts = np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([[1, 3], [3, 3]])
+    frame = cell_frame(("a", "b"), values, counts)
+    assert frame.shrunk_error.tolist() == frame.error.tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_what_an_empty_cell_holds_is_never_read():
+    # pool_prior reads only cells with counts > 0: an empty cell may hold anything (NaN here) and changes nothing.
+    counts = np.array([[2, 0], [2, 4]])
+    nan = np.array([[0.5, np.nan], [0.0, 0.25]])
+    zero = np.nan_to_num(nan)
+    assert pool_prior(nan, counts).tolist() == pool_prior(zero, counts).tolist()
+    assert np.isfinite(pool_prior(nan, counts)).all()
+    for strength in (0.0, 2.0):
+        assert shrunk_values(nan, counts, strength).tolist() == shrunk_values(zero, counts, strength).tolist()
+    # s = 0: the empty cell is the prior, not what it held
+    assert shrunk_values(nan, counts, 0.0)[0, 1] == pool_prior(zero, counts)[0, 1]
+
+
+def test_a_model_of_one_answer_leads_the_pool_by_a_twenty_first_of_its_margin():
+    # a answered once (loss 1) in cluster 0, where the pool's loss is 1 / 4: overall 1, seen .25, lead
+    # 1 / (1 + 20) * .75 over the pool's 0 in cluster 1, which a never answered.
+    values, counts = np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([[1, 0], [3, 3]])
+    assert pool_prior(values, counts)[0, 1] == pytest.approx(0.75 / 21)
+
+
+def test_a_cluster_answered_once_is_the_pools_view_of_it():
+    # Cluster 0 has a single answer in the pool (a's loss 1): the pool's loss there is 1, not the pool's overall
+    # .4. b (overall 0 against the .25 the pool had on cluster 1) leads by 2 / 22 * -.25 there.
+    values, counts = np.array([[1.0, 0.5], [0.0, 0.0]]), np.array([[1, 2], [0, 2]])
+    assert pool_prior(values, counts)[1, 0] == pytest.approx(1.0 - 0.5 / 22)
+
+
+def test_a_prior_above_one_is_clipped_to_one():
+    # Cluster 1: only a answered, every time wrong (pool 1); a is worse than the pool where it answered (overall 1
+    # against seen .75), so pool + lead = 1 + 4 / 24 * .25 > 1, and a loss is at most 1.
+    values, counts = np.array([[1.0, 1.0], [0.0, 0.0]]), np.array([[2, 2], [2, 0]])
+    prior = pool_prior(values, counts)
+    assert prior[0, 1] == 1.0 and prior.max() <= 1.0
+
+
+def test_a_cell_of_all_losses_has_an_upper_bound_of_exactly_one():
+    # For a mean loss of 1, centre + half is 1 in exact arithmetic but a ulp above it in floats for some n
+    # (5, 19, 23, ...): the upper bound is clipped to 1.
+    frame = cell_frame(("a",), np.ones((1, 3)), np.array([[5, 19, 23]]))
+    assert frame.error_hi.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_the_fallback_log_counts_the_empty_cells(caplog):
+    # Two answers per answered cell, so that counting the cells of one answer (or the answered ones) tells apart.
+    losses = np.array([[0.5, 1.0], [0.0, 0.25], [1.0, 0.0], [0.5, 0.5]])
+    with caplog.at_level(logging.INFO, logger="uniroute.routers.psi"):
+        psi_from_losses(np.array([0, 0, 1, 1]), losses, 3, ("a", "b"))  # cluster 2: nobody; 2 of 6 cells empty
+    assert "Psi: 2 of 6 cells have no labelled prompt" in caplog.text
