@@ -138,9 +138,11 @@ def test_duckdb_spill_files_of_a_killed_writer_beside_the_store_are_removed_or_r
     alive = folder / f"duckdb_temp_{os.getpid()}_0_storage_DEFAULT-0.tmp"  # a running writer's: kept
     other = folder / "notes.txt"  # not DuckDB's: kept
     for path in (*dead, alive, other):
-        path.write_bytes(b"x" * 8192)
+        path.write_bytes(b"x" * 525_000)
     status, detail = _found(_reconcile(saved, tmp_path / "published", repair=False))["spill"]
-    assert status == "broken" and detail.startswith("2 spill file(s), ") and str(folder) in detail
+    # The dead writer's two files only, in MB of the disk they take (allocated blocks: spill files are sparse).
+    mb = sum(path.stat().st_blocks * 512 for path in dead) / 1e6
+    assert status == "broken" and detail.startswith(f"2 spill file(s), {mb:,.1f} MB ") and str(folder) in detail
     assert all(path.exists() for path in dead)
     status, detail = _found(_reconcile(saved, tmp_path / "published"))["spill"]
     assert status == "repaired" and detail.startswith("removed 2 spill file(s)")
