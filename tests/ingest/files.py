@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.helpers import ingest
 from uniroute import store
+from uniroute.ingest import IngestSummary, batches
 
 LONG_HEADER = "prompt_id,prompt,model,score,cost\n"
 WIDE_HEADER = (",sample_id,prompt,eval_name,m1,m2,m3,m1|model_response,m1|total_cost,m2|total_cost,m3|total_cost,"
@@ -34,6 +36,27 @@ def snapshot(db_path: Path) -> dict[str, list[tuple]]:
 def rows(db_path: Path, sql: str) -> list[tuple]:
     with store.opened(db_path) as con:
         return con.execute(sql).fetchall()
+
+
+def ingest_in_blocks_and_whole(tmp_path: Path, path: Path) -> tuple[IngestSummary, IngestSummary, Path, Path]:
+    """path ingested in blocks (the test's tiny sizes, set with monkeypatch) into one store, then read whole into
+    another: (the blocked result, the whole one, the blocked store's path, the whole one's)."""
+    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
+    whole_db.parent.mkdir()
+    blocks_db.parent.mkdir()
+    blocked = ingest(blocks_db, path, progress=False)
+    batches.BATCH_BYTES = 10 ** 9  # the test's monkeypatch restores it: read whole
+    whole = ingest(whole_db, path, progress=False)
+    return blocked, whole, blocks_db, whole_db
+
+
+def assert_same_ingest(blocked: IngestSummary, whole: IngestSummary, fields: tuple[str, ...], blocks_db: Path,
+                       whole_db: Path, queries: tuple[str, ...]) -> None:
+    """The blocked ingest reported and wrote what the whole read did: each result field, each query's rows."""
+    for field in fields:
+        assert getattr(blocked, field) == getattr(whole, field), field
+    for sql in queries:
+        assert rows(blocks_db, sql) == rows(whole_db, sql), sql
 
 
 def long_csv(*lines: str) -> str:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from tests.helpers import ingest
-from tests.ingest.files import long_csv, rows, write
+from tests.ingest.files import ingest_in_blocks_and_whole, long_csv, rows, write
 from uniroute.ingest import IngestError, batches
 
 N_PROMPTS = 600
@@ -45,22 +45,10 @@ def tiny_blocks(monkeypatch):
     monkeypatch.setattr(batches, "READ_BYTES", 4096)
 
 
-def _in_blocks_and_whole(tmp_path, path):
-    """path ingested in blocks (tiny_blocks) into one store, then read whole into another: (both results, both
-    stores' paths)."""
-    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
-    whole_db.parent.mkdir()
-    blocks_db.parent.mkdir()
-    blocked = ingest(blocks_db, path, progress=False)
-    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
-    whole = ingest(whole_db, path, progress=False)
-    return blocked, whole, blocks_db, whole_db
-
-
 def test_blocks_write_what_the_whole_file_writes(tmp_path, home, tiny_blocks):
     path = write(tmp_path / "logs.csv", long_csv(*_lines()))
     assert len(list(batches.long_batches(path, None))) > 3
-    blocked, whole, blocks_db, whole_db = _in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
     for field in ("rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "new_models", "models"):
         assert getattr(blocked, field) == getattr(whole, field), field
     assert blocked.rows_read == 3 * N_PROMPTS + 2 and blocked.first_problem == whole.first_problem
@@ -99,7 +87,7 @@ def test_a_large_parquet_file_in_blocks_writes_what_the_whole_file_writes(tmp_pa
     path = tmp_path / "logs.parquet"
     frame.to_parquet(path, index=False, row_group_size=400)
     assert len(list(batches.long_batches(path, None))) > 3
-    blocked, whole, blocks_db, whole_db = _in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
     for field in ("rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "models", "first_problem"):
         assert getattr(blocked, field) == getattr(whole, field), field
     assert blocked.rows_quarantined > 0 and _tables(blocks_db)[:2] == _tables(whole_db)[:2]
@@ -119,7 +107,7 @@ def _jsonl_lines() -> list[str]:
 def test_jsonl_blocks_write_what_the_whole_file_writes(tmp_path, tiny_blocks):
     path = write(tmp_path / "logs.jsonl", "\n".join(_jsonl_lines()) + "\n")
     assert len(list(batches.long_batches(path, None))) > 3
-    blocked, whole, blocks_db, whole_db = _in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
     for field in ("format", "rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "models",
                   "first_problem"):
         assert getattr(blocked, field) == getattr(whole, field), field

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tests.helpers import ingest
-from tests.ingest.files import rows
+from tests.ingest.files import assert_same_ingest, ingest_in_blocks_and_whole, rows
 from uniroute.ingest import batches
 
 TABLES = ("select prompt_id, text, split from prompts order by 1",
@@ -29,15 +28,9 @@ def test_a_conflict_first_in_a_later_block_quarantines_that_row_only(tmp_path, h
     frame.loc[250, column] = value
     path = tmp_path / "logs.parquet"
     frame.to_parquet(path, index=False)
-    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
-    whole_db.parent.mkdir()
-    blocks_db.parent.mkdir()
-    blocked = ingest(blocks_db, path, progress=False)
-    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
-    whole = ingest(whole_db, path, progress=False)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
     assert (blocked.rows_accepted, blocked.rows_quarantined) == (whole.rows_accepted, whole.rows_quarantined) == (
         599, 1)
     assert rows(blocks_db, "select row_number from quarantine") == [(251,)] == rows(whole_db,
                                                                                  "select row_number from quarantine")
-    for sql in TABLES:
-        assert rows(blocks_db, sql) == rows(whole_db, sql), sql
+    assert_same_ingest(blocked, whole, (), blocks_db, whole_db, TABLES)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ingest
-from tests.ingest.files import rows, write
+from tests.ingest.files import assert_same_ingest, ingest_in_blocks_and_whole, rows, write
 from uniroute.ingest import IngestError, batches
 from uniroute.ingest.formats import staged_file
 from uniroute.ingest.json_stream import json_list_items
@@ -45,18 +45,11 @@ def test_routerdc_blocks_write_what_the_whole_file_writes(tmp_path, home, shared
     path = _slice(shared_datasets, name, tmp_path)
     blocks = list(batches.long_batches(path, None))
     assert len(blocks) > 3 and sum(block.rows_read for block in blocks) == ENTRIES
-    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
-    whole_db.parent.mkdir()
-    blocks_db.parent.mkdir()
-    blocked = ingest(blocks_db, path, progress=False)
-    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
-    whole = ingest(whole_db, path, progress=False)
-    for field in ("format", "rows_read", "rows_accepted", "rows_duplicate", "rows_quarantined", "new_prompts",
-                  "new_models", "models", "first_problem", "ignored_columns"):
-        assert getattr(blocked, field) == getattr(whole, field), field
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    assert_same_ingest(blocked, whole, ("format", "rows_read", "rows_accepted", "rows_duplicate", "rows_quarantined",
+                                        "new_prompts", "new_models", "models", "first_problem", "ignored_columns"),
+                       blocks_db, whole_db, TABLES)
     assert whole.format == "routerdc-json" and whole.rows_quarantined == 3 and whole.rows_duplicate > 0
-    for sql in TABLES:
-        assert rows(blocks_db, sql) == rows(whole_db, sql), sql
     # the shared arc file publishes probabilities (kept as raw_score), gsm8k fractions of correct samples
     probabilities = rows(whole_db, "select count(raw_score) from results")[0][0]
     assert (probabilities > 0) == name.startswith("arc"), probabilities

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ingest
-from tests.ingest.files import rows
+from tests.ingest.files import assert_same_ingest, ingest_in_blocks_and_whole, rows
 from uniroute.ingest import IngestError, batches
 
 TABLES = ("select prompt_id, text, benchmark from prompts order by 1",
@@ -51,19 +51,12 @@ def test_wide_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_dat
         keys = block.rows.column("sample_key").to_pylist()
         assert all(key not in other.rows.column("sample_key").to_pylist()
                    for other in blocks if other is not block for key in set(keys) - {None})
-    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
-    whole_db.parent.mkdir()
-    blocks_db.parent.mkdir()
-    blocked = ingest(blocks_db, path, progress=False)
-    batches.BATCH_BYTES = 10 ** 9  # monkeypatch restores it: read whole
-    whole = ingest(whole_db, path, progress=False)
-    for field in ("format", "rows_read", "rows_accepted", "rows_duplicate", "rows_quarantined", "new_prompts",
-                  "new_models", "merged_prompts", "models", "first_problem", "ignored_columns"):
-        assert getattr(blocked, field) == getattr(whole, field), field
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    assert_same_ingest(blocked, whole, ("format", "rows_read", "rows_accepted", "rows_duplicate", "rows_quarantined",
+                                        "new_prompts", "new_models", "merged_prompts", "models", "first_problem",
+                                        "ignored_columns"), blocks_db, whole_db, TABLES)
     assert whole.format == "routerbench-wide-csv" and whole.rows_quarantined == 2
     assert whole.new_prompts == LAST - FIRST - 2  # two sample_ids given as two rows each: one prompt each
-    for sql in TABLES:
-        assert rows(blocks_db, sql) == rows(whole_db, sql), sql
 
 
 def test_a_broken_row_late_in_a_wide_file_is_one_line_and_writes_nothing(tmp_path, db_path, shared_datasets,

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
+from tests.selection.trials import poisoned, small_trial
 from uniroute.experiments.adaptive_study import adaptive_area, adaptive_choice
 from uniroute.experiments.onboarding_study import selection_study
-from uniroute.experiments.protocol import EvalConfig, trial_split
+from uniroute.experiments.protocol import EvalConfig
 from uniroute.selection.adaptive_onboarding import (
     adaptive_sets,
     answer_gain,
     cell_posterior,
     next_batches,
 )
-from uniroute.selection.data import RoutingData
-from uniroute.selection.state import TrialState
 
 
 def _pool(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -79,20 +76,12 @@ def test_the_gains_are_the_same_whatever_the_unanswered_labels_say():
 
 
 def test_in_a_trial_the_first_batch_reads_no_test_llm_answer_and_the_study_scores_it():
-    rng = np.random.default_rng(1)
-    n, m = 300, 6
-    X = rng.normal(size=(n, 16)).astype(np.float32)
-    scores = (rng.random((n, m)) < np.linspace(0.3, 0.8, m)).astype(float)
-    data = RoutingData(tuple(f"llm-{i}" for i in range(m)), scores, np.tile(np.arange(1.0, m + 1), (n, 1)))
-    split = trial_split(data, seed=0, trial=0)
     config = EvalConfig(methods=("kmeans_shrunk",), val_sizes=(20,), val_selections=("adaptive",))
-    state = TrialState(X, data, split, config)
+    state = small_trial(config)
+    split = state.split
     sets = adaptive_choice(state, 3, 2.0, 20)
-    poisoned = scores.copy()
-    for j, model in enumerate(split.test_models):
-        never = split.val[np.setdiff1d(np.arange(len(split.val)), sets[j])]
-        poisoned[never, model] = 1.0 - poisoned[never, model]
-    again = adaptive_choice(TrialState(X, replace(data, scores=poisoned), split, config), 3, 2.0, 20)
+    never = [split.val[np.setdiff1d(np.arange(len(split.val)), chosen)] for chosen in sets]
+    again = adaptive_choice(poisoned(state, never), 3, 2.0, 20)
     assert [s.tolist() for s in again] == [s.tolist() for s in sets]
     study = selection_study(state, config, ["kmeans_shrunk"])  # what `uniroute evaluate --val-selection` runs
     assert study["adaptive"]["20"]["kmeans_shrunk"] == adaptive_area(state, "kmeans_shrunk", 20)

@@ -3,16 +3,13 @@ cluster covered before any gets a second answer, allocation toward large and con
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
+from tests.selection.trials import poisoned, small_trial
 from uniroute.experiments.onboarding_study import selected_split
-from uniroute.experiments.protocol import EvalConfig, trial_split
-from uniroute.selection.data import RoutingData
+from uniroute.experiments.protocol import EvalConfig
 from uniroute.selection.onboarding_set import STRATEGIES, PoolView, facility_order, onboarding_order
-from uniroute.selection.state import TrialState
 
 
 def _candidates(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, PoolView]:
@@ -75,18 +72,10 @@ def test_an_unknown_strategy_is_refused_by_name():
 
 
 def test_the_choice_in_a_trial_never_reads_a_test_llms_answers():
-    rng = np.random.default_rng(1)
-    n, m = 300, 6
-    X = rng.normal(size=(n, 16)).astype(np.float32)
-    scores = (rng.random((n, m)) < np.linspace(0.3, 0.8, m)).astype(float)
-    data = RoutingData(tuple(f"llm-{i}" for i in range(m)), scores, np.tile(np.arange(1.0, m + 1), (n, 1)))
-    split = trial_split(data, seed=0, trial=0)
-    config = EvalConfig(methods=("kmeans",), val_sizes=(10, 20))
-    chosen = selected_split(TrialState(X, data, split, config), "anchored", 20).val
-    poisoned = scores.copy()
-    poisoned[np.ix_(split.val, split.test_models)] = 1.0 - poisoned[np.ix_(split.val, split.test_models)]
-    data_poisoned = replace(data, scores=poisoned)
-    again = selected_split(TrialState(X, data_poisoned, split, config), "anchored", 20).val
+    state = small_trial(EvalConfig(methods=("kmeans",), val_sizes=(10, 20)))
+    split = state.split
+    chosen = selected_split(state, "anchored", 20).val
+    again = selected_split(poisoned(state, [split.val] * len(split.test_models)), "anchored", 20).val
     assert again.tolist() == chosen.tolist()
     assert sorted(chosen.tolist()) == sorted(split.val.tolist())  # a reordering of the same validation prompts
     assert chosen[:20].tolist() != split.val[:20].tolist()

@@ -20,7 +20,8 @@ from uniroute.store.lock import READ_ONLY_ERRNOS
 PREFIX = "sql-"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (this process included): a leftover's owner is gone when it does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -37,7 +38,7 @@ def stale_temp_dirs(tmp_root: Path) -> list[Path]:
     out = []
     for entry in sorted(Path(tmp_root).glob(f"{PREFIX}*")):
         pid = entry.name.removeprefix(PREFIX)
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             out.append(entry)
     return out
 

@@ -13,9 +13,10 @@ transaction writes nothing to it), and the next connection replays it. It is nev
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from pathlib import Path
+
+from uniroute.store.sql_temp import process_alive
 
 _OWNED = re.compile(r"duckdb_temp_(\d+)_")
 
@@ -23,18 +24,6 @@ _OWNED = re.compile(r"duckdb_temp_(\d+)_")
 def spill_dir(db_path: Path) -> Path:
     """DuckDB's default temp directory for a store file."""
     return Path(f"{db_path}.tmp")
-
-
-def _gone(pid: int) -> bool:
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # someone else's process: alive
-    return False
 
 
 def stale_spill_files(db_path: Path) -> list[Path]:
@@ -45,7 +34,7 @@ def stale_spill_files(db_path: Path) -> list[Path]:
     out = []
     for entry in sorted(folder.iterdir()):
         owner = _OWNED.match(entry.name)
-        if owner and entry.is_file() and _gone(int(owner.group(1))):
+        if owner and entry.is_file() and not process_alive(int(owner.group(1))):
             out.append(entry)
     return out
 
