@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +28,7 @@ from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
 from uniroute.pipeline import psi_data, registry
 from uniroute.pipeline.battles import with_battle_models
-from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
+from uniroute.pipeline.build_candidates import BuildPool, BuildRows, Candidates, checked_kinds, fit_candidates
 from uniroute.pipeline.build_cells import Keep
 from uniroute.pipeline.build_data import (
     StoreIndex,
@@ -38,13 +38,14 @@ from uniroute.pipeline.build_data import (
     store_split,
     vector_rows,
 )
-from uniroute.pipeline.clusters_dask import fit_dataset, store_assignments
+from uniroute.pipeline.build_refits import Refits
+from uniroute.pipeline.build_result import BuildResult
+from uniroute.pipeline.clusters_dask import store_assignments
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
 from uniroute.pipeline.shadow_config import ShadowConfig
 from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
 from uniroute.progress import ticking
 from uniroute.routers.kinds import Tuned, router_kind
-from uniroute.routers.kmeans import Centroids
 from uniroute.selection.curves import curve_metrics
 from uniroute.selection.data import RoutingData
 from uniroute.selection.split import TrialSplit
@@ -72,55 +73,6 @@ EVAL_TEST_SAMPLE = 20_000
 # stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`). Now that the driver holds only the sampled
 # rows, DuckDB's cap is most of its memory: 512 MB (each query over 20M results ran at ~600 MB of RSS with it).
 BUILD_DUCKDB_MEMORY = "512MB"
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """What a build produced and how it compares."""
-
-    router_id: str
-    kind: str  # the router kind the build chose (selection) and stored as its router
-    k: int  # its K (clusters) or k (neighbours)
-    val_area: float | None
-    promoted: bool
-    reason: str
-    metrics: dict[str, dict[str, float]]
-    models: tuple[str, ...]
-    excluded_models: tuple[str, ...]
-    roles: dict[str, list[str]]  # which models tuned the build (training) and which were scored on test prompts
-    n_prompts: dict[str, int]
-    candidates: tuple[dict, ...] = ()  # one per kind compared: router_candidates' columns (selection.table())
-    selection: str = ""  # the selection's one line
-    notes: tuple[str, ...] = ()
-    seconds: dict[str, float] = field(default_factory=dict)
-    shadow: dict | None = None  # the shadow gate on recent traffic (shadow_gate.ShadowGate.as_dict); None: no champion
-
-    def as_dict(self) -> dict:
-        return {**self.__dict__, "models": list(self.models), "excluded_models": list(self.excluded_models),
-                "candidates": list(self.candidates), "notes": list(self.notes), "value_label": self.value_label,
-                "served": self.served}
-
-    def line(self) -> str:
-        area = {m: round(v["area"], 4) for m, v in self.metrics.items()}
-        state = "champion" if self.promoted else "challenger"
-        scored = f"test Area {area}" if area else "no held-out evaluation"
-        notes = "".join(f"; {note}" for note in self.notes)
-        return f"built {self.router_id} ({self.served}, {len(self.models)} models) as {state}: {scored}{notes}"
-
-    @property
-    def value_label(self) -> str:
-        """What the served kind's value counts: "K" (clusters) or "k" (neighbours)."""
-        return router_kind(self.kind).value_label
-
-    @property
-    def served(self) -> str:
-        """The served kind and its K (clusters) or k (neighbours), e.g. "kmeans K=6", "knn k=34"."""
-        return f"{self.kind} {self.value_label}={self.k}"
-
-    def candidates_table(self) -> pd.DataFrame:
-        """The candidates compared, best validation Area first, as a printable frame."""
-        frame = pd.DataFrame(list(self.candidates))
-        return frame.sort_values("val_area", ascending=False, na_position="last") if len(frame) else frame
 
 
 def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndarray:
@@ -223,9 +175,9 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     traffic (shadow_gate; `shadow`, default ShadowConfig()) does not refuse it. With fewer than two
     training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
     held-out evaluation is skipped. client: the Dask cluster a K-means refit on every training prompt runs on
-    (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process. embedded: the
-    caller's embedding fill just before (operations.build), which the build does not repeat if it covered exactly
-    the build's prompts with its embedder (build_data.embed_prompts).
+    (over the embedding dataset's partitions, build_refits: started as soon as its K is chosen); None: in this
+    process. embedded: the caller's embedding fill just before (operations.build), which the build does not repeat
+    if it covered exactly the build's prompts with its embedder (build_data.embed_prompts).
     """
     kinds = checked_kinds(kinds)
     # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing);
@@ -273,23 +225,13 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
     pool = [models[j] for j in pool_columns]
     stage("tuning the router kinds")
-    refits: dict[int, Centroids] = {}
-
-    def refit_clusters(k: int) -> Centroids:
-        # Once per K: K-means and count-aware K-means usually choose the same K, and the refit is deterministic
-        # (a second identical refit was a minute of the 200k x 100 build, benchmarks/scale/dask_plane.py).
-        if k not in refits:
-            stage(f"K-means (K={k}) on every training prompt's vector in the embedding dataset"
-                  f"{' on Dask' if client is not None else ''}")
-            refits[k] = fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
-        return refits[k]
-
-    X, val_at = held.X, held.at(split.val)
-    val_psi = psi_data.val_psi(con, [prompt_ids[i] for i in split.val], lambda: X[val_at])
-    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, prompt_ids, refit_clusters,
-                                     val_psi),
-                           BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
-                           kinds, on_stage=stage)
+    refits = Refits(con, embedder.embedder_id, embedder.dim, seed, client, stage)
+    try:
+        cands = _candidates(con, held, state, split, tuning, prompt_ids, refits,
+                            BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
+                            kinds, stage)
+    finally:
+        refits.close()
     del held  # the tuning state keeps its rows (views)
     router = cands.routers[cands.chosen]
     seconds["fit"] = time.perf_counter() - t0
@@ -381,6 +323,26 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     )
     log.info(result.line())
     return result
+
+
+def _candidates(con: store.Connection, held: HeldRows, state: TrialState, split: TrialSplit, tuning: TuningRows,
+                prompt_ids: Sequence[str], refits: Refits, pool: BuildPool, kinds: Sequence[str],
+                stage: Callable[..., None]) -> Candidates:
+    """Every kind tuned and brought to full scale (build_candidates.fit_candidates), the K-means refit started on the
+    workers as soon as its K is chosen. Its own scope: the validation vectors' closure goes when it returns."""
+    sample = tuning.sample
+    train_sampled = len(sample.train) < len(split.train)
+
+    def refit_ahead(tuned: Tuned) -> None:
+        if train_sampled and router_kind(tuned.kind).refits_clusters:
+            stage(f"K-means (K={tuned.value}) on every training prompt started{' on Dask' if refits.on_dask else ''}"
+                  " beside the tuning")
+            refits.ahead(tuned.value)
+
+    val_at = held.at(split.val)
+    val_psi = psi_data.val_psi(con, [prompt_ids[i] for i in split.val], lambda: held.X[val_at])
+    return fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, prompt_ids, refits, val_psi),
+                          pool, kinds, on_stage=stage, on_tuned=refit_ahead)
 
 
 def _area(value: float) -> float | None:
