@@ -73,6 +73,7 @@ EVAL_TEST_SAMPLE = 20_000
 # stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`). Now that the driver holds only the sampled
 # rows, DuckDB's cap is most of its memory: 512 MB (each query over 20M results ran at ~600 MB of RSS with it).
 BUILD_DUCKDB_MEMORY = "512MB"
+FIT_DUCKDB_MEMORY = "256MB"  # after the loading: see _run_build
 
 
 def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndarray:
@@ -214,115 +215,124 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
              len(prompt_ids), len(models), seconds["load_and_embed"], len(held.rows))
     crashpoint("build:embedded")
 
-    t0 = time.perf_counter()
-    state, sample = held.state(tuning, models), tuning.sample
-    n_val = len(sample.val)
-    costs = store.query(con, "model_val_costs").set_index("model")["cost"]
-    answered = index.labelled[split.val].any(axis=0)
-    # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
-    # of the router until it has more, as onboarding leaves it out.
-    thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
-    pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
-    pool = [models[j] for j in pool_columns]
-    stage("tuning the router kinds")
-    refits = Refits(con, embedder.embedder_id, embedder.dim, seed, client, stage)
-    try:
-        cands = _candidates(con, held, state, split, tuning, prompt_ids, refits,
-                            BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
-                            kinds, stage)
-    finally:
-        refits.close()
-    del held  # the tuning state keeps its rows (views)
-    router = cands.routers[cands.chosen]
-    seconds["fit"] = time.perf_counter() - t0
+    # What DuckDB keeps cached from the pass over the results is no use after it: the rest of the build's queries
+    # (Psi's group-by over the validation results, the cluster assignments' insert) ran at the same speed under 256 MB
+    # at 200k x 100, and lowering the cap evicts what the loading left cached.
+    with store.memory_limited(con, FIT_DUCKDB_MEMORY):
+        t0 = time.perf_counter()
+        state, sample = held.state(tuning, models), tuning.sample
+        n_val = len(sample.val)
+        costs = store.query(con, "model_val_costs").set_index("model")["cost"]
+        answered = index.labelled[split.val].any(axis=0)
+        # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
+        # of the router until it has more, as onboarding leaves it out.
+        thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
+        pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
+        pool = [models[j] for j in pool_columns]
+        stage("tuning the router kinds")
+        refits = Refits(con, embedder.embedder_id, embedder.dim, seed, client, stage)
+        try:
+            cands = _candidates(con, held, state, split, tuning, prompt_ids, refits,
+                                BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
+                                kinds, stage)
+        finally:
+            refits.close()
+        del held  # the tuning state keeps its rows (views)
+        router = cands.routers[cands.chosen]
+        seconds["fit"] = time.perf_counter() - t0
+        del index, prompt_ids  # every prompt's id, hash and answered mask: not read after the fit (0.2 GB at 1M)
 
-    t0 = time.perf_counter()
-    notes = list(cands.notes)
-    notes += [f"{m} waits for more evidence ({n} validation answers, {min_answers} needed before it takes traffic)"
-              for m, n in thin.items()]
-    if len(split.test_models) >= 2 and len(split.test) >= 2:
-        stage("scoring every kind on held-out prompts")
-        metrics, curves = held_out_metrics(state, n_val, cands.tuned)
-    else:
-        metrics, curves = {}, pd.DataFrame(columns=["method", "point", "cost", "score"])
-        notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
-                     f"{len(split.test)} common test prompts")
-    seconds["evaluate"] = time.perf_counter() - t0
-    log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
-             seconds["evaluate"])
-
-    t0 = time.perf_counter()
-    stage("recording the router versions")
-    router_id = registry.new_router_id(cands.chosen)
-    table = cands.table()
-    area_of = dict(zip(table.kind, table.val_area, strict=True))
-    val_area = _area(area_of[cands.chosen])
-    promoted, reason = _promotion(con, val_area)
-    # The gate runs whenever there is a champion, so router_shadow_gate also shows what traffic said of a
-    # challenger validation kept out; it only ever withholds a promotion.
-    gate = None
-    if registry.champion_id(con) is not None:
-        stage("replaying recent traffic (shadow gate)")
-        gate = shadow_gate(con, router, shadow)
-        log.info("%s", gate.line)
-        if promoted and gate.refused:
-            promoted, reason = False, f"{reason}, but {gate.line}"
+        t0 = time.perf_counter()
+        notes = list(cands.notes)
+        notes += [f"{m} waits for more evidence ({n} validation answers, {min_answers} needed before it takes traffic)"
+                  for m, n in thin.items()]
+        if len(split.test_models) >= 2 and len(split.test) >= 2:
+            stage("scoring every kind on held-out prompts")
+            metrics, curves = held_out_metrics(state, n_val, cands.tuned)
         else:
-            reason = f"{reason}; {gate.line}"
-    reason = f"{reason}; {cands.line()}"
-    fingerprint = registry.data_fingerprint(con)
-    clusters = registry.router_centroids(router)
-    if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
-        stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
-        store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
-    router, battle_note = with_battle_models(con, router, lambda: embedder)
-    notes.extend([battle_note] if battle_note else [])
-    metric_rows = pd.DataFrame(
-        [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
-    )
-    ids, prices = {}, registry.price_snapshot(con)  # the prices model_val_costs read above, in this transaction
-    for kind, candidate in cands.routers.items():
-        served = kind == cands.chosen
-        candidate = router if served else candidate  # the served one also routes the battle-only models
-        ids[kind] = router_id if served else registry.new_router_id(kind)
-        registry.save_router_version(con, registry.NewVersion(
-            candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
-            val_area if served else _area(area_of[kind]), promoted if served else False,
-            reason if served else f"{kind} candidate beside {router_id}",
-            centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
-            embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
-            price_snapshot=prices,
-        ))
-    rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
-                        default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
-    store.write_frame(con, "router_candidates", rows)
-    if gate is not None:
-        record_gate(con, router_id, gate)
-    seconds["record"] = time.perf_counter() - t0
-    crashpoint("build:written")
-    result = BuildResult(
-        router_id=router_id,
-        kind=cands.chosen,
-        k=int(router.k),
-        val_area=val_area,
-        promoted=promoted,
-        reason=reason,
-        metrics=metrics,
-        models=tuple(router.models),
-        excluded_models=excluded_models,
-        roles={
-            "training": [models[i] for i in split.train_models],
-            "test": [models[i] for i in split.test_models],
-        },
-        n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
-        candidates=tuple(rows.drop(columns=["created_at"]).to_dict("records")),
-        selection=cands.line(),
-        notes=tuple(notes),
-        seconds=seconds,
-        shadow=None if gate is None else gate.as_dict(),
-    )
-    log.info(result.line())
-    return result
+            metrics, curves = {}, pd.DataFrame(columns=["method", "point", "cost", "score"])
+            notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
+                         f"{len(split.test)} common test prompts")
+        seconds["evaluate"] = time.perf_counter() - t0
+        # The tuning state goes before the recording: its caches (K-NN's 20k x 5k test similarities, 400 MB at 1M,
+        # the tuning's neighbour orders and fits) and the held rows it views were the driver's peak through the
+        # cluster assignments' write (benchmarks/scale/dask_plane.py --build).
+        del state
+        log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
+                 seconds["evaluate"])
+
+        t0 = time.perf_counter()
+        stage("recording the router versions")
+        router_id = registry.new_router_id(cands.chosen)
+        table = cands.table()
+        area_of = dict(zip(table.kind, table.val_area, strict=True))
+        val_area = _area(area_of[cands.chosen])
+        promoted, reason = _promotion(con, val_area)
+        # The gate runs whenever there is a champion, so router_shadow_gate also shows what traffic said of a
+        # challenger validation kept out; it only ever withholds a promotion.
+        gate = None
+        if registry.champion_id(con) is not None:
+            stage("replaying recent traffic (shadow gate)")
+            gate = shadow_gate(con, router, shadow)
+            log.info("%s", gate.line)
+            if promoted and gate.refused:
+                promoted, reason = False, f"{reason}, but {gate.line}"
+            else:
+                reason = f"{reason}; {gate.line}"
+        reason = f"{reason}; {cands.line()}"
+        fingerprint = registry.data_fingerprint(con)
+        clusters = registry.router_centroids(router)
+        if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
+            stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
+            store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
+        router, battle_note = with_battle_models(con, router, lambda: embedder)
+        notes.extend([battle_note] if battle_note else [])
+        metric_rows = pd.DataFrame(
+            [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
+        )
+        ids, prices = {}, registry.price_snapshot(con)  # the prices model_val_costs read above, in this transaction
+        for kind, candidate in cands.routers.items():
+            served = kind == cands.chosen
+            candidate = router if served else candidate  # the served one also routes the battle-only models
+            ids[kind] = router_id if served else registry.new_router_id(kind)
+            registry.save_router_version(con, registry.NewVersion(
+                candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
+                val_area if served else _area(area_of[kind]), promoted if served else False,
+                reason if served else f"{kind} candidate beside {router_id}",
+                centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
+                embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
+                price_snapshot=prices,
+            ))
+        rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
+                            default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
+        store.write_frame(con, "router_candidates", rows)
+        if gate is not None:
+            record_gate(con, router_id, gate)
+        seconds["record"] = time.perf_counter() - t0
+        crashpoint("build:written")
+        result = BuildResult(
+            router_id=router_id,
+            kind=cands.chosen,
+            k=int(router.k),
+            val_area=val_area,
+            promoted=promoted,
+            reason=reason,
+            metrics=metrics,
+            models=tuple(router.models),
+            excluded_models=excluded_models,
+            roles={
+                "training": [models[i] for i in split.train_models],
+                "test": [models[i] for i in split.test_models],
+            },
+            n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
+            candidates=tuple(rows.drop(columns=["created_at"]).to_dict("records")),
+            selection=cands.line(),
+            notes=tuple(notes),
+            seconds=seconds,
+            shadow=None if gate is None else gate.as_dict(),
+        )
+        log.info(result.line())
+        return result
 
 
 def _candidates(con: store.Connection, held: HeldRows, state: TrialState, split: TrialSplit, tuning: TuningRows,
