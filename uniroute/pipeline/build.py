@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -205,15 +205,20 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
                  len(sample.train), len(split.train), len(sample.val), len(split.val), len(sample.test),
                  len(split.test))
-    models, prompt_ids, excluded_models = index.models, index.prompt_ids, index.excluded_models
+    models, excluded_models = index.models, index.excluded_models
     embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
                              on_stage=stage, ahead=embedded, text_hashes=index.text_hashes)
     stage("reading the sampled and validation prompts' results and vectors")
     held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
     seconds["load_and_embed"] = time.perf_counter() - t0
     log.info("loaded %d prompts x %d models and their embeddings in %.1f s (the numbers of %d of them held)",
-             len(prompt_ids), len(models), seconds["load_and_embed"], len(held.rows))
+             len(index.prompt_ids), len(models), seconds["load_and_embed"], len(held.rows))
     crashpoint("build:embedded")
+    answered = index.labelled[split.val].any(axis=0)
+    # Every prompt's id, hash and answered mask (0.3 GB of the driver at 1M x 100) are not read after this: the fit
+    # needs the validation prompts' ids only (their Psi), by store row.
+    val_ids = {int(i): index.prompt_ids[i] for i in split.val}
+    del index
 
     # What DuckDB keeps cached from the pass over the results is no use after it: the rest of the build's queries
     # (Psi's group-by over the validation results, the cluster assignments' insert) ran at the same speed under 256 MB
@@ -223,7 +228,6 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         state, sample = held.state(tuning, models), tuning.sample
         n_val = len(sample.val)
         costs = store.query(con, "model_val_costs").set_index("model")["cost"]
-        answered = index.labelled[split.val].any(axis=0)
         # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
         # of the router until it has more, as onboarding leaves it out.
         thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
@@ -232,7 +236,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         stage("tuning the router kinds")
         refits = Refits(con, embedder.embedder_id, embedder.dim, seed, client, stage)
         try:
-            cands = _candidates(con, held, state, split, tuning, prompt_ids, refits,
+            cands = _candidates(con, held, state, split, tuning, val_ids, refits,
                                 BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
                                 kinds, stage)
         finally:
@@ -240,7 +244,6 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         del held  # the tuning state keeps its rows (views)
         router = cands.routers[cands.chosen]
         seconds["fit"] = time.perf_counter() - t0
-        del index, prompt_ids  # every prompt's id, hash and answered mask: not read after the fit (0.2 GB at 1M)
 
         t0 = time.perf_counter()
         notes = list(cands.notes)
@@ -336,7 +339,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
 
 
 def _candidates(con: store.Connection, held: HeldRows, state: TrialState, split: TrialSplit, tuning: TuningRows,
-                prompt_ids: Sequence[str], refits: Refits, pool: BuildPool, kinds: Sequence[str],
+                val_ids: Mapping[int, str], refits: Refits, pool: BuildPool, kinds: Sequence[str],
                 stage: Callable[..., None]) -> Candidates:
     """Every kind tuned and brought to full scale (build_candidates.fit_candidates), the K-means refit started on the
     workers as soon as its K is chosen. Its own scope: the validation vectors' closure goes when it returns."""
@@ -350,8 +353,8 @@ def _candidates(con: store.Connection, held: HeldRows, state: TrialState, split:
             refits.ahead(tuned.value)
 
     val_at = held.at(split.val)
-    val_psi = psi_data.val_psi(con, [prompt_ids[i] for i in split.val], lambda: held.X[val_at])
-    return fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, prompt_ids, refits, val_psi),
+    val_psi = psi_data.val_psi(con, [val_ids[i] for i in split.val], lambda: held.X[val_at])
+    return fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, val_ids, refits, val_psi),
                           pool, kinds, on_stage=stage, on_tuned=refit_ahead)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,7 +109,7 @@ class BuildRows:
     X: np.ndarray  # (R, d) the held rows' embeddings (build.HeldRows): every validation prompt among them
     scores: np.ndarray  # (n_tuning, M_all) the tuning rows' scores (the first held rows)
     val_at: np.ndarray  # (n_val_all,) where split.val's prompts are among the held rows (sample.val's: tuning rows)
-    prompt_ids: Sequence[str]  # (N,)
+    prompt_ids: Mapping[int, str] | Sequence[str]  # store row -> prompt id: every validation prompt's at least
     # K-means (K) on every training prompt, for the kinds that refit where the tuning sampled them: the build
     # passes build_refits.Refits (clusters_dask), over the embedding dataset on the Dask workers (in-process without).
     refit_clusters: Callable[[int], Centroids]
