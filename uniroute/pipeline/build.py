@@ -31,13 +31,11 @@ from uniroute.pipeline.battles import with_battle_models
 from uniroute.pipeline.build_candidates import BuildPool, BuildRows, Candidates, checked_kinds, fit_candidates
 from uniroute.pipeline.build_cells import Keep
 from uniroute.pipeline.build_data import (
-    StoreIndex,
     embed_prompts,
     load_store_index,
-    result_rows,
     store_split,
-    vector_rows,
 )
+from uniroute.pipeline.build_held import HeldRows
 from uniroute.pipeline.build_refits import Refits
 from uniroute.pipeline.build_result import BuildResult
 from uniroute.pipeline.clusters_dask import store_assignments
@@ -47,9 +45,8 @@ from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
 from uniroute.progress import ticking
 from uniroute.routers.kinds import Tuned, router_kind
 from uniroute.selection.curves import curve_metrics
-from uniroute.selection.data import RoutingData
 from uniroute.selection.split import TrialSplit
-from uniroute.selection.state import StateConfig, TrialState
+from uniroute.selection.state import TrialState
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -124,43 +121,6 @@ def _keep(seed: int) -> Callable[[np.ndarray], Keep]:
         kept = np.union1d(sample.train, sample.val)
         return Keep(scores=kept, costs=kept, spill=split == "test")
     return keep
-
-
-@dataclass(frozen=True, eq=False)
-class HeldRows:
-    """The only rows of the store the driver holds numbers for: the tuning rows' vectors, scores and costs, and
-    every validation prompt's vector (the routers' Psi assigns them to clusters; their losses are summed by DuckDB,
-    psi_data.val_psi). At 1M prompts x 100 LLMs the scores of 75k rows (50k training, 5k validation, 20k test) and
-    the vectors of 170k instead of every row: the driver's memory follows the samples and the validation set, not
-    the store. The tuning rows come first, in the state's order, so the state is a view of them (a copy was
-    another 0.2 GB at 1M x 100)."""
-
-    rows: np.ndarray  # store rows: the tuning rows (state order), then the validation prompts not among them
-    n_tuning: int
-    X: np.ndarray  # (R, d) float32
-    scores: np.ndarray  # (n_tuning, M) float64, NaN where no result
-    costs: np.ndarray  # (n_tuning, M)
-
-    @classmethod
-    def load(cls, con: store.Connection, index: StoreIndex, tuning: TuningRows, val: np.ndarray, embedder_id: str,
-             dim: int) -> HeldRows:
-        rows = np.concatenate([tuning.rows, np.setdiff1d(val, tuning.rows)])
-        if index.cells is not None:  # kept by load_store_index's pass (_keep)
-            scores, costs = index.cells.take(tuning.rows, len(tuning.rows))
-        else:
-            scores, costs = result_rows(con, tuning.rows, len(index.models))
-        return cls(rows, len(tuning.rows), vector_rows(con, index, rows, embedder_id, dim), scores, costs)
-
-    def at(self, store_rows: np.ndarray) -> np.ndarray:
-        """Positions of these store rows (all held) among the held ones."""
-        order = np.argsort(self.rows)
-        return order[np.searchsorted(self.rows, store_rows, sorter=order)]
-
-    def state(self, tuning: TuningRows, models: Sequence[str], config: StateConfig | None = None) -> TrialState:
-        """The trial state over the tuning rows (views of the held arrays)."""
-        n = self.n_tuning
-        routing = RoutingData(models=tuple(models), scores=self.scores[:n], costs=self.costs[:n])
-        return TrialState(self.X[:n], routing, tuning.state_split, config)
 
 
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
@@ -353,7 +313,7 @@ def _candidates(con: store.Connection, held: HeldRows, state: TrialState, split:
             refits.ahead(tuned.value)
 
     val_at = held.at(split.val)
-    val_psi = psi_data.val_psi(con, [val_ids[i] for i in split.val], lambda: held.X[val_at])
+    val_psi = psi_data.val_psi(con, [val_ids[i] for i in split.val], lambda: held.vectors(con, val_at))
     return fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, val_ids, refits, val_psi),
                           pool, kinds, on_stage=stage, on_tuned=refit_ahead)
 
