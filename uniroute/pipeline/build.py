@@ -201,6 +201,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
                                 kinds, stage)
         finally:
             refits.close()
+        state.fits.forget_onboardings()  # the held-out scoring reads the fits, not the tuning's onboardings
         del held  # the tuning state keeps its rows (views)
         router = cands.routers[cands.chosen]
         seconds["fit"] = time.perf_counter() - t0
