@@ -14,7 +14,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,7 +34,7 @@ from uniroute.pipeline.build_data import (
     load_store_index,
     store_split,
 )
-from uniroute.pipeline.build_held import HeldRows
+from uniroute.pipeline.build_held import HeldRows, TuningRows
 from uniroute.pipeline.build_refits import Refits
 from uniroute.pipeline.build_result import BuildResult
 from uniroute.pipeline.clusters_dask import store_assignments
@@ -76,20 +75,6 @@ FIT_DUCKDB_MEMORY = "256MB"  # after the loading: see _run_build
 def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndarray:
     """rows itself when it has at most `size` entries, else a sorted random subset of that size."""
     return rows if len(rows) <= size else np.sort(rng.choice(rows, size, replace=False))
-
-
-@dataclass(frozen=True, eq=False)
-class TuningRows:
-    """What the kinds are tuned and scored on: the sampled store rows, renumbered into the state's own rows.
-
-    Where the build samples, the state holds only the sampled rows (its split renumbered into them): a state
-    over every row would copy the (N, M) losses (0.8 GB at 1M x 100) and read only the samples. The rows' values
-    are the same either way, so tuning, selection and evaluation are unchanged.
-    """
-
-    sample: TrialSplit  # the tuning and scoring prompts as store rows (the build's split when nothing is sampled)
-    rows: np.ndarray  # store rows the state holds, in its order (every row, in order, when nothing is sampled)
-    state_split: TrialSplit  # sample, renumbered into `rows`
 
 
 def _tuning_rows(split: TrialSplit, n_prompts: int) -> TuningRows:

@@ -1,10 +1,10 @@
-"""What a build holds of the store's rows in the driver: the tuning rows' numbers and vectors (HeldRows)."""
+"""What a build holds of the store's rows in the driver: which rows it tunes on (TuningRows, drawn by
+build._tuning_rows) and their numbers and vectors (HeldRows)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -12,10 +12,22 @@ import pyarrow as pa
 from uniroute import store
 from uniroute.pipeline.build_data import StoreIndex, hash_vectors, result_rows, vector_rows
 from uniroute.selection.data import RoutingData
+from uniroute.selection.split import TrialSplit
 from uniroute.selection.state import StateConfig, TrialState
 
-if TYPE_CHECKING:
-    from uniroute.pipeline.build import TuningRows
+
+@dataclass(frozen=True, eq=False)
+class TuningRows:
+    """What the kinds are tuned and scored on: the sampled store rows, renumbered into the state's own rows.
+
+    Where the build samples, the state holds only the sampled rows (its split renumbered into them): a state
+    over every row would copy the (N, M) losses (0.8 GB at 1M x 100) and read only the samples. The rows' values
+    are the same either way, so tuning, selection and evaluation are unchanged.
+    """
+
+    sample: TrialSplit  # the tuning and scoring prompts as store rows (the build's split when nothing is sampled)
+    rows: np.ndarray  # store rows the state holds, in its order (every row, in order, when nothing is sampled)
+    state_split: TrialSplit  # sample, renumbered into `rows`
 
 
 @dataclass(frozen=True, eq=False)
