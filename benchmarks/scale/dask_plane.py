@@ -251,7 +251,8 @@ def _build_phase(ctx: Any, address: str, seed: int, client: Any, rss: RssSampler
     return {"build_seconds": time.perf_counter() - t0, "build_phases": phases,
             "build_kind": result.served, "build_models": len(result.models), "build_n_prompts": result.n_prompts,
             "build_line": result.line(), "kmeans_block_tasks": _task_summary(_task_seconds(tasks, "_partial")),
-            "assign_tasks": _task_summary(_task_seconds(tasks, "_assign_partition"))}
+            "assign_tasks": _task_summary(_task_seconds(tasks, "_assign_partition")),
+            "kmeans_read_tasks": _task_summary(_task_seconds(tasks, "_rows"))}
 
 
 def run(work: Path, home: Path, workers: int, k: int, seed: int, build: bool = False) -> dict[str, Any]:
@@ -308,6 +309,34 @@ def extrapolate(run2: dict[str, Any], prompts: int, target: int = 10_000_000) ->
         "embed_cpu_seconds": round(embed_cpu), "kmeans_cpu_seconds": round(kmeans_cpu)}
 
 
+def extrapolate_build(run: dict[str, Any], prompts: int, target: int = 10_000_000) -> dict[str, Any]:
+    """Minutes of the whole build (embedding, then `uniroute build`) for `target` prompts on N workers, from one
+    measured run's phases and Dask task timings. What divides by workers: the embedding, K-means refit and
+    cluster-assignment tasks (their CPU seconds x target/prompts / N). What grows in the driver alone: the loading
+    (one DuckDB pass over the results, x target/prompts) and the recording less its assignment tasks (DuckDB's
+    insert of every prompt's cluster and Psi's group-by over the validation results, x target/prompts). What stays:
+    the tuning and the held-out scoring (fixed-size samples); the refit runs beside the tuning (build_refits), so
+    the fit phase is the longer of the measured fit and the refit's tasks / N."""
+    scale, workers, phases = target / prompts, run["workers"], run["build_phases"]
+
+    def cpu(name: str) -> float:
+        tasks = run.get(name, {"count": 0, "mean_seconds": 0.0})  # kmeans_read_tasks: recorded since 2026-11-26
+        return tasks["count"] * tasks["mean_seconds"] * scale
+
+    embed, assign = cpu("embed_tasks"), cpu("assign_tasks")
+    refit = cpu("kmeans_block_tasks") + cpu("kmeans_read_tasks")
+    record_driver = max(phases["record"] - assign / scale / workers, 0.0) * scale
+    load = phases["load_and_embed"] * scale
+    out: dict[str, Any] = {"embed_cpu_seconds": round(embed), "refit_cpu_seconds": round(refit),
+                           "assign_cpu_seconds": round(assign), "driver_load_seconds": round(load),
+                           "driver_record_seconds": round(record_driver),
+                           "driver_fit_and_evaluate_seconds": round(phases["fit"] + phases["evaluate"])}
+    for n in (2, 8, 32, 128):
+        seconds = (embed / n + load + max(phases["fit"], refit / n) + phases["evaluate"] + record_driver + assign / n)
+        out[f"{n}_workers_minutes"] = round(seconds / 60, 1)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--prompts", type=int, default=1_000_000)
@@ -342,6 +371,8 @@ def main() -> None:
         result["one_over_two_workers"] = round(runs["1"]["wall_seconds"] / runs["2"]["wall_seconds"], 2)
     if "2" in runs and not args.build:  # the extrapolation counts embedding and K-means tasks only
         result["extrapolated_10m"] = extrapolate(runs["2"], args.prompts)
+    elif "2" in runs:
+        result["extrapolated_10m_build"] = extrapolate_build(runs["2"], args.prompts)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,27 +27,25 @@ from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
 from uniroute.pipeline import psi_data, registry
 from uniroute.pipeline.battles import with_battle_models
-from uniroute.pipeline.build_candidates import BuildPool, BuildRows, checked_kinds, fit_candidates
+from uniroute.pipeline.build_candidates import BuildPool, BuildRows, Candidates, checked_kinds, fit_candidates
 from uniroute.pipeline.build_cells import Keep
 from uniroute.pipeline.build_data import (
-    StoreIndex,
     embed_prompts,
     load_store_index,
-    result_rows,
     store_split,
-    vector_rows,
 )
-from uniroute.pipeline.clusters_dask import fit_dataset, store_assignments
+from uniroute.pipeline.build_held import HeldRows, TuningRows
+from uniroute.pipeline.build_refits import Refits
+from uniroute.pipeline.build_result import BuildResult
+from uniroute.pipeline.clusters_dask import store_assignments
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
 from uniroute.pipeline.shadow_config import ShadowConfig
 from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
 from uniroute.progress import ticking
 from uniroute.routers.kinds import Tuned, router_kind
-from uniroute.routers.kmeans import Centroids
 from uniroute.selection.curves import curve_metrics
-from uniroute.selection.data import RoutingData
 from uniroute.selection.split import TrialSplit
-from uniroute.selection.state import StateConfig, TrialState
+from uniroute.selection.state import TrialState
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -72,74 +69,17 @@ EVAL_TEST_SAMPLE = 20_000
 # stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`). Now that the driver holds only the sampled
 # rows, DuckDB's cap is most of its memory: 512 MB (each query over 20M results ran at ~600 MB of RSS with it).
 BUILD_DUCKDB_MEMORY = "512MB"
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """What a build produced and how it compares."""
-
-    router_id: str
-    kind: str  # the router kind the build chose (selection) and stored as its router
-    k: int  # its K (clusters) or k (neighbours)
-    val_area: float | None
-    promoted: bool
-    reason: str
-    metrics: dict[str, dict[str, float]]
-    models: tuple[str, ...]
-    excluded_models: tuple[str, ...]
-    roles: dict[str, list[str]]  # which models tuned the build (training) and which were scored on test prompts
-    n_prompts: dict[str, int]
-    candidates: tuple[dict, ...] = ()  # one per kind compared: router_candidates' columns (selection.table())
-    selection: str = ""  # the selection's one line
-    notes: tuple[str, ...] = ()
-    seconds: dict[str, float] = field(default_factory=dict)
-    shadow: dict | None = None  # the shadow gate on recent traffic (shadow_gate.ShadowGate.as_dict); None: no champion
-
-    def as_dict(self) -> dict:
-        return {**self.__dict__, "models": list(self.models), "excluded_models": list(self.excluded_models),
-                "candidates": list(self.candidates), "notes": list(self.notes), "value_label": self.value_label,
-                "served": self.served}
-
-    def line(self) -> str:
-        area = {m: round(v["area"], 4) for m, v in self.metrics.items()}
-        state = "champion" if self.promoted else "challenger"
-        scored = f"test Area {area}" if area else "no held-out evaluation"
-        notes = "".join(f"; {note}" for note in self.notes)
-        return f"built {self.router_id} ({self.served}, {len(self.models)} models) as {state}: {scored}{notes}"
-
-    @property
-    def value_label(self) -> str:
-        """What the served kind's value counts: "K" (clusters) or "k" (neighbours)."""
-        return router_kind(self.kind).value_label
-
-    @property
-    def served(self) -> str:
-        """The served kind and its K (clusters) or k (neighbours), e.g. "kmeans K=6", "knn k=34"."""
-        return f"{self.kind} {self.value_label}={self.k}"
-
-    def candidates_table(self) -> pd.DataFrame:
-        """The candidates compared, best validation Area first, as a printable frame."""
-        frame = pd.DataFrame(list(self.candidates))
-        return frame.sort_values("val_area", ascending=False, na_position="last") if len(frame) else frame
+# After the loading (see _run_build). Lowering the cap is what makes DuckDB let go of the table blocks the pass left
+# cached: at 200k x 100 (20M results) the driver was 592 MB after the pass, 501 MB with the cap at 256 MB and
+# 362 MB at 64 MB. The fit's own queries are small group-bys; the cluster assignments' insert (a join over every
+# prompt) keeps the 256 MB it was measured with.
+FIT_DUCKDB_MEMORY = "96MB"
+RECORD_DUCKDB_MEMORY = "256MB"
 
 
 def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndarray:
     """rows itself when it has at most `size` entries, else a sorted random subset of that size."""
     return rows if len(rows) <= size else np.sort(rng.choice(rows, size, replace=False))
-
-
-@dataclass(frozen=True, eq=False)
-class TuningRows:
-    """What the kinds are tuned and scored on: the sampled store rows, renumbered into the state's own rows.
-
-    Where the build samples, the state holds only the sampled rows (its split renumbered into them): a state
-    over every row would copy the (N, M) losses (0.8 GB at 1M x 100) and read only the samples. The rows' values
-    are the same either way, so tuning, selection and evaluation are unchanged.
-    """
-
-    sample: TrialSplit  # the tuning and scoring prompts as store rows (the build's split when nothing is sampled)
-    rows: np.ndarray  # store rows the state holds, in its order (every row, in order, when nothing is sampled)
-    state_split: TrialSplit  # sample, renumbered into `rows`
 
 
 def _tuning_rows(split: TrialSplit, n_prompts: int) -> TuningRows:
@@ -173,43 +113,6 @@ def _keep(seed: int) -> Callable[[np.ndarray], Keep]:
     return keep
 
 
-@dataclass(frozen=True, eq=False)
-class HeldRows:
-    """The only rows of the store the driver holds numbers for: the tuning rows' vectors, scores and costs, and
-    every validation prompt's vector (the routers' Psi assigns them to clusters; their losses are summed by DuckDB,
-    psi_data.val_psi). At 1M prompts x 100 LLMs the scores of 75k rows (50k training, 5k validation, 20k test) and
-    the vectors of 170k instead of every row: the driver's memory follows the samples and the validation set, not
-    the store. The tuning rows come first, in the state's order, so the state is a view of them (a copy was
-    another 0.2 GB at 1M x 100)."""
-
-    rows: np.ndarray  # store rows: the tuning rows (state order), then the validation prompts not among them
-    n_tuning: int
-    X: np.ndarray  # (R, d) float32
-    scores: np.ndarray  # (n_tuning, M) float64, NaN where no result
-    costs: np.ndarray  # (n_tuning, M)
-
-    @classmethod
-    def load(cls, con: store.Connection, index: StoreIndex, tuning: TuningRows, val: np.ndarray, embedder_id: str,
-             dim: int) -> HeldRows:
-        rows = np.concatenate([tuning.rows, np.setdiff1d(val, tuning.rows)])
-        if index.cells is not None:  # kept by load_store_index's pass (_keep)
-            scores, costs = index.cells.take(tuning.rows, len(tuning.rows))
-        else:
-            scores, costs = result_rows(con, tuning.rows, len(index.models))
-        return cls(rows, len(tuning.rows), vector_rows(con, index, rows, embedder_id, dim), scores, costs)
-
-    def at(self, store_rows: np.ndarray) -> np.ndarray:
-        """Positions of these store rows (all held) among the held ones."""
-        order = np.argsort(self.rows)
-        return order[np.searchsorted(self.rows, store_rows, sorter=order)]
-
-    def state(self, tuning: TuningRows, models: Sequence[str], config: StateConfig | None = None) -> TrialState:
-        """The trial state over the tuning rows (views of the held arrays)."""
-        n = self.n_tuning
-        routing = RoutingData(models=tuple(models), scores=self.scores[:n], costs=self.costs[:n])
-        return TrialState(self.X[:n], routing, tuning.state_split, config)
-
-
 def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
               kinds: Sequence[str] | None = None, min_answers: int = MIN_VAL_ANSWERS,
               progress: bool = False, client: Client | None = None, shadow: ShadowConfig | None = None,
@@ -223,9 +126,9 @@ def run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: P
     traffic (shadow_gate; `shadow`, default ShadowConfig()) does not refuse it. With fewer than two
     training LLMs nothing is tuned (build_candidates.untuned_default); with fewer than two test LLMs the
     held-out evaluation is skipped. client: the Dask cluster a K-means refit on every training prompt runs on
-    (over the embedding dataset's partitions, clusters_dask.fit_dataset); None: in this process. embedded: the
-    caller's embedding fill just before (operations.build), which the build does not repeat if it covered exactly
-    the build's prompts with its embedder (build_data.embed_prompts).
+    (over the embedding dataset's partitions, build_refits: started as soon as its K is chosen); None: in this
+    process. embedded: the caller's embedding fill just before (operations.build), which the build does not repeat
+    if it covered exactly the build's prompts with its embedder (build_data.embed_prompts).
     """
     kinds = checked_kinds(kinds)
     # progress: the stage and the time on a terminal (a build is a minute of work that used to print nothing);
@@ -252,135 +155,157 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         log.info("tuning on %d of %d training and %d of %d validation prompts, scoring on %d of %d test prompts",
                  len(sample.train), len(split.train), len(sample.val), len(split.val), len(sample.test),
                  len(split.test))
-    models, prompt_ids, excluded_models = index.models, index.prompt_ids, index.excluded_models
+    models, excluded_models = index.models, index.excluded_models
     embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
                              on_stage=stage, ahead=embedded, text_hashes=index.text_hashes)
     stage("reading the sampled and validation prompts' results and vectors")
     held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
     seconds["load_and_embed"] = time.perf_counter() - t0
     log.info("loaded %d prompts x %d models and their embeddings in %.1f s (the numbers of %d of them held)",
-             len(prompt_ids), len(models), seconds["load_and_embed"], len(held.rows))
+             len(index.prompt_ids), len(models), seconds["load_and_embed"], len(held.rows))
     crashpoint("build:embedded")
-
-    t0 = time.perf_counter()
-    state, sample = held.state(tuning, models), tuning.sample
-    n_val = len(sample.val)
-    costs = store.query(con, "model_val_costs").set_index("model")["cost"]
     answered = index.labelled[split.val].any(axis=0)
-    # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
-    # of the router until it has more, as onboarding leaves it out.
-    thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
-    pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
-    pool = [models[j] for j in pool_columns]
-    stage("tuning the router kinds")
-    refits: dict[int, Centroids] = {}
+    # Every prompt's id, hash and answered mask (0.3 GB of the driver at 1M x 100) are not read after this: the fit
+    # needs the validation prompts' ids only (their Psi), by store row.
+    val_ids = {int(i): index.prompt_ids[i] for i in split.val}
+    del index
 
-    def refit_clusters(k: int) -> Centroids:
-        # Once per K: K-means and count-aware K-means usually choose the same K, and the refit is deterministic
-        # (a second identical refit was a minute of the 200k x 100 build, benchmarks/scale/dask_plane.py).
-        if k not in refits:
-            stage(f"K-means (K={k}) on every training prompt's vector in the embedding dataset"
-                  f"{' on Dask' if client is not None else ''}")
-            refits[k] = fit_dataset(con, embedder.embedder_id, embedder.dim, k, seed, client)[0]
-        return refits[k]
+    # What DuckDB keeps cached from the pass over the results is no use after it (FIT_DUCKDB_MEMORY).
+    with store.memory_limited(con, FIT_DUCKDB_MEMORY):
+        t0 = time.perf_counter()
+        state, sample = held.state(tuning, models), tuning.sample
+        n_val = len(sample.val)
+        costs = store.query(con, "model_val_costs").set_index("model")["cost"]
+        # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
+        # of the router until it has more, as onboarding leaves it out.
+        thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
+        pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
+        pool = [models[j] for j in pool_columns]
+        stage("tuning the router kinds")
+        refits = Refits(con, embedder.embedder_id, embedder.dim, seed, client, stage)
+        try:
+            cands = _candidates(con, held, state, split, tuning, val_ids, refits,
+                                BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
+                                kinds, stage)
+        finally:
+            refits.close()
+        state.fits.forget_onboardings()  # the held-out scoring reads the fits, not the tuning's onboardings
+        del held  # the tuning state keeps its rows (views)
+        router = cands.routers[cands.chosen]
+        seconds["fit"] = time.perf_counter() - t0
 
-    X, val_at = held.X, held.at(split.val)
-    val_psi = psi_data.val_psi(con, [prompt_ids[i] for i in split.val], lambda: X[val_at])
-    cands = fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, prompt_ids, refit_clusters,
-                                     val_psi),
-                           BuildPool(pool, pool_columns, costs.loc[pool].to_numpy(float), embedder.embedder_id),
-                           kinds, on_stage=stage)
-    del held  # the tuning state keeps its rows (views)
-    router = cands.routers[cands.chosen]
-    seconds["fit"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    notes = list(cands.notes)
-    notes += [f"{m} waits for more evidence ({n} validation answers, {min_answers} needed before it takes traffic)"
-              for m, n in thin.items()]
-    if len(split.test_models) >= 2 and len(split.test) >= 2:
-        stage("scoring every kind on held-out prompts")
-        metrics, curves = held_out_metrics(state, n_val, cands.tuned)
-    else:
-        metrics, curves = {}, pd.DataFrame(columns=["method", "point", "cost", "score"])
-        notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
-                     f"{len(split.test)} common test prompts")
-    seconds["evaluate"] = time.perf_counter() - t0
-    log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
-             seconds["evaluate"])
-
-    t0 = time.perf_counter()
-    stage("recording the router versions")
-    router_id = registry.new_router_id(cands.chosen)
-    table = cands.table()
-    area_of = dict(zip(table.kind, table.val_area, strict=True))
-    val_area = _area(area_of[cands.chosen])
-    promoted, reason = _promotion(con, val_area)
-    # The gate runs whenever there is a champion, so router_shadow_gate also shows what traffic said of a
-    # challenger validation kept out; it only ever withholds a promotion.
-    gate = None
-    if registry.champion_id(con) is not None:
-        stage("replaying recent traffic (shadow gate)")
-        gate = shadow_gate(con, router, shadow)
-        log.info("%s", gate.line)
-        if promoted and gate.refused:
-            promoted, reason = False, f"{reason}, but {gate.line}"
+        t0 = time.perf_counter()
+        notes = list(cands.notes)
+        notes += [f"{m} waits for more evidence ({n} validation answers, {min_answers} needed before it takes traffic)"
+                  for m, n in thin.items()]
+        if len(split.test_models) >= 2 and len(split.test) >= 2:
+            stage("scoring every kind on held-out prompts")
+            metrics, curves = held_out_metrics(state, n_val, cands.tuned)
         else:
-            reason = f"{reason}; {gate.line}"
-    reason = f"{reason}; {cands.line()}"
-    fingerprint = registry.data_fingerprint(con)
-    clusters = registry.router_centroids(router)
-    if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
-        stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
-        store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
-    router, battle_note = with_battle_models(con, router, lambda: embedder)
-    notes.extend([battle_note] if battle_note else [])
-    metric_rows = pd.DataFrame(
-        [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
-    )
-    ids, prices = {}, registry.price_snapshot(con)  # the prices model_val_costs read above, in this transaction
-    for kind, candidate in cands.routers.items():
-        served = kind == cands.chosen
-        candidate = router if served else candidate  # the served one also routes the battle-only models
-        ids[kind] = router_id if served else registry.new_router_id(kind)
-        registry.save_router_version(con, registry.NewVersion(
-            candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
-            val_area if served else _area(area_of[kind]), promoted if served else False,
-            reason if served else f"{kind} candidate beside {router_id}",
-            centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
-            embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
-            price_snapshot=prices,
-        ))
-    rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
-                        default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
-    store.write_frame(con, "router_candidates", rows)
-    if gate is not None:
-        record_gate(con, router_id, gate)
-    seconds["record"] = time.perf_counter() - t0
-    crashpoint("build:written")
-    result = BuildResult(
-        router_id=router_id,
-        kind=cands.chosen,
-        k=int(router.k),
-        val_area=val_area,
-        promoted=promoted,
-        reason=reason,
-        metrics=metrics,
-        models=tuple(router.models),
-        excluded_models=excluded_models,
-        roles={
-            "training": [models[i] for i in split.train_models],
-            "test": [models[i] for i in split.test_models],
-        },
-        n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
-        candidates=tuple(rows.drop(columns=["created_at"]).to_dict("records")),
-        selection=cands.line(),
-        notes=tuple(notes),
-        seconds=seconds,
-        shadow=None if gate is None else gate.as_dict(),
-    )
-    log.info(result.line())
-    return result
+            metrics, curves = {}, pd.DataFrame(columns=["method", "point", "cost", "score"])
+            notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
+                         f"{len(split.test)} common test prompts")
+        seconds["evaluate"] = time.perf_counter() - t0
+        # The tuning state goes before the recording: its caches (K-NN's 20k x 5k test similarities, 400 MB at 1M,
+        # the tuning's neighbour orders and fits) and the held rows it views were the driver's peak through the
+        # cluster assignments' write (benchmarks/scale/dask_plane.py --build).
+        del state
+        log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
+                 seconds["evaluate"])
+
+        t0 = time.perf_counter()
+        stage("recording the router versions")
+        router_id = registry.new_router_id(cands.chosen)
+        table = cands.table()
+        area_of = dict(zip(table.kind, table.val_area, strict=True))
+        val_area = _area(area_of[cands.chosen])
+        promoted, reason = _promotion(con, val_area)
+        # The gate runs whenever there is a champion, so router_shadow_gate also shows what traffic said of a
+        # challenger validation kept out; it only ever withholds a promotion.
+        gate = None
+        if registry.champion_id(con) is not None:
+            stage("replaying recent traffic (shadow gate)")
+            gate = shadow_gate(con, router, shadow)
+            log.info("%s", gate.line)
+            if promoted and gate.refused:
+                promoted, reason = False, f"{reason}, but {gate.line}"
+            else:
+                reason = f"{reason}; {gate.line}"
+        reason = f"{reason}; {cands.line()}"
+        fingerprint = registry.data_fingerprint(con)
+        clusters = registry.router_centroids(router)
+        if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
+            stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
+            with store.memory_limited(con, RECORD_DUCKDB_MEMORY):
+                store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
+        router, battle_note = with_battle_models(con, router, lambda: embedder)
+        notes.extend([battle_note] if battle_note else [])
+        metric_rows = pd.DataFrame(
+            [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
+        )
+        ids, prices = {}, registry.price_snapshot(con)  # the prices model_val_costs read above, in this transaction
+        for kind, candidate in cands.routers.items():
+            served = kind == cands.chosen
+            candidate = router if served else candidate  # the served one also routes the battle-only models
+            ids[kind] = router_id if served else registry.new_router_id(kind)
+            registry.save_router_version(con, registry.NewVersion(
+                candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
+                val_area if served else _area(area_of[kind]), promoted if served else False,
+                reason if served else f"{kind} candidate beside {router_id}",
+                centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
+                embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
+                price_snapshot=prices,
+            ))
+        rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
+                            default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
+        store.write_frame(con, "router_candidates", rows)
+        if gate is not None:
+            record_gate(con, router_id, gate)
+        seconds["record"] = time.perf_counter() - t0
+        crashpoint("build:written")
+        result = BuildResult(
+            router_id=router_id,
+            kind=cands.chosen,
+            k=int(router.k),
+            val_area=val_area,
+            promoted=promoted,
+            reason=reason,
+            metrics=metrics,
+            models=tuple(router.models),
+            excluded_models=excluded_models,
+            roles={
+                "training": [models[i] for i in split.train_models],
+                "test": [models[i] for i in split.test_models],
+            },
+            n_prompts={"train": len(split.train), "val": n_val, "test": len(split.test)},
+            candidates=tuple(rows.drop(columns=["created_at"]).to_dict("records")),
+            selection=cands.line(),
+            notes=tuple(notes),
+            seconds=seconds,
+            shadow=None if gate is None else gate.as_dict(),
+        )
+        log.info(result.line())
+        return result
+
+
+def _candidates(con: store.Connection, held: HeldRows, state: TrialState, split: TrialSplit, tuning: TuningRows,
+                val_ids: Mapping[int, str], refits: Refits, pool: BuildPool, kinds: Sequence[str],
+                stage: Callable[..., None]) -> Candidates:
+    """Every kind tuned and brought to full scale (build_candidates.fit_candidates), the K-means refit started on the
+    workers as soon as its K is chosen. Its own scope: the validation vectors' closure goes when it returns."""
+    sample = tuning.sample
+    train_sampled = len(sample.train) < len(split.train)
+
+    def refit_ahead(tuned: Tuned) -> None:
+        if train_sampled and router_kind(tuned.kind).refits_clusters:
+            stage(f"K-means (K={tuned.value}) on every training prompt started{' on Dask' if refits.on_dask else ''}"
+                  " beside the tuning")
+            refits.ahead(tuned.value)
+
+    val_at = held.at(split.val)
+    val_psi = psi_data.val_psi(con, [val_ids[i] for i in split.val], lambda: held.vectors(con, val_at))
+    return fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, val_ids, refits, val_psi),
+                          pool, kinds, on_stage=stage, on_tuned=refit_ahead)
 
 
 def _area(value: float) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,9 +109,9 @@ class BuildRows:
     X: np.ndarray  # (R, d) the held rows' embeddings (build.HeldRows): every validation prompt among them
     scores: np.ndarray  # (n_tuning, M_all) the tuning rows' scores (the first held rows)
     val_at: np.ndarray  # (n_val_all,) where split.val's prompts are among the held rows (sample.val's: tuning rows)
-    prompt_ids: Sequence[str]  # (N,)
+    prompt_ids: Mapping[int, str] | Sequence[str]  # store row -> prompt id: every validation prompt's at least
     # K-means (K) on every training prompt, for the kinds that refit where the tuning sampled them: the build
-    # passes clusters_dask.fit_dataset, over the embedding dataset on the Dask workers (or in-process without).
+    # passes build_refits.Refits (clusters_dask), over the embedding dataset on the Dask workers (in-process without).
     refit_clusters: Callable[[int], Centroids]
     # Psi over every validation prompt assigned with these centroids (psi_data.val_psi: DuckDB over the results).
     val_psi: Callable[[Centroids, int, Sequence[str]], Psi]
@@ -128,8 +128,10 @@ class BuildPool:
 
 
 def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
-                   on_stage: Callable[[str], None] | None = None) -> Candidates:
-    """Tune every kind, select the one to serve, and build each kind's router over the pool."""
+                   on_stage: Callable[[str], None] | None = None,
+                   on_tuned: Callable[[Tuned], None] | None = None) -> Candidates:
+    """Tune every kind, select the one to serve, and build each kind's router over the pool. on_tuned hears each
+    kind's hyper-parameters as soon as they are chosen (the build starts its K-means refit then: build_refits)."""
     state, sample, split, prompt_ids = rows.state, rows.sample, rows.split, rows.prompt_ids
     pool_columns, pool_costs, embedder_id = pool.columns, pool.costs, pool.embedder_id
     pool = pool.models
@@ -152,6 +154,8 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
             started = time.perf_counter()
             tuned[kind] = state.tuned(kind, n_val)
             log.info("tuned %s in %.1f s", tuned[kind].label(), time.perf_counter() - started)
+            if on_tuned is not None:
+                on_tuned(tuned[kind])
         if on_stage is not None:
             on_stage("choosing the kind to serve")
         selection: Selection | None = select_kind(state.fits, list(tuned.values()), n_val)

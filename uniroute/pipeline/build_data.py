@@ -130,15 +130,19 @@ def result_rows(con: store.Connection, rows: np.ndarray, n_models: int,
 
 def vector_rows(con: store.Connection, index: StoreIndex, rows: np.ndarray, embedder_id: str, dim: int) -> np.ndarray:
     """(R, dim) float32 cached vectors of the build's rows `rows`, read from the embedding dataset by text hash."""
-    wanted = pa.table({"pos": pa.array(np.arange(len(rows), dtype=np.int64)),
-                       "text_hash": index.text_hashes.take(pa.array(rows, pa.int64()))})
+    return hash_vectors(con, index.text_hashes.take(pa.array(rows, pa.int64())), embedder_id, dim)
+
+
+def hash_vectors(con: store.Connection, hashes: pa.Array, embedder_id: str, dim: int) -> np.ndarray:
+    """(R, dim) float32 cached vectors of these text hashes (one per build prompt), in their order."""
+    wanted = pa.table({"pos": pa.array(np.arange(len(hashes), dtype=np.int64)), "text_hash": hashes})
     expose_view(con)  # the dataset as it is now: the files the build's embedding wrote included
     with store.registered(con, "wanted_hashes", wanted):
         found = store.query_arrow(con, "embedding_of_hashes", embedder_id=embedder_id)
-    if found.num_rows != len(rows):
-        raise store.StoreError(f"embed {embedder_id}: {len(rows) - found.num_rows} build prompts have no vector in "
+    if found.num_rows != len(hashes):
+        raise store.StoreError(f"embed {embedder_id}: {len(hashes) - found.num_rows} build prompts have no vector in "
                                f"the embedding dataset at {root_of(con)} (files lost while the build ran?)")
-    out = np.empty((len(rows), dim), dtype=np.float32)
+    out = np.empty((len(hashes), dim), dtype=np.float32)
     scatter_vectors(out, found.column("pos"), found.column("vector"), embedder_id)
     return out
 

@@ -140,22 +140,44 @@ def _scheduler(client: Client | None) -> contextlib.AbstractContextManager:
     return dask.config.set(scheduler=client) if client is not None else contextlib.nullcontext()
 
 
-def fit_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
-                client: Client | None = None) -> tuple[Centroids, int]:
-    """K-means (K = k) over the training prompts' vectors of one embedder in the dataset, the Lloyd sums on the
-    client's workers (in this process without one); (the centres, how many training rows)."""
+@dataclass(frozen=True)
+class TrainingRows:
+    """What a K-means fit over the dataset reads: the embedder's partition files and the training hashes' file."""
+
+    root: str
+    files: list[str]
+    keep_url: str
+
+
+def training_rows(con: store.Connection, embedder_id: str) -> TrainingRows:
+    """The training prompts of one embedder as the workers will read them (the hashes written once as a file). On
+    the caller's connection: the build's split may be uncommitted, so another connection would not see it."""
     root = root_of(con)
     files = partition_files(root, embedder_id)
     with store.memory_limited(con, QUERY_DUCKDB_MEMORY):
         train = store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
-    keep_url = _write_keep(root, train)
+    return TrainingRows(root, files, _write_keep(root, train))
+
+
+def fit_training_rows(rows: TrainingRows, dim: int, k: int, seed: int,
+                      client: Client | None = None) -> tuple[Centroids, int]:
+    """K-means (K = k) over these training rows, the Lloyd sums on the client's workers (in this process without
+    one); (the centres, how many training rows). Touches no store connection: it may run on a thread of its own
+    while the build tunes (build_refits). The hashes' file is removed after."""
     try:
         with _scheduler(client):
-            X = training_array(files, keep_url, dim, client)
+            X = training_array(rows.files, rows.keep_url, dim, client)
             return fit_centroids_dask(X, k, seed), int(X.shape[0])
     finally:
-        fs, keep_path = fsspec.core.url_to_fs(keep_url)
+        fs, keep_path = fsspec.core.url_to_fs(rows.keep_url)
         fs.rm(keep_path)
+
+
+def fit_dataset(con: store.Connection, embedder_id: str, dim: int, k: int, seed: int,
+                client: Client | None = None) -> tuple[Centroids, int]:
+    """K-means (K = k) over the training prompts' vectors of one embedder in the dataset, the Lloyd sums on the
+    client's workers (in this process without one); (the centres, how many training rows)."""
+    return fit_training_rows(training_rows(con, embedder_id), dim, k, seed, client)
 
 
 def assign_partitions(con: store.Connection, embedder_id: str, centroids: Centroids, clustering_id: str,

@@ -129,6 +129,7 @@ class KMeansKind(ClusterKind):
     """UniRoute K-means: Phi is the nearest of K centroids of the training prompts."""
 
     name = "kmeans"
+    refits_clusters = True  # one-hot: full_scale refits its K-means where the training prompts were sampled
     title = "UniRoute (K-means)"
     pairwise_variant = "clusters"
     report_mark = "†"

@@ -122,6 +122,9 @@ class RouterKind:
     paper_baseline: bool = False  # the paper's baseline (K-NN): reports list it before UniRoute's kinds
     transfers: bool = False  # has a transfer variant (experiments.transfer): gamma_from_training_labels
     pairwise_variant: str | None = None  # "clusters" or "neighbours": how pairwise transfer fits it from battles
+    # Its served router's clusters are K-means with its tuned K, refitted on every training prompt where the tuning
+    # sampled them (full_scale): a build may start that refit as soon as the K is chosen (pipeline.build_refits).
+    refits_clusters: bool = False
     report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
     quality_only: bool = False  # a candidate only where every model costs the same (applies_to); not run by default
 

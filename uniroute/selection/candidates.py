@@ -148,6 +148,14 @@ class CandidateFits:
         self.learned_map(k)
         return self._val_phi[k]
 
+    def forget_onboardings(self) -> None:
+        """Drop the simulated onboardings' caches (the samples with their pools, neighbour orders, Psis, held-out Phi):
+        what the tuning and the selection measure Areas with. A build scores its held-out prompts after them and
+        does not read them again; they were ~0.4 GB of its driver at 200k x 100 (benchmarks/scale/dask_plane.py
+        --build). The fits and the Areas stay; anything asked again is recomputed identically (seeded)."""
+        for cache in (self._samples, self._sample_orders, self._psis, self._heldout_phi):
+            cache.clear()
+
     # ---- simulated onboarding --------------------------------------------------------------------------------
     def _val_pool_rows(self, n_val: int) -> np.ndarray:
         """Positions among the first n_val validation prompts labelled by every training LLM."""
