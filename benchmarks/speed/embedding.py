@@ -11,10 +11,11 @@ last block, as its evaluation embeds it):
   pairwise similarities over 20,000 random pairs (comparable across spaces, so the static embedder too);
 - the cost of building each model file once (fresh cache folder) and of a cold process that loads an
   embedder and embeds two prompts (what `uniroute route` pays);
-- routing Area on the three datasets: `uniroute evaluate --trials 20 --seed 0 --methods zero,knn,kmeans,
+- routing Area on the three datasets: `uniroute evaluate --trials 100 --seed 0 --methods zero,knn,kmeans,
   learnedmap` per embedder (RouterBench with `--prompt-part last-block`), reusing a result file of
-  benchmarks/results/embedders/ when it was made with the same settings and embedder id, and a paired
-  sign test of each embedder against `minilm` over the 20 trials per method.
+  benchmarks/results/embedders/ made with the same settings, embedder id and at least as many trials, and a
+  paired sign test of each embedder against the best measured one per dataset and method (over the trials
+  both have: trial t is the same split for every embedder). `--no-evaluate` collects saved results of any length.
 
 Results: benchmarks/results/embedding.json, and docs/results/embedders.md generated from it
 (`benchmarks/quality/embedders_table.py`). Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding
@@ -51,7 +52,7 @@ DATASETS = {"routerbench_subset": "last-block", "routerdc_model7": "full", "mmlu
 MEASURED = ("minilm", "minilm-onnx", "minilm-onnx-f32", "static")
 ROUTED = ("minilm", "minilm-onnx", "static")
 METHODS = ("zero", "knn", "kmeans", "learnedmap")
-TRIALS, SEED = 20, 0
+TRIALS, SEED = 100, 0
 ROUTE_PROMPTS = ["Which planet has the most moons?", "Write a haiku about autumn rain."]
 
 log = logging.getLogger("benchmarks.speed.embedding")
@@ -175,45 +176,65 @@ def cold_route_seconds(name: str, cache_dir: Path, repeats: int = 3) -> dict[str
             "imports_torch": any(r["torch"] for r in runs)}
 
 
-def evaluation(dataset: str, name: str, home: Path, embedder_id: str, run: bool = True) -> dict[str, Any] | None:
-    """The saved `uniroute evaluate` result of one embedder on one dataset, run first if missing or stale
-    (or None then, without `run`)."""
+def evaluation(dataset: str, name: str, home: Path, embedder_id: str, trials: int,
+               run: bool = True) -> dict[str, Any] | None:
+    """The saved `uniroute evaluate` result of one embedder on one dataset, run first if missing, stale or with
+    fewer than `trials` trials (without `run`: whatever saved result matches, any trial count, or None)."""
     path = EVALUATIONS / f"{dataset}.{name}.json"
     part = DATASETS[dataset]
     saved = json.loads(path.read_text()) if path.exists() else None
-    fresh = saved is not None and saved["trials"] == TRIALS and saved["seed"] == SEED and \
-        saved["embedder_id"] == embedder_id and saved["prompt_part"] == part and set(METHODS) <= set(saved["methods"])
-    if not fresh and not run:
-        log.warning("no result of %s on %s with %s yet: left out", name, dataset, embedder_id)
-        return None
-    if not fresh:
-        log.warning("evaluating %s on %s (%d trials)", name, dataset, TRIALS)
+    matches = saved is not None and saved["seed"] == SEED and saved["embedder_id"] == embedder_id and \
+        saved["prompt_part"] == part and set(METHODS) <= set(saved["methods"])
+    if not run:
+        if not matches:
+            log.warning("no result of %s on %s with %s yet: left out", name, dataset, embedder_id)
+        return saved if matches else None
+    if not matches or saved["trials"] < trials:
+        log.warning("evaluating %s on %s (%d trials)", name, dataset, trials)
         path.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "uniroute", "evaluate", "--data", str(SHARED / dataset), "--trials",
-                        str(TRIALS), "--seed", str(SEED), "--embedder", name, "--methods", ",".join(METHODS),
+                        str(trials), "--seed", str(SEED), "--embedder", name, "--methods", ",".join(METHODS),
                         "--prompt-part", part, "--out", str(path), "--json"], check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, "UNIROUTE_HOME": str(home), "PYTHONPATH": str(REPO)})
         saved = json.loads(path.read_text())
     return saved
 
 
-def routing(home: Path, ids: dict[str, str], run: bool = True) -> dict[str, Any]:
-    """Per dataset: each embedder's mean Area per method, and its paired sign test against minilm's trials.
+def against_best(runs: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+    """Per method: the measured embedder of highest mean Area, and each other one's paired sign test against it.
 
-    Without `run`, only saved results are collected; a missing one is recorded as None (not measured).
+    Trial t is the same split for every embedder (default_rng((seed, t))), so runs of different lengths pair
+    over their common first trials; the count paired is stored beside each test.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    measured = {name: saved for name, saved in runs.items() if saved is not None}
+    for m in METHODS:
+        best = max(measured, key=lambda n: measured[n]["methods"][m]["area"]) if measured else None
+        tests = {}
+        for name, saved in measured.items():
+            if name == best:
+                continue
+            a, b = saved["per_trial_area"][m], measured[best]["per_trial_area"][m]
+            n = min(len(a), len(b))
+            tests[name] = {**ev.sign_test(a[:n], b[:n]), "trials": n}
+        out[m] = {"best": best, "tests": tests}
+    return out
+
+
+def routing(home: Path, ids: dict[str, str], trials: int, run: bool = True) -> dict[str, Any]:
+    """Per dataset: each embedder's mean Area per method, and its paired sign test against the best one there.
+
+    Without `run`, only saved results are collected (any trial count); a missing one is recorded as None.
     """
     out: dict[str, Any] = {}
     for dataset in DATASETS:
-        runs = {name: evaluation(dataset, name, home, ids[name], run) for name in ROUTED}
-        base = runs["minilm"]["per_trial_area"] if runs["minilm"] else None
-        out[dataset] = {"prompt_part": DATASETS[dataset], "embedders": {
+        runs = {name: evaluation(dataset, name, home, ids[name], trials, run) for name in ROUTED}
+        out[dataset] = {"prompt_part": DATASETS[dataset], "vs_best": against_best(runs), "embedders": {
             name: None if saved is None else {
-                "embedder_id": saved["embedder_id"], "n_prompts": saved["n_prompts"],
+                "embedder_id": saved["embedder_id"], "n_prompts": saved["n_prompts"], "trials": saved["trials"],
                 "seconds": round(saved["seconds"], 1),
                 "file": str((EVALUATIONS / f"{dataset}.{name}.json").relative_to(REPO)),
-                "area": {m: round(saved["methods"][m]["area"], 4) for m in METHODS},
-                "vs_minilm": None if base is None else
-                {m: ev.sign_test(saved["per_trial_area"][m], base[m]) for m in METHODS}}
+                "area": {m: round(saved["methods"][m]["area"], 4) for m in METHODS}}
             for name, saved in runs.items()}}
     return out
 
@@ -230,6 +251,8 @@ def main() -> None:
                         help="UNIROUTE_HOME of the evaluations (its embedding cache and built model files)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help="which parts to measure now; the others keep their figures in --out")
+    parser.add_argument("--trials", type=int, default=TRIALS,
+                        help="routing: run an evaluation whose saved result has fewer trials than this")
     parser.add_argument("--no-evaluate", action="store_true",
                         help="routing: collect the saved evaluations only, run none (missing ones stay empty)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -251,7 +274,7 @@ def main() -> None:
     for section in sections:
         flags = {"throughput": f" --prompts {args.prompts} --repeats {args.repeats} --threads {args.threads}",
                  "build": f" --threads {args.threads}", "route": "",
-                 "routing": " --no-evaluate" if args.no_evaluate else ""}[section]
+                 "routing": f" --trials {args.trials}" + (" --no-evaluate" if args.no_evaluate else "")}[section]
         command = f"OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding --sections {section}{flags}"
         stamp = {"command": command,
                  "started": now_utc(), "load_average_before": load_average(), "threads": args.threads}
@@ -264,8 +287,8 @@ def main() -> None:
             figures = {name: cold_route_seconds(name, cache_dir) for name in ROUTED}
         else:
             ids = {name: embedder_id(name, cache_dir) for name in ROUTED}
-            figures = routing(args.home, ids, run=not args.no_evaluate)
-            stamp.update(trials=TRIALS, seed=SEED, methods=list(METHODS))
+            figures = routing(args.home, ids, args.trials, run=not args.no_evaluate)
+            stamp.update(trials=args.trials, seed=SEED, methods=list(METHODS))
         result[section] = {**stamp, "load_average_after": load_average(), "figures": figures}
         write_result(result, args.out)
     print(f"wrote {args.out} and {write_table(result)}")
