@@ -99,7 +99,7 @@ def routing_table(result: dict[str, Any]) -> list[str]:
             cells = []
             for name in names:
                 row = block["embedders"][name]
-                if row is None:
+                if row is None or method not in row["area"]:
                     cells.append("not measured")
                     continue
                 test = versus["tests"].get(name)

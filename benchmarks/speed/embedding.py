@@ -184,12 +184,12 @@ def evaluation(dataset: str, name: str, home: Path, embedder_id: str, trials: in
     part = DATASETS[dataset]
     saved = json.loads(path.read_text()) if path.exists() else None
     matches = saved is not None and saved["seed"] == SEED and saved["embedder_id"] == embedder_id and \
-        saved["prompt_part"] == part and set(METHODS) <= set(saved["methods"])
-    if not run:
+        saved["prompt_part"] == part
+    if not run:  # a quick run of some of METHODS counts too: its missing methods stay "not measured"
         if not matches:
             log.warning("no result of %s on %s with %s yet: left out", name, dataset, embedder_id)
         return saved if matches else None
-    if not matches or saved["trials"] < trials:
+    if not matches or saved["trials"] < trials or not set(METHODS) <= set(saved["methods"]):
         log.warning("evaluating %s on %s (%d trials)", name, dataset, trials)
         path.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "uniroute", "evaluate", "--data", str(SHARED / dataset), "--trials",
@@ -207,8 +207,8 @@ def against_best(runs: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, 
     over their common first trials; the count paired is stored beside each test.
     """
     out: dict[str, dict[str, Any]] = {}
-    measured = {name: saved for name, saved in runs.items() if saved is not None}
     for m in METHODS:
+        measured = {name: saved for name, saved in runs.items() if saved is not None and m in saved["methods"]}
         best = max(measured, key=lambda n: measured[n]["methods"][m]["area"]) if measured else None
         tests = {}
         for name, saved in measured.items():
@@ -234,7 +234,7 @@ def routing(home: Path, ids: dict[str, str], trials: int, run: bool = True) -> d
                 "embedder_id": saved["embedder_id"], "n_prompts": saved["n_prompts"], "trials": saved["trials"],
                 "seconds": round(saved["seconds"], 1),
                 "file": str((EVALUATIONS / f"{dataset}.{name}.json").relative_to(REPO)),
-                "area": {m: round(saved["methods"][m]["area"], 4) for m in METHODS}}
+                "area": {m: round(saved["methods"][m]["area"], 4) for m in METHODS if m in saved["methods"]}}
             for name, saved in runs.items()}}
     return out
 
