@@ -31,9 +31,10 @@ CANDIDATE_PACKAGES = (
 PAGE = REPO / "docs" / "results" / "embedders.md"
 ALPHA = 0.01
 # The methods whose Area depends on the embedding (ZeroRouter's does not: equal Areas there check the splits).
-ROUTING_METHODS = ("knn", "kmeans", "learnedmap")
+ROUTING_METHODS = ("knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
 METHOD_LABELS = {"zero": "ZeroRouter", "knn": "K-NN", "kmeans": "UniRoute (K-means)",
-                 "learnedmap": "UniRoute (LearnedMap)"}
+                 "kmeans_shrunk": "UniRoute (K-means, count-aware Psi)", "learnedmap": "UniRoute (LearnedMap)",
+                 "auto": "auto (what the build serves)"}
 
 
 def _section(result: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -95,7 +96,9 @@ def routing_table(result: dict[str, Any]) -> list[str]:
     for dataset, block in figures.items():
         counts = " / ".join(str(row["trials"]) if row else "-" for row in block["embedders"].values())
         for method, label in METHOD_LABELS.items():
-            versus = block["vs_best"][method]
+            versus = block["vs_best"].get(method, {"best": None, "tests": {}})
+            if versus["best"] is None:  # no embedder measured with this method here
+                continue
             cells = []
             for name in names:
                 row = block["embedders"][name]
@@ -115,6 +118,20 @@ def routing_table(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def sources(result: dict[str, Any]) -> list[str]:
+    """Which saved evaluation each column of a dataset comes from, with its embedder id (builds differ)."""
+    figures = _section(result, "routing")
+    if figures is None:
+        return []
+    lines = ["", "Sources (the file and the embedder id of each result; `static` builds of one recipe differ in "
+             "their fingerprint, and a result from docs/results/ is the README's quality run):"]
+    for dataset, block in figures.items():
+        found = [f"`{n}` {row['file']} ({row['trials']} trials, `{row['embedder_id'].rsplit(':', 1)[-1]}`)"
+                 for n, row in block["embedders"].items() if row is not None]
+        lines.append(f"- {dataset}: " + "; ".join(found) + ".")
+    return lines
+
+
 def _loses(test: dict[str, Any] | None) -> bool:
     return bool(test) and test["p"] < ALPHA and test["losses"] > test["wins"]
 
@@ -124,7 +141,7 @@ def significant_losses(result: dict[str, Any], name: str) -> list[str]:
     losses = []
     for dataset, block in _section(result, "routing").items():
         for method in ROUTING_METHODS:
-            versus = block["vs_best"][method]
+            versus = block["vs_best"].get(method, {"tests": {}})
             if _loses(test := versus["tests"].get(name)):
                 losses.append(f"{dataset}/{method} {test['wins']}-{test['losses']} of {test['trials']} against "
                               f"`{versus['best']}` (p = {test['p']:.2g})")
@@ -228,6 +245,7 @@ def render(result: dict[str, Any]) -> str:
                   f"Area) over the paired trials, two-sided sign test, significant at {ALPHA}. Collected by "
                   f"{_stamp(result, 'routing')}.", ""]
     parts += routing_table(result)
+    parts += sources(result)
     parts += decision(result)
     parts += candidates_section()
     return "\n".join(parts) + "\n"

@@ -13,7 +13,8 @@ last block, as its evaluation embeds it):
   embedder and embeds two prompts (what `uniroute route` pays);
 - routing Area on the three datasets: `uniroute evaluate --trials 100 --seed 0 --methods zero,knn,kmeans,
   learnedmap` per embedder (RouterBench with `--prompt-part last-block`), reusing a result file of
-  benchmarks/results/embedders/ made with the same settings, embedder id and at least as many trials, and a
+  benchmarks/results/embedders/ (or the README's quality run in docs/results/) made with the same settings,
+  embedder recipe and at least as many trials, and a
   paired sign test of each embedder against the best measured one per dataset and method (over the trials
   both have: trial t is the same split for every embedder). `--no-evaluate` collects saved results of any length.
 
@@ -51,7 +52,10 @@ DATASETS = {"routerbench_subset": "last-block", "routerdc_model7": "full", "mmlu
 # The embedders compared, by label: the factory's three, and the float32 ONNX graph as the exactness check.
 MEASURED = ("minilm", "minilm-onnx", "minilm-onnx-f32", "static")
 ROUTED = ("minilm", "minilm-onnx", "static")
-METHODS = ("zero", "knn", "kmeans", "learnedmap")
+METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
+# The README's quality runs (benchmarks/quality/results_doc.py): 100 trials, same seed and splits, of the default
+# embedder; collected as that embedder's result where they have more trials than its own file here.
+QUALITY_RUNS = REPO / "docs" / "results"
 TRIALS, SEED = 100, 0
 ROUTE_PROMPTS = ["Which planet has the most moons?", "Write a haiku about autumn rain."]
 
@@ -176,28 +180,41 @@ def cold_route_seconds(name: str, cache_dir: Path, repeats: int = 3) -> dict[str
             "imports_torch": any(r["torch"] for r in runs)}
 
 
+def recipe(embedder_id: str) -> str:
+    """An embedder id without its build fingerprint (a trailing 12-hex field): `static` builds of one recipe differ
+    in the last bits across thread settings (the page says so), and each is a fair sample of that embedder."""
+    head, _, tail = embedder_id.rpartition(":")
+    return head if len(tail) == 12 and all(c in "0123456789abcdef" for c in tail) else embedder_id
+
+
+def saved_results(dataset: str, name: str) -> list[tuple[Path, dict[str, Any]]]:
+    """The saved evaluations of an embedder on a dataset: its own file here, and the README's quality run."""
+    paths = [EVALUATIONS / f"{dataset}.{name}.json", QUALITY_RUNS / f"{dataset}.json"]
+    return [(path, json.loads(path.read_text())) for path in paths if path.exists()]
+
+
 def evaluation(dataset: str, name: str, home: Path, embedder_id: str, trials: int,
-               run: bool = True) -> dict[str, Any] | None:
-    """The saved `uniroute evaluate` result of one embedder on one dataset, run first if missing, stale or with
-    fewer than `trials` trials (without `run`: whatever saved result matches, any trial count, or None)."""
+               run: bool = True) -> tuple[Path, dict[str, Any]] | None:
+    """The saved `uniroute evaluate` result of one embedder on one dataset (with the most trials), run first if
+    missing, stale or with fewer than `trials` trials (without `run`: any matching result, or None)."""
     path = EVALUATIONS / f"{dataset}.{name}.json"
     part = DATASETS[dataset]
-    saved = json.loads(path.read_text()) if path.exists() else None
-    matches = saved is not None and saved["seed"] == SEED and saved["embedder_id"] == embedder_id and \
-        saved["prompt_part"] == part
+    matching = sorted(((p, r) for p, r in saved_results(dataset, name) if r["seed"] == SEED and
+                       recipe(r["embedder_id"]) == recipe(embedder_id) and r.get("prompt_part") == part),
+                      key=lambda pr: -pr[1]["trials"])
     if not run:  # a quick run of some of METHODS counts too: its missing methods stay "not measured"
-        if not matches:
+        if not matching:
             log.warning("no result of %s on %s with %s yet: left out", name, dataset, embedder_id)
-        return saved if matches else None
-    if not matches or saved["trials"] < trials or not set(METHODS) <= set(saved["methods"]):
+        return matching[0] if matching else None
+    if not matching or matching[0][1]["trials"] < trials or not set(METHODS) <= set(matching[0][1]["methods"]):
         log.warning("evaluating %s on %s (%d trials)", name, dataset, trials)
         path.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "uniroute", "evaluate", "--data", str(SHARED / dataset), "--trials",
                         str(trials), "--seed", str(SEED), "--embedder", name, "--methods", ",".join(METHODS),
                         "--prompt-part", part, "--out", str(path), "--json"], check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, "UNIROUTE_HOME": str(home), "PYTHONPATH": str(REPO)})
-        saved = json.loads(path.read_text())
-    return saved
+        return path, json.loads(path.read_text())
+    return matching[0]
 
 
 def against_best(runs: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
@@ -228,14 +245,14 @@ def routing(home: Path, ids: dict[str, str], trials: int, run: bool = True) -> d
     """
     out: dict[str, Any] = {}
     for dataset in DATASETS:
-        runs = {name: evaluation(dataset, name, home, ids[name], trials, run) for name in ROUTED}
+        found = {name: evaluation(dataset, name, home, ids[name], trials, run) for name in ROUTED}
+        runs = {name: None if f is None else f[1] for name, f in found.items()}
         out[dataset] = {"prompt_part": DATASETS[dataset], "vs_best": against_best(runs), "embedders": {
-            name: None if saved is None else {
-                "embedder_id": saved["embedder_id"], "n_prompts": saved["n_prompts"], "trials": saved["trials"],
-                "seconds": round(saved["seconds"], 1),
-                "file": str((EVALUATIONS / f"{dataset}.{name}.json").relative_to(REPO)),
-                "area": {m: round(saved["methods"][m]["area"], 4) for m in METHODS if m in saved["methods"]}}
-            for name, saved in runs.items()}}
+            name: None if f is None else {
+                "embedder_id": f[1]["embedder_id"], "n_prompts": f[1]["n_prompts"], "trials": f[1]["trials"],
+                "seconds": round(f[1]["seconds"], 1), "file": str(f[0].relative_to(REPO)),
+                "area": {m: round(f[1]["methods"][m]["area"], 4) for m in METHODS if m in f[1]["methods"]}}
+            for name, f in found.items()}}
     return out
 
 
