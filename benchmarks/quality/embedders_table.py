@@ -241,8 +241,9 @@ def render(result: dict[str, Any]) -> str:
         parts += [f"`uniroute evaluate`, seed {r['seed']}, methods {', '.join(r['methods'])}; trial t is the same "
                   "split for every embedder, so runs of different lengths are paired over the trials both have "
                   "(the trials column: each embedder's count). RouterBench embeds the last block of each prompt. "
-                  "In brackets: wins-losses of the embedder against the best measured one of the row (highest mean "
-                  f"Area) over the paired trials, two-sided sign test, significant at {ALPHA}. Collected by "
+                  "Each Area is the mean over the embedder's own trials; in brackets: wins-losses of the embedder "
+                  "against the best measured one of the row (highest mean Area over the trials all of them have) "
+                  f"over the paired trials, two-sided sign test, significant at {ALPHA}. Collected by "
                   f"{_stamp(result, 'routing')}.", ""]
     parts += routing_table(result)
     parts += sources(result)

@@ -218,7 +218,8 @@ def evaluation(dataset: str, name: str, home: Path, embedder_id: str, trials: in
 
 
 def against_best(runs: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
-    """Per method: the measured embedder of highest mean Area, and each other one's paired sign test against it.
+    """Per method: the measured embedder of highest mean Area over the trials all have, and each other one's
+    paired sign test against it.
 
     Trial t is the same split for every embedder (default_rng((seed, t))), so runs of different lengths pair
     over their common first trials; the count paired is stored beside each test.
@@ -226,7 +227,10 @@ def against_best(runs: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, 
     out: dict[str, dict[str, Any]] = {}
     for m in METHODS:
         measured = {name: saved for name, saved in runs.items() if saved is not None and m in saved["methods"]}
-        best = max(measured, key=lambda n: measured[n]["methods"][m]["area"]) if measured else None
+        # The best over the trials every measured embedder has: means over runs of different lengths do not compare.
+        common = min((len(saved["per_trial_area"][m]) for saved in measured.values()), default=0)
+        best = max(measured, key=lambda n: float(np.mean(measured[n]["per_trial_area"][m][:common]))) \
+            if measured else None
         tests = {}
         for name, saved in measured.items():
             if name == best:
