@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.parse_args(argv)
     settings = Settings()
     apply_offline_environment(settings)
+    # make run's minutes: the demo's builds embed with the interactive embedder (UNIROUTE_EMBEDDER), whatever the
+    # nightly builds' default (UNIROUTE_BUILD_EMBEDDER, settings.py); the flows read it from the environment.
+    os.environ.setdefault("UNIROUTE_BUILD_EMBEDDER", settings.embedder)
     fresh_home(settings)
     work = settings.home / "demo-input"
     work.mkdir()

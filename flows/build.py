@@ -53,12 +53,13 @@ def nightly_build() -> dict:
         for outcome in operations.inbox(ctx, onboard_landed=False).outcomes:
             logger.info("inbox %s: %s", outcome.name, outcome.status)
         # Inputs decided once, before anything runs: a bad name fails the flow in one line.
-        inputs = operations.build_inputs(settings.embedder, settings.seed, settings.build_kinds)
+        embedder = settings.build_embedder_name  # UNIROUTE_BUILD_EMBEDDER, else UNIROUTE_EMBEDDER (settings.py)
+        inputs = operations.build_inputs(embedder, settings.seed, settings.build_kinds)
         on_dask = 0
         if operations.embeds_ahead(inputs):  # TF-IDF is fitted on this build's training prompts, inside the build
-            on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(settings, settings.embedder)
+            on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(settings, embedder)
         # The build itself runs here; with an external scheduler its K-means refit (a large build) runs there.
-        result = operations.build(ctx, settings.embedder, settings.seed, settings.build_kinds,
+        result = operations.build(ctx, embedder, settings.seed, settings.build_kinds,
                                   dask_address=settings.dask_address, progress=True)
         logger.info(result.line())
         logger.info(result.selection)

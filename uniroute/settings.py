@@ -32,6 +32,12 @@ OFFLINE_ENVIRONMENT = {
 }
 
 
+# The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set: chosen by issue 28's rule
+# (not significantly worse than the best measured embedder on any shared dataset; docs/results/embedders.md: static
+# is nowhere significantly below minilm-onnx or minilm at 0.01, MMLU-Pro at 50 paired trials, the others at 20).
+DEFAULT_BUILD_EMBEDDER = "static"
+
+
 def comma_separated(text: str) -> tuple[str, ...]:
     """The names of a comma-separated list ("a, b" -> ("a", "b"); blank -> ())."""
     return tuple(part.strip() for part in text.split(",") if part.strip())
@@ -43,9 +49,12 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="UNIROUTE_", extra="ignore")
 
     home: Path = Path(".uniroute")
-    # static: distilled once from the local MiniLM, about 200x faster, no significant routing loss on the three
-    # shared datasets (20 paired trials each; docs/results/embedders.md). minilm, minilm-onnx, tfidf also work.
+    # Interactive work (make run's demo, `route` on a laptop, `report --similarity`): static, distilled once from the
+    # local MiniLM, about 200x faster. minilm, minilm-onnx, tfidf also work.
     embedder: str = "static"
+    # Nightly builds and `uniroute evaluate` (the property build_embedder_name): this when set, else
+    # UNIROUTE_EMBEDDER when that is set (one switch for both, as before the split), else DEFAULT_BUILD_EMBEDDER.
+    build_embedder: str | None = None
     embed_batch_size: int = 128
     seed: int = 0
     # The router kinds the nightly build fits and chooses among (UNIROUTE_BUILD_KINDS=a,b; blank: every kind, see
@@ -115,6 +124,13 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: object) -> object:
         # "a,b" or blank from the environment; a sequence from Python is taken as it is.
         return comma_separated(value) if isinstance(value, str) else value
+
+    @property
+    def build_embedder_name(self) -> str:
+        """The embedder of nightly builds and `uniroute evaluate` (see build_embedder)."""
+        if self.build_embedder:
+            return self.build_embedder
+        return self.embedder if "embedder" in self.model_fields_set else DEFAULT_BUILD_EMBEDDER
 
     @property
     def db_path(self) -> Path:

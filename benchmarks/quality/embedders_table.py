@@ -31,9 +31,10 @@ CANDIDATE_PACKAGES = (
 PAGE = REPO / "docs" / "results" / "embedders.md"
 ALPHA = 0.01
 # The methods whose Area depends on the embedding (ZeroRouter's does not: equal Areas there check the splits).
-ROUTING_METHODS = ("knn", "kmeans", "learnedmap")
+ROUTING_METHODS = ("knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
 METHOD_LABELS = {"zero": "ZeroRouter", "knn": "K-NN", "kmeans": "UniRoute (K-means)",
-                 "learnedmap": "UniRoute (LearnedMap)"}
+                 "kmeans_shrunk": "UniRoute (K-means, count-aware Psi)", "learnedmap": "UniRoute (LearnedMap)",
+                 "auto": "auto (what the build serves)"}
 
 
 def _section(result: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -80,58 +81,120 @@ def speed_table(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _names(result: dict[str, Any]) -> list[str]:
+    return list(next(iter(_section(result, "routing").values()))["embedders"])
+
+
 def routing_table(result: dict[str, Any]) -> list[str]:
-    """Per dataset and method: each embedder's mean Area, with its sign test against minilm's trials."""
+    """Per dataset and method: each embedder's mean Area, with its sign test against the best one of the row."""
     figures = _section(result, "routing")
     if figures is None:
         return ["(routing not measured yet)"]
-    names = list(next(iter(figures.values()))["embedders"])
-    lines = ["| dataset | method | " + " | ".join(f"`{n}`" for n in names) + " |",
-             "|---|---|" + "---:|" * len(names)]
+    names = _names(result)
+    lines = ["| dataset | method | trials (" + " / ".join(f"`{n}`" for n in names) + ") | " +
+             " | ".join(f"`{n}`" for n in names) + " |", "|---|---|---|" + "---:|" * len(names)]
     for dataset, block in figures.items():
+        counts = " / ".join(str(row["trials"]) if row else "-" for row in block["embedders"].values())
         for method, label in METHOD_LABELS.items():
+            versus = block["vs_best"].get(method, {"best": None, "tests": {}})
+            if versus["best"] is None:  # no embedder measured with this method here
+                continue
             cells = []
             for name in names:
                 row = block["embedders"][name]
-                if row is None:
+                if row is None or method not in row["area"]:
                     cells.append("not measured")
                     continue
-                test = (row["vs_minilm"] or {}).get(method)
-                mark = ""
-                if name != "minilm" and test is not None:
-                    verdict = "worse" if test["wins"] < test["losses"] else "better"
-                    mark = f" ({test['wins']}-{test['losses']}, p = {test['p']:.2g}"
-                    mark += f", **significantly {verdict}**)" if test["p"] < ALPHA else ")"
+                test = versus["tests"].get(name)
+                if name == versus["best"]:
+                    mark = " (best)" if len(versus["tests"]) else ""
+                elif test["wins"] + test["losses"] == 0:
+                    mark = f" (tied in all {test['trials']})"
+                else:
+                    mark = f" ({test['wins']}-{test['losses']} of {test['trials']}, p = {test['p']:.2g}"
+                    mark += ", **significantly worse**)" if _loses(test) else ")"
                 cells.append(f"{row['area'][method]:.4f}{mark}")
-            lines.append(f"| {dataset} | {label} | " + " | ".join(cells) + " |")
+            lines.append(f"| {dataset} | {label} | {counts} | " + " | ".join(cells) + " |")
     return lines
 
 
+def sources(result: dict[str, Any]) -> list[str]:
+    """Which saved evaluation each column of a dataset comes from, with its embedder id (builds differ)."""
+    figures = _section(result, "routing")
+    if figures is None:
+        return []
+    lines = ["", "Sources (the file and the embedder id of each result; `static` builds of one recipe differ in "
+             "their fingerprint, and a result from docs/results/ is the README's quality run):"]
+    for dataset, block in figures.items():
+        found = [f"`{n}` {row['file']} ({row['trials']} trials, `{row['embedder_id'].rsplit(':', 1)[-1]}`)"
+                 for n, row in block["embedders"].items() if row is not None]
+        lines.append(f"- {dataset}: " + "; ".join(found) + ".")
+    return lines
+
+
+def _loses(test: dict[str, Any] | None) -> bool:
+    return bool(test) and test["p"] < ALPHA and test["losses"] > test["wins"]
+
+
 def significant_losses(result: dict[str, Any], name: str) -> list[str]:
-    """Where an embedder's Area is significantly below minilm's: 'dataset/method wins-losses p' strings."""
+    """Where an embedder's Area is significantly below the best measured one's: 'dataset/method ...' strings."""
     losses = []
     for dataset, block in _section(result, "routing").items():
-        row = block["embedders"][name]
         for method in ROUTING_METHODS:
-            test = (row or {}).get("vs_minilm") and row["vs_minilm"][method]
-            if test and test["p"] < ALPHA and test["losses"] > test["wins"]:
-                losses.append(f"{dataset}/{method} {test['wins']}-{test['losses']} (p = {test['p']:.2g})")
+            versus = block["vs_best"].get(method, {"tests": {}})
+            if _loses(test := versus["tests"].get(name)):
+                losses.append(f"{dataset}/{method} {test['wins']}-{test['losses']} of {test['trials']} against "
+                              f"`{versus['best']}` (p = {test['p']:.2g})")
     return losses
 
 
 def unmeasured(result: dict[str, Any], name: str) -> list[str]:
-    """Datasets where the embedder (or minilm, its reference) has no routing result yet."""
-    return [dataset for dataset, block in _section(result, "routing").items()
-            if block["embedders"][name] is None or block["embedders"]["minilm"] is None]
+    """Datasets where the embedder has no routing result yet."""
+    return [dataset for dataset, block in _section(result, "routing").items() if block["embedders"][name] is None]
 
 
 def fastest_without_loss(result: dict[str, Any]) -> str | None:
-    """The fastest embedder measured on every dataset with no Area significantly below minilm's (the rule)."""
+    """The build default by issue 28's rule: the fastest embedder measured on every dataset whose Area is nowhere
+    significantly below the best measured embedder's (None when no embedder qualifies yet)."""
     speed, routing = _section(result, "throughput"), _section(result, "routing")
     if speed is None or routing is None:
         return None
-    names = sorted(next(iter(routing.values()))["embedders"], key=lambda n: -speed[n]["prompts_per_s"])
-    return next(n for n in names if n == "minilm" or not (significant_losses(result, n) or unmeasured(result, n)))
+    names = sorted(_names(result), key=lambda n: -speed[n]["prompts_per_s"])
+    return next((n for n in names if not (significant_losses(result, n) or unmeasured(result, n))), None)
+
+
+def fastest(result: dict[str, Any]) -> str | None:
+    """The fastest routed embedder (the interactive default)."""
+    speed, routing = _section(result, "throughput"), _section(result, "routing")
+    if speed is None or routing is None:
+        return None
+    return max(_names(result), key=lambda n: speed[n]["prompts_per_s"])
+
+
+def decision(result: dict[str, Any]) -> list[str]:
+    """The rule, its outcome, and what is missing or lost per embedder."""
+    choice, quick = fastest_without_loss(result), fastest(result)
+    if quick is None:
+        return []
+    lines = ["", "The rule for the build default (issue 28): the fastest embedder measured on every dataset whose Area "
+             f"is not significantly below the best measured embedder's for {', '.join(ROUTING_METHODS)} on any "
+             "dataset (paired sign test at 0.01 over the trials both have). Here: "
+             + (f"**`{choice}`**." if choice else "none qualifies yet (see below).")]
+    if choice and choice != quick:
+        lines += [f"`{quick}` is the fastest but does not qualify: it stays the interactive default "
+                  f"(`UNIROUTE_EMBEDDER`), and `{choice}` is the build default (`UNIROUTE_BUILD_EMBEDDER`)."]
+    for name in _names(result):
+        if losses := significant_losses(result, name):
+            lines += [f"- `{name}` is significantly below the best on: {'; '.join(losses)}."]
+        if missing := unmeasured(result, name):
+            lines += [f"- `{name}` is not measured on: {', '.join(missing)}"
+                      + (MINILM_UNMEASURED if name == "minilm" else ".")]
+    return lines
+
+
+MINILM_UNMEASURED = (" (through torch it embeds ~2 prompts/s here, hours per dataset; `minilm-onnx`, the same model "
+                     "in int8 with cosine 0.99 to it, stands in for it there, and the sign tests on those rows "
+                     "compare `minilm-onnx` and `static` directly).")
 
 
 def render(result: dict[str, Any]) -> str:
@@ -175,22 +238,16 @@ def render(result: dict[str, Any]) -> str:
     parts += ["", "## Routing Area per embedder", ""]
     if "routing" in result:
         r = result["routing"]
-        parts += [f"`uniroute evaluate`, {r['trials']} trials, seed {r['seed']}, methods {', '.join(r['methods'])}; "
-                  "RouterBench embeds the last block of each prompt. In brackets: wins-losses of the embedder "
-                  f"against `minilm` over the same trials, paired two-sided sign test, significant at {ALPHA}. "
-                  f"Collected by {_stamp(result, 'routing')}.", ""]
+        parts += [f"`uniroute evaluate`, seed {r['seed']}, methods {', '.join(r['methods'])}; trial t is the same "
+                  "split for every embedder, so runs of different lengths are paired over the trials both have "
+                  "(the trials column: each embedder's count). RouterBench embeds the last block of each prompt. "
+                  "Each Area is the mean over the embedder's own trials; in brackets: wins-losses of the embedder "
+                  "against the best measured one of the row (highest mean Area over the trials all of them have) "
+                  f"over the paired trials, two-sided sign test, significant at {ALPHA}. Collected by "
+                  f"{_stamp(result, 'routing')}.", ""]
     parts += routing_table(result)
-    if (choice := fastest_without_loss(result)) is not None:
-        parts += ["", "The rule for the default (`Settings.embedder`): the fastest embedder whose Area is not "
-                  f"significantly below `minilm`'s for {', '.join(ROUTING_METHODS)} on any dataset. Here: "
-                  f"**`{choice}`**."]
-        for name in next(iter(_section(result, "routing").values()))["embedders"]:
-            if losses := significant_losses(result, name):
-                parts += [f"- `{name}` is significantly below `minilm` on: {'; '.join(losses)}."]
-            if name != "minilm" and (missing := unmeasured(result, name)):
-                parts += [f"- `{name}` is not compared with `minilm` yet on: {', '.join(missing)} (run "
-                          "`python -m benchmarks.speed.embedding --sections routing --home <the home of the saved "
-                          "runs>` to complete them)."]
+    parts += sources(result)
+    parts += decision(result)
     parts += candidates_section()
     return "\n".join(parts) + "\n"
 

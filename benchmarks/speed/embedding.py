@@ -11,10 +11,12 @@ last block, as its evaluation embeds it):
   pairwise similarities over 20,000 random pairs (comparable across spaces, so the static embedder too);
 - the cost of building each model file once (fresh cache folder) and of a cold process that loads an
   embedder and embeds two prompts (what `uniroute route` pays);
-- routing Area on the three datasets: `uniroute evaluate --trials 20 --seed 0 --methods zero,knn,kmeans,
+- routing Area on the three datasets: `uniroute evaluate --trials 100 --seed 0 --methods zero,knn,kmeans,
   learnedmap` per embedder (RouterBench with `--prompt-part last-block`), reusing a result file of
-  benchmarks/results/embedders/ when it was made with the same settings and embedder id, and a paired
-  sign test of each embedder against `minilm` over the 20 trials per method.
+  benchmarks/results/embedders/ (or the README's quality run in docs/results/) made with the same settings,
+  embedder recipe and at least as many trials, and a
+  paired sign test of each embedder against the best measured one per dataset and method (over the trials
+  both have: trial t is the same split for every embedder). `--no-evaluate` collects saved results of any length.
 
 Results: benchmarks/results/embedding.json, and docs/results/embedders.md generated from it
 (`benchmarks/quality/embedders_table.py`). Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding
@@ -50,8 +52,11 @@ DATASETS = {"routerbench_subset": "last-block", "routerdc_model7": "full", "mmlu
 # The embedders compared, by label: the factory's three, and the float32 ONNX graph as the exactness check.
 MEASURED = ("minilm", "minilm-onnx", "minilm-onnx-f32", "static")
 ROUTED = ("minilm", "minilm-onnx", "static")
-METHODS = ("zero", "knn", "kmeans", "learnedmap")
-TRIALS, SEED = 20, 0
+METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
+# The README's quality runs (benchmarks/quality/results_doc.py): 100 trials, same seed and splits, of the default
+# embedder; collected as that embedder's result where they have more trials than its own file here.
+QUALITY_RUNS = REPO / "docs" / "results"
+TRIALS, SEED = 100, 0
 ROUTE_PROMPTS = ["Which planet has the most moons?", "Write a haiku about autumn rain."]
 
 log = logging.getLogger("benchmarks.speed.embedding")
@@ -175,46 +180,83 @@ def cold_route_seconds(name: str, cache_dir: Path, repeats: int = 3) -> dict[str
             "imports_torch": any(r["torch"] for r in runs)}
 
 
-def evaluation(dataset: str, name: str, home: Path, embedder_id: str, run: bool = True) -> dict[str, Any] | None:
-    """The saved `uniroute evaluate` result of one embedder on one dataset, run first if missing or stale
-    (or None then, without `run`)."""
+def recipe(embedder_id: str) -> str:
+    """An embedder id without its build fingerprint (a trailing 12-hex field): `static` builds of one recipe differ
+    in the last bits across thread settings (the page says so), and each is a fair sample of that embedder."""
+    head, _, tail = embedder_id.rpartition(":")
+    return head if len(tail) == 12 and all(c in "0123456789abcdef" for c in tail) else embedder_id
+
+
+def saved_results(dataset: str, name: str) -> list[tuple[Path, dict[str, Any]]]:
+    """The saved evaluations of an embedder on a dataset: its own file here, and the README's quality run."""
+    paths = [EVALUATIONS / f"{dataset}.{name}.json", QUALITY_RUNS / f"{dataset}.json"]
+    return [(path, json.loads(path.read_text())) for path in paths if path.exists()]
+
+
+def evaluation(dataset: str, name: str, home: Path, embedder_id: str, trials: int,
+               run: bool = True) -> tuple[Path, dict[str, Any]] | None:
+    """The saved `uniroute evaluate` result of one embedder on one dataset (with the most trials), run first if
+    missing, stale or with fewer than `trials` trials (without `run`: any matching result, or None)."""
     path = EVALUATIONS / f"{dataset}.{name}.json"
     part = DATASETS[dataset]
-    saved = json.loads(path.read_text()) if path.exists() else None
-    fresh = saved is not None and saved["trials"] == TRIALS and saved["seed"] == SEED and \
-        saved["embedder_id"] == embedder_id and saved["prompt_part"] == part and set(METHODS) <= set(saved["methods"])
-    if not fresh and not run:
-        log.warning("no result of %s on %s with %s yet: left out", name, dataset, embedder_id)
-        return None
-    if not fresh:
-        log.warning("evaluating %s on %s (%d trials)", name, dataset, TRIALS)
+    matching = sorted(((p, r) for p, r in saved_results(dataset, name) if r["seed"] == SEED and
+                       recipe(r["embedder_id"]) == recipe(embedder_id) and r.get("prompt_part") == part),
+                      key=lambda pr: -pr[1]["trials"])
+    if not run:  # a quick run of some of METHODS counts too: its missing methods stay "not measured"
+        if not matching:
+            log.warning("no result of %s on %s with %s yet: left out", name, dataset, embedder_id)
+        return matching[0] if matching else None
+    if not matching or matching[0][1]["trials"] < trials or not set(METHODS) <= set(matching[0][1]["methods"]):
+        log.warning("evaluating %s on %s (%d trials)", name, dataset, trials)
         path.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "uniroute", "evaluate", "--data", str(SHARED / dataset), "--trials",
-                        str(TRIALS), "--seed", str(SEED), "--embedder", name, "--methods", ",".join(METHODS),
+                        str(trials), "--seed", str(SEED), "--embedder", name, "--methods", ",".join(METHODS),
                         "--prompt-part", part, "--out", str(path), "--json"], check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, "UNIROUTE_HOME": str(home), "PYTHONPATH": str(REPO)})
-        saved = json.loads(path.read_text())
-    return saved
+        return path, json.loads(path.read_text())
+    return matching[0]
 
 
-def routing(home: Path, ids: dict[str, str], run: bool = True) -> dict[str, Any]:
-    """Per dataset: each embedder's mean Area per method, and its paired sign test against minilm's trials.
+def against_best(runs: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+    """Per method: the measured embedder of highest mean Area over the trials all have, and each other one's
+    paired sign test against it.
 
-    Without `run`, only saved results are collected; a missing one is recorded as None (not measured).
+    Trial t is the same split for every embedder (default_rng((seed, t))), so runs of different lengths pair
+    over their common first trials; the count paired is stored beside each test.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for m in METHODS:
+        measured = {name: saved for name, saved in runs.items() if saved is not None and m in saved["methods"]}
+        # The best over the trials every measured embedder has: means over runs of different lengths do not compare.
+        common = min((len(saved["per_trial_area"][m]) for saved in measured.values()), default=0)
+        best = max(measured, key=lambda n: float(np.mean(measured[n]["per_trial_area"][m][:common]))) \
+            if measured else None
+        tests = {}
+        for name, saved in measured.items():
+            if name == best:
+                continue
+            a, b = saved["per_trial_area"][m], measured[best]["per_trial_area"][m]
+            n = min(len(a), len(b))
+            tests[name] = {**ev.sign_test(a[:n], b[:n]), "trials": n}
+        out[m] = {"best": best, "tests": tests}
+    return out
+
+
+def routing(home: Path, ids: dict[str, str], trials: int, run: bool = True) -> dict[str, Any]:
+    """Per dataset: each embedder's mean Area per method, and its paired sign test against the best one there.
+
+    Without `run`, only saved results are collected (any trial count); a missing one is recorded as None.
     """
     out: dict[str, Any] = {}
     for dataset in DATASETS:
-        runs = {name: evaluation(dataset, name, home, ids[name], run) for name in ROUTED}
-        base = runs["minilm"]["per_trial_area"] if runs["minilm"] else None
-        out[dataset] = {"prompt_part": DATASETS[dataset], "embedders": {
-            name: None if saved is None else {
-                "embedder_id": saved["embedder_id"], "n_prompts": saved["n_prompts"],
-                "seconds": round(saved["seconds"], 1),
-                "file": str((EVALUATIONS / f"{dataset}.{name}.json").relative_to(REPO)),
-                "area": {m: round(saved["methods"][m]["area"], 4) for m in METHODS},
-                "vs_minilm": None if base is None else
-                {m: ev.sign_test(saved["per_trial_area"][m], base[m]) for m in METHODS}}
-            for name, saved in runs.items()}}
+        found = {name: evaluation(dataset, name, home, ids[name], trials, run) for name in ROUTED}
+        runs = {name: None if f is None else f[1] for name, f in found.items()}
+        out[dataset] = {"prompt_part": DATASETS[dataset], "vs_best": against_best(runs), "embedders": {
+            name: None if f is None else {
+                "embedder_id": f[1]["embedder_id"], "n_prompts": f[1]["n_prompts"], "trials": f[1]["trials"],
+                "seconds": round(f[1]["seconds"], 1), "file": str(f[0].relative_to(REPO)),
+                "area": {m: round(f[1]["methods"][m]["area"], 4) for m in METHODS if m in f[1]["methods"]}}
+            for name, f in found.items()}}
     return out
 
 
@@ -230,6 +272,8 @@ def main() -> None:
                         help="UNIROUTE_HOME of the evaluations (its embedding cache and built model files)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help="which parts to measure now; the others keep their figures in --out")
+    parser.add_argument("--trials", type=int, default=TRIALS,
+                        help="routing: run an evaluation whose saved result has fewer trials than this")
     parser.add_argument("--no-evaluate", action="store_true",
                         help="routing: collect the saved evaluations only, run none (missing ones stay empty)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -251,7 +295,7 @@ def main() -> None:
     for section in sections:
         flags = {"throughput": f" --prompts {args.prompts} --repeats {args.repeats} --threads {args.threads}",
                  "build": f" --threads {args.threads}", "route": "",
-                 "routing": " --no-evaluate" if args.no_evaluate else ""}[section]
+                 "routing": f" --trials {args.trials}" + (" --no-evaluate" if args.no_evaluate else "")}[section]
         command = f"OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding --sections {section}{flags}"
         stamp = {"command": command,
                  "started": now_utc(), "load_average_before": load_average(), "threads": args.threads}
@@ -264,8 +308,8 @@ def main() -> None:
             figures = {name: cold_route_seconds(name, cache_dir) for name in ROUTED}
         else:
             ids = {name: embedder_id(name, cache_dir) for name in ROUTED}
-            figures = routing(args.home, ids, run=not args.no_evaluate)
-            stamp.update(trials=TRIALS, seed=SEED, methods=list(METHODS))
+            figures = routing(args.home, ids, args.trials, run=not args.no_evaluate)
+            stamp.update(trials=args.trials, seed=SEED, methods=list(METHODS))
         result[section] = {**stamp, "load_average_after": load_average(), "figures": figures}
         write_result(result, args.out)
     print(f"wrote {args.out} and {write_table(result)}")

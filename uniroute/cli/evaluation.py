@@ -58,7 +58,7 @@ def evaluate(
     trials: Annotated[int, typer.Option(help="Number of random train/test LLM and prompt splits.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed; trial t uses numpy default_rng((seed, t)).")] = 0,
     embedder: Annotated[str | None, typer.Option(
-        help="minilm, minilm-onnx, static, tfidf or attributes (default: UNIROUTE_EMBEDDER)."
+        help="minilm, minilm-onnx, static, tfidf or attributes (default: UNIROUTE_BUILD_EMBEDDER)."
     )] = None,
     methods: Annotated[str, typer.Option(help="Comma-separated methods to compare: zero, the router kinds knn, "
                                          "kmeans, kmeans_shrunk and learnedmap, auto (the kind chosen on "
@@ -115,7 +115,7 @@ def evaluate(
     if battles_per_prompt != 1 and ("pairwise" not in method_list or test_data is not None):
         fail("--battles-per-prompt draws the battles of the pairwise method from a pointwise log: add pairwise to "
              "--methods (and no --test-data)")
-    name = embedder or settings.embedder
+    name = embedder or settings.build_embedder_name
     with one_line_errors():
         kind = embedder_kind(name)
     attributes = _AttributeOptions(attribute_labels, attribute_base) if kind.needs_labels else None

@@ -24,7 +24,7 @@ from uniroute.settings import comma_separated
 @app.command("build")
 def build_command(
     embedder: Annotated[str | None, typer.Option(
-        help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_EMBEDDER)."
+        help="minilm, minilm-onnx, static or tfidf (default: UNIROUTE_BUILD_EMBEDDER)."
     )] = None,
     seed: Annotated[int | None, typer.Option(help="Seed for K-means and the LearnedMap.")] = None,
     kinds: Annotated[str | None, typer.Option(
@@ -41,7 +41,7 @@ def build_command(
     settings = settings_from_env()
     with one_line_errors():  # a bad name fails before the build opens the store
         result = operations.build(
-            context(settings), embedder or settings.embedder, settings.seed if seed is None else seed,
+            context(settings), embedder or settings.build_embedder_name, settings.seed if seed is None else seed,
             comma_separated(kinds) if kinds is not None else settings.build_kinds,
             dask_address=settings.dask_address, progress=not as_json,
         )
