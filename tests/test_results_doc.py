@@ -97,7 +97,7 @@ def test_the_regression_pilot_note_and_its_verdict_come_from_its_results_file(tm
     from benchmarks.quality import onboarding_set_doc as doc
 
     assert doc.regression_note(tmp_path / "absent.json") == []
-    win = {"difference": 0.006, "wins": 18, "losses": 6, "p": 0.02}
+    win = {"difference": 0.006, "wins": 18, "losses": 6, "p": 0.02, "area": 0.7712}
     lose = {**win, "difference": -0.001, "wins": 10, "losses": 12, "p": 0.83}
     records = {}
     for d in ("routerdc_model7", "routerbench_subset"):  # the table follows the doc's dataset order, not the file's
@@ -111,6 +111,7 @@ def test_the_regression_pilot_note_and_its_verdict_come_from_its_results_file(tm
     assert "| strategy | estimator | RouterBench subset N = 25 | RouterBench subset N = 50 | RouterDC" in text
     assert "| anchored | regression, ridge 30 | +0.0060 (18/6 *) | +0.0060 (18/6 *) | +0.0060 (18/6 *) | " \
            "-0.0010 (10/12) |" in text
+    assert "RouterBench subset 0.7712 / 0.7712 / 0.8000; RouterDC, 7 LLMs 0.7712 / 0.7712 / 0.8000." in text
     assert "Verdict: no combination beats random" in text  # random + paper's mean is the baseline, not a winner
     records["pilot_routerdc_model7"]["anchored"]["ridge30"]["50"] = win
     pilot.write_text(json.dumps(records))

@@ -150,7 +150,9 @@ def regression_note(pilot: Path = REGRESSION_PILOT, sizes: tuple[str, ...] = ("2
         "cell it does not cancel between test LLMs. `regression`: ridge regression of the newcomer's answered "
         "losses on the pool LLMs' losses (intercept free, weights shrunk toward the pool mean, strength by "
         "leave-one-out on its own answers); `ridge30`: the same with a fixed strength of 30; `softmax`: the pool "
-        "LLMs mixed by the likelihood of the newcomer's answers (miss rate 0.3) plus its mean residual. Only the "
+        "LLMs mixed by the likelihood of the newcomer's answers (miss rate 0.3) plus its mean residual. "
+        "`disagree`: `allocated` across clusters, within a cluster the prompts the training LLMs disagree on most "
+        "first (they tell whom a newcomer resembles). Only the "
         "newcomer's answered labels are read. Count-aware K-means (the default router, K and strength tuned per "
         "trial, static embedder). Difference of test Area from random prompts with the default router's own "
         f"cells (wins/losses, sign test p, `*` p < 0.05); {first['trials']} trials, seed {first['seed']}.")]
@@ -178,6 +180,10 @@ def regression_note(pilot: Path = REGRESSION_PILOT, sizes: tuple[str, ...] = ("2
                 winners.append(f"{strategy} + {est}")
             parts.append(f"| {strategy} | {REGRESSION_ESTIMATORS.get(est, est)} | " + " | ".join(cells) + " |")
     at = " and ".join(sizes)
+    parts += ["", "Test Area with random prompts (" + " / ".join(f"N = {n}" for n in sizes) + " / all validation "
+              "prompts), the gap a choice could close: " + "; ".join(
+                  f"{DATASETS[d]['title']} " + " / ".join(f"{run['random']['paper'][n]['area']:.4f}" for n in sizes)
+                  + f" / {run['all_prompts_area']:.4f}" for d, run in runs.items()) + "."]
     parts += ["", (f"Verdict: beats random + the default router's cells at N = {at} on every dataset (p < 0.05): "
                    + ", ".join(winners)) if winners else
               f"Verdict: no combination beats random + the default router's cells at both N = {at} on every "
