@@ -105,9 +105,13 @@ def test_the_regression_pilot_note_and_its_verdict_come_from_its_results_file(tm
                  "anchored": {"ridge30": {"25": win, "50": lose if d == "routerdc_model7" else win}}}
         records[f"pilot_{d}"] = {"command": f"python -m x --data ../shared/datasets/{d}/long.parquet",
                                  "trials": 25, "seed": 0, "all_prompts_area": 0.8, **table}
+    records["check100_routerdc_model7"] = {**records["pilot_routerdc_model7"], "trials": 100,
+                                           "anchored": {"ridge30": {"25": lose, "50": lose}}}
     pilot = tmp_path / "pilot.json"
     pilot.write_text(json.dumps(records))
     text = "\n".join(doc.regression_note(pilot))
+    assert "`check100_routerdc_model7` (`python -m x --data ../shared/datasets/routerdc_model7/long.parquet`, " \
+           "100 trials): anchored + ridge30 -0.0010 (10/12, p 0.83) at 25; anchored + ridge30 -0.0010" in text
     assert "| strategy | estimator | RouterBench subset N = 25 | RouterBench subset N = 50 | RouterDC" in text
     assert "| anchored | regression, ridge 30 | +0.0060 (18/6 *) | +0.0060 (18/6 *) | +0.0060 (18/6 *) | " \
            "-0.0010 (10/12) |" in text

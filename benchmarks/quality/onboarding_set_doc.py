@@ -138,8 +138,9 @@ def regression_note(pilot: Path = REGRESSION_PILOT, sizes: tuple[str, ...] = ("2
     (strategy, estimator) against random prompts with the default router's cells, per dataset and size."""
     if not pilot.exists():
         return []
-    records = json.loads(pilot.read_text()).values()
-    runs = {d: run for d in DATASETS for run in records if f"/{d}/" in run["command"]}  # the doc's dataset order
+    records = json.loads(pilot.read_text())
+    pilots = [run for name, run in records.items() if name.startswith("pilot")]  # "check...": longer re-runs
+    runs = {d: run for d in DATASETS for run in pilots if f"/{d}/" in run["command"]}  # the doc's dataset order
     if not runs:
         return []
     first = next(iter(runs.values()))
@@ -184,6 +185,14 @@ def regression_note(pilot: Path = REGRESSION_PILOT, sizes: tuple[str, ...] = ("2
               "prompts), the gap a choice could close: " + "; ".join(
                   f"{DATASETS[d]['title']} " + " / ".join(f"{run['random']['paper'][n]['area']:.4f}" for n in sizes)
                   + f" / {run['all_prompts_area']:.4f}" for d, run in runs.items()) + "."]
+    for name, run in records.items():
+        if not name.startswith("pilot"):  # a re-run of a few cells with more trials, printed beside the table
+            cells = [f"{strategy} + {est} {entries[n]['difference']:+.4f} ({entries[n]['wins']}/"
+                     f"{entries[n]['losses']}, p {entries[n]['p']:.2f}) at {n}"
+                     for strategy, rows in run.items() if isinstance(rows, dict)
+                     for est, entries in rows.items() if (strategy, est) != ("random", "paper")
+                     for n in sizes if n in entries]
+            parts += ["", f"`{name}` (`{run['command']}`, {run['trials']} trials): " + "; ".join(cells) + "."]
     parts += ["", (f"Verdict: beats random + the default router's cells at N = {at} on every dataset (p < 0.05): "
                    + ", ".join(winners)) if winners else
               f"Verdict: no combination beats random + the default router's cells at both N = {at} on every "

@@ -79,10 +79,12 @@ RouterDC at 50 with every estimator but softmax (the paper's mean -0.0065, 4/20)
 ridge (-0.0106, 6/17); and `allocated` (today's `best`) is significantly worse than random on MMLU-Pro at 50 with
 the default router's cells (-0.0126, 5/17; softmax -0.0229, 3/19). Of the 90 cells against the baseline, 8 are
 significant at p < 0.05 (about 4-5 expected by chance): one win (`allocated` + LOO ridge, RouterBench at 50, 19/6)
-and seven losses, all at 50 answers. A likely reason: the training pools are small (RouterBench 5 LLMs, RouterDC 3,
-MMLU-Pro 19) and the losses 0/1, so 25-50 answers tell whom a newcomer resembles little beyond its mean offset from
-the pool, which is shared by the test LLMs and cancels. Not wired: `best` stays `allocated`, onboarding keeps the
-default router's cells.
+and seven losses, all at 50 answers. A 100-trial re-run on MMLU-Pro (random and `allocated`) does not confirm
+`allocated`'s loss (-0.0036 at 50, 45/50, p 0.68; +0.0021 at 25) and finds the nearest thing to a gain in the
+estimator alone, random + ridge 30 at 25 answers (+0.0107, 48/30, p 0.054), gone at 50 (+0.0015, 46/40). A likely
+reason: the training pools are small (RouterBench 5 LLMs, RouterDC 3, MMLU-Pro 19) and the losses 0/1, so 25-50
+answers tell whom a newcomer resembles little beyond its mean offset from the pool, which is shared by the test LLMs
+and cancels. Not wired: `best` stays `allocated`, onboarding keeps the default router's cells.
 """
 
 from __future__ import annotations
