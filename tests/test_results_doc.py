@@ -111,7 +111,7 @@ def test_the_regression_pilot_note_and_its_verdict_come_from_its_results_file(tm
     pilot.write_text(json.dumps(records))
     text = "\n".join(doc.regression_note(pilot))
     assert "`check100_routerdc_model7` (`python -m x --data ../shared/datasets/routerdc_model7/long.parquet`, " \
-           "100 trials): anchored + ridge30 -0.0010 (10/12, p 0.83) at 25; anchored + ridge30 -0.0010" in text
+           "100 trials): anchored + ridge30 -0.0010 (10/12, p 0.830) at 25; anchored + ridge30 -0.0010" in text
     assert "| strategy | estimator | RouterBench subset N = 25 | RouterBench subset N = 50 | RouterDC" in text
     assert "| anchored | regression, ridge 30 | +0.0060 (18/6 *) | +0.0060 (18/6 *) | +0.0060 (18/6 *) | " \
            "-0.0010 (10/12) |" in text

@@ -188,7 +188,7 @@ def regression_note(pilot: Path = REGRESSION_PILOT, sizes: tuple[str, ...] = ("2
     for name, run in records.items():
         if not name.startswith("pilot"):  # a re-run of a few cells with more trials, printed beside the table
             cells = [f"{strategy} + {est} {entries[n]['difference']:+.4f} ({entries[n]['wins']}/"
-                     f"{entries[n]['losses']}, p {entries[n]['p']:.2f}) at {n}"
+                     f"{entries[n]['losses']}, p {entries[n]['p']:.3f}) at {n}"
                      for strategy, rows in run.items() if isinstance(rows, dict)
                      for est, entries in rows.items() if (strategy, est) != ("random", "paper")
                      for n in sizes if n in entries]
