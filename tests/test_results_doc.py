@@ -93,6 +93,35 @@ def test_the_estimator_pilot_note_comes_from_its_results_file(tmp_path: Path) ->
     assert "| anchored | pool-referenced | +0.0123 (17/8, p 0.11) | -0.0020 (17/8, p 0.11) |" in text
 
 
+def test_the_regression_pilot_note_and_its_verdict_come_from_its_results_file(tmp_path: Path) -> None:
+    from benchmarks.quality import onboarding_set_doc as doc
+
+    assert doc.regression_note(tmp_path / "absent.json") == []
+    win = {"difference": 0.006, "wins": 18, "losses": 6, "p": 0.02, "area": 0.7712}
+    lose = {**win, "difference": -0.001, "wins": 10, "losses": 12, "p": 0.83}
+    records = {}
+    for d in ("routerdc_model7", "routerbench_subset"):  # the table follows the doc's dataset order, not the file's
+        table = {"random": {"paper": {"25": win, "50": win}},
+                 "anchored": {"ridge30": {"25": win, "50": lose if d == "routerdc_model7" else win}}}
+        records[f"pilot_{d}"] = {"command": f"python -m x --data ../shared/datasets/{d}/long.parquet",
+                                 "trials": 25, "seed": 0, "all_prompts_area": 0.8, **table}
+    records["check100_routerdc_model7"] = {**records["pilot_routerdc_model7"], "trials": 100,
+                                           "anchored": {"ridge30": {"25": lose, "50": lose}}}
+    pilot = tmp_path / "pilot.json"
+    pilot.write_text(json.dumps(records))
+    text = "\n".join(doc.regression_note(pilot))
+    assert "`check100_routerdc_model7` (`python -m x --data ../shared/datasets/routerdc_model7/long.parquet`, " \
+           "100 trials): anchored + ridge30 -0.0010 (10/12, p 0.830) at 25; anchored + ridge30 -0.0010" in text
+    assert "| strategy | estimator | RouterBench subset N = 25 | RouterBench subset N = 50 | RouterDC" in text
+    assert "| anchored | regression, ridge 30 | +0.0060 (18/6 *) | +0.0060 (18/6 *) | +0.0060 (18/6 *) | " \
+           "-0.0010 (10/12) |" in text
+    assert "RouterBench subset 0.7712 / 0.7712 / 0.8000; RouterDC, 7 LLMs 0.7712 / 0.7712 / 0.8000." in text
+    assert "Verdict: no combination beats random" in text  # random + paper's mean is the baseline, not a winner
+    records["pilot_routerdc_model7"]["anchored"]["ridge30"]["50"] = win
+    pilot.write_text(json.dumps(records))
+    assert "on every dataset (p < 0.05): anchored + ridge30" in "\n".join(doc.regression_note(pilot))
+
+
 def test_the_onboarding_set_section_is_written_once_even_where_a_copy_ends_the_doc() -> None:
     from benchmarks.quality import onboarding_set_doc as doc
 

@@ -37,6 +37,9 @@ PILOT = ROOT / "benchmarks" / "results" / "onboarding_estimator_pilot.json"
 ESTIMATORS = {"paper": "paper's mean", "paper5": "paper's mean, shrunk (5) toward the pool prior",
               "ref0": "pool-referenced", "ref5": "pool-referenced, shrunk (5)",
               "refA": "pool-referenced, tuned shrinkage"}
+REGRESSION_PILOT = ROOT / "benchmarks" / "results" / "onboarding_regression_pilot.json"
+REGRESSION_ESTIMATORS = {"paper": "paper's mean (default router)", "regression": "regression, ridge by LOO",
+                         "ridge30": "regression, ridge 30", "softmax": "softmax over pool LLMs"}
 DOC = ROOT / "docs" / "results.md"
 HEADING = "## Onboarding set: which validation prompts a new LLM answers"
 SIZES = "10,25,50,100"
@@ -130,6 +133,73 @@ def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -
     return parts
 
 
+def regression_note(pilot: Path = REGRESSION_PILOT, sizes: tuple[str, ...] = ("25", "50")) -> list[str]:
+    """The regression estimator's pilot (benchmarks/quality/onboarding_regression_pilot.py): one table, each
+    (strategy, estimator) against random prompts with the default router's cells, per dataset and size."""
+    if not pilot.exists():
+        return []
+    records = json.loads(pilot.read_text())
+    pilots = [run for name, run in records.items() if name.startswith("pilot")]  # "check...": longer re-runs
+    runs = {d: run for d in DATASETS for run in pilots if f"/{d}/" in run["command"]}  # the doc's dataset order
+    if not runs:
+        return []
+    first = next(iter(runs.values()))
+    parts = ["", "### A regression estimator for the newcomer (pilot, default router)", "", (
+        "A newcomer's cell as its loss on every validation prompt of the cluster: observed where it answered, "
+        "predicted elsewhere from the training LLMs' losses on that prompt, averaged over the cluster (survey "
+        "sampling's regression estimator). The prediction differs per newcomer, so unlike the pool-referenced "
+        "cell it does not cancel between test LLMs. `regression`: ridge regression of the newcomer's answered "
+        "losses on the pool LLMs' losses (intercept free, weights shrunk toward the pool mean, strength by "
+        "leave-one-out on its own answers); `ridge30`: the same with a fixed strength of 30; `softmax`: the pool "
+        "LLMs mixed by the likelihood of the newcomer's answers (miss rate 0.3) plus its mean residual. "
+        "`disagree`: `allocated` across clusters, within a cluster the prompts the training LLMs disagree on most "
+        "first (they tell whom a newcomer resembles). Only the "
+        "newcomer's answered labels are read. Count-aware K-means (the default router, K and strength tuned per "
+        "trial, static embedder). Difference of test Area from random prompts with the default router's own "
+        f"cells (wins/losses, sign test p, `*` p < 0.05); {first['trials']} trials, seed {first['seed']}.")]
+    parts += ["", "Commands: " + "; ".join(f"`{run['command']}`" for run in runs.values()), "",
+              "| strategy | estimator | " + " | ".join(f"{DATASETS[d]['title']} N = {n}" for d in runs
+                                                     for n in sizes) + " |",
+              "|---|---|" + "---:|" * (len(runs) * len(sizes))]
+    winners = []
+    for strategy, rows in first.items():
+        if not isinstance(rows, dict):  # the header entries (command, trials, the all-prompts Area)
+            continue
+        for est in rows:
+            cells, wins_all = [], True
+            for run in runs.values():
+                for n in sizes:
+                    e = run.get(strategy, {}).get(est, {}).get(n)
+                    if e is None:
+                        cells.append("")
+                        wins_all = False
+                        continue
+                    star = " *" if e["p"] < 0.05 else ""
+                    cells.append(f"{e['difference']:+.4f} ({e['wins']}/{e['losses']}{star})")
+                    wins_all &= e["wins"] > e["losses"] and e["p"] < 0.05
+            if wins_all and (strategy, est) != ("random", "paper"):
+                winners.append(f"{strategy} + {est}")
+            parts.append(f"| {strategy} | {REGRESSION_ESTIMATORS.get(est, est)} | " + " | ".join(cells) + " |")
+    at = " and ".join(sizes)
+    parts += ["", "Test Area with random prompts (" + " / ".join(f"N = {n}" for n in sizes) + " / all validation "
+              "prompts), the gap a choice could close: " + "; ".join(
+                  f"{DATASETS[d]['title']} " + " / ".join(f"{run['random']['paper'][n]['area']:.4f}" for n in sizes)
+                  + f" / {run['all_prompts_area']:.4f}" for d, run in runs.items()) + "."]
+    for name, run in records.items():
+        if not name.startswith("pilot"):  # a re-run of a few cells with more trials, printed beside the table
+            cells = [f"{strategy} + {est} {entries[n]['difference']:+.4f} ({entries[n]['wins']}/"
+                     f"{entries[n]['losses']}, p {entries[n]['p']:.3f}) at {n}"
+                     for strategy, rows in run.items() if isinstance(rows, dict)
+                     for est, entries in rows.items() if (strategy, est) != ("random", "paper")
+                     for n in sizes if n in entries]
+            parts += ["", f"`{name}` (`{run['command']}`, {run['trials']} trials): " + "; ".join(cells) + "."]
+    parts += ["", (f"Verdict: beats random + the default router's cells at N = {at} on every dataset (p < 0.05): "
+                   + ", ".join(winners)) if winners else
+              f"Verdict: no combination beats random + the default router's cells at both N = {at} on every "
+              "dataset (p < 0.05)."]
+    return parts
+
+
 def adaptive_note(out_dir: Path = ADAPTIVE_DIR, plots: bool = True) -> list[str]:
     """The adaptive strategies' study (experiments/adaptive_study.py) with the default router, per dataset run."""
     runs = [d for d in DATASETS if (out_dir / f"{d}_valsize.json").exists()]
@@ -191,6 +261,7 @@ def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     if missing:
         parts += ["", f"Not measured yet: {', '.join(missing)}."]
     parts += estimator_note()
+    parts += regression_note()
     parts += adaptive_note(plots=plots)
     return "\n".join(parts) + "\n\n"
 
