@@ -4,10 +4,9 @@ With equal costs every router routes each prompt to the model of least estimated
 per-cluster argmin mostly follows noise (routers/quality_rule.py). The rule serves the model best on the
 validation prompts everywhere except in the K-means clusters where another model beats it by a significant
 paired sign test there. As a kind it is tuned, compared and served like the others: `auto` (selection.select_kind)
-measures it by the same simulated onboarding on the training LLMs; it is a candidate only when every model's
-mean cost is the same (`applies_to`), since with costs it has no cost axis to trade along, and there it is the
-default kind the others must beat clearly (selection.default_for: without costs the question is whether routing
-beats the best single model, and the rule is the conservative answer).
+measures it by the same simulated onboarding on the training LLMs and serves it only when its Area beats the
+default kind's clearly; it is a candidate only when every model's mean cost is the same (`applies_to`), since
+with costs it has no cost axis to trade along.
 
 Its served router is the one-hot K-means router (routers.router.Router: Psi as measured on the validation
 prompts, stored, published and onboarded like `kmeans`) whose floor (`psi_floor`, the evidence gate's
