@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.quality.quality_only import merged
+from benchmarks.quality.quality_only import as_default, merged, rule_as_default
 
 
 def _report(methods: dict[str, list[float]], best: list[float], seed: int = 0) -> dict:
@@ -30,3 +30,19 @@ def test_other_trials_are_refused() -> None:
         merged(served, _report({"zero": [0.5, 0.5], "kmeans": [0.6, 0.5]}, [0.55, 0.55], seed=1))
     with pytest.raises(ValueError, match="best single"):
         merged(served, _report({"zero": [0.5, 0.5], "kmeans": [0.6, 0.5]}, [0.55, 0.56]))
+
+
+def test_the_other_default_is_replayed_from_the_recorded_resamples() -> None:
+    # Trial 0: K-means beats the rule by 3 paired SEs; trial 1 by 1 SE only. The run's default was the rule.
+    pair = [{"quality_rule": {"kmeans_shrunk": 0.01, "quality_rule": 0.0},
+             "kmeans_shrunk": {"quality_rule": 0.01, "kmeans_shrunk": 0.0}}] * 2
+    sel = [{"default": "quality_rule", "val_area": {"quality_rule": 0.50, "kmeans_shrunk": 0.53},
+            "diff_se": {}, "pair_se": pair[0]},
+           {"default": "quality_rule", "val_area": {"quality_rule": 0.50, "kmeans_shrunk": 0.51},
+            "diff_se": {}, "pair_se": pair[1]}]
+    report = {"per_trial_selection": sel, "best_single_llm": {"per_trial": [0.5, 0.5]},
+              "per_trial_score": {"quality_rule": [0.52, 0.52], "kmeans_shrunk": [0.6, 0.4], "auto": [0.6, 0.52]}}
+    assert as_default(report, "quality_rule") is None  # the run's own default: nothing to replay
+    kmeans = rule_as_default(report)
+    assert kmeans["default"] == "kmeans_shrunk" and kmeans["scores"] == [0.6, 0.4] and kmeans["rule_served"] == 0
+    assert kmeans["exact"]

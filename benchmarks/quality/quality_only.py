@@ -35,6 +35,9 @@ from uniroute.selection.statistics import sign_test
 OUT_DIR = ROOT / "docs" / "results" / "quality_only"
 DOC = ROOT / "docs" / "results" / "quality_only.md"
 RUNS = OUT_DIR / "runs.json"
+# Served runs measured with the rule as the default kind at equal costs (issue 28, item 5), kept after that
+# default was not: the page sets them against the K-means default on the same trials.
+TRIED_DIR = OUT_DIR / "rule_default"
 # Two evaluations per dataset with the same seed, so the same splits: the served router (slow: auto tunes and
 # selects every kind in every trial) and the quality-only rules (fast). zero and kmeans run in both; their
 # per-trial scores must agree, which checks that the trials pair up.
@@ -45,6 +48,7 @@ RUN_METHODS = {"served": ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap"
 SHARED_METHODS = ("zero", "kmeans")
 SERVED = "auto"
 RULE = "quality_rule"
+KMEANS = "kmeans_shrunk"  # the registry's default kind (count-aware K-means)
 ALPHA = 0.05  # the sign tests' level on this page (two-sided, over trials)
 
 
@@ -119,51 +123,68 @@ def _pair(report: dict[str, Any], a: str, b: str) -> dict[str, Any]:
     return {"wins": t["losses"], "losses": t["wins"], "p": t["p"]}
 
 
+def _se(t: dict[str, Any], a: str, b: str) -> float:
+    """The paired SE of (a - b) in one trial's selection: exact where the run recorded every pair (`pair_se`);
+    else the SE to the default kind (exact for it) and, between two other kinds, the sum of theirs (a bound)."""
+    if "pair_se" in t:
+        return t["pair_se"][a][b]
+    if t["default"] in (a, b):
+        return t["diff_se"][b if t["default"] == a else a]
+    return t["diff_se"][a] + t["diff_se"][b]
+
+
 def selection_figures(report: dict[str, Any]) -> dict[str, Any] | None:
-    """How `auto` saw the rule: its choices, the rule's validation Area against the default kind's (mean, the paired
-    SE, trials above it and clearly above it) and the same difference on the test LLMs. None: the rule was no
-    candidate in the served run (runs before it was a kind)."""
+    """How `auto` saw the rule: its choices, the rule's validation Area against count-aware K-means' (the
+    registry's default kind: mean, the paired SE, trials above it and by more than Z SEs above and below it) and
+    the same difference on the test LLMs. None: the rule was no candidate in the served run (runs before it was a
+    kind)."""
     trials = report.get("per_trial_selection") or []
-    if not trials or any(RULE not in t["val_area"] for t in trials):
+    if not trials or any(RULE not in t["val_area"] or KMEANS not in t["val_area"] for t in trials):
         return None
-    diff = np.array([t["val_area"][RULE] - t["val_area"][t["default"]] for t in trials])
-    se = np.array([t["diff_se"][RULE] for t in trials])
-    default = trials[0]["default"]
-    test = (np.mean(report["per_trial_score"][RULE]) - np.mean(report["per_trial_score"][default])
-            if default in report["per_trial_score"] else float("nan"))
+    diff = np.array([t["val_area"][RULE] - t["val_area"][KMEANS] for t in trials])
+    se = np.array([_se(t, RULE, KMEANS) for t in trials])
+    test = (np.mean(report["per_trial_score"][RULE]) - np.mean(report["per_trial_score"][KMEANS])
+            if KMEANS in report["per_trial_score"] else float("nan"))
     chosen = ", ".join(f"`{k}` in {n}" for k, n in sorted(report["auto"]["chosen_counts"].items(), key=lambda x: -x[1]))
     return {"chosen": chosen, "rule_served": int(report["auto"]["chosen_counts"].get(RULE, 0)),
             "val_diff": float(diff.mean()), "val_se": float(np.median(se)), "val_above": int((diff > 0).sum()),
-            "val_clear": int((diff > 2 * se).sum()), "test_diff": float(test), "default": default}
+            "val_clear": int((diff > Z * se).sum()), "val_clear_below": int((diff < -Z * se).sum()),
+            "test_diff": float(test), "default": trials[0]["default"]}
 
 
-def rule_as_default(report: dict[str, Any]) -> dict[str, Any] | None:
-    """What `auto` would have served with the rule as the default kind where costs are equal (another kind served
-    only where its validation Area beats the rule's by more than Z paired SEs), from the same resamples: exact where
-    the run recorded every pair's SE (`pair_se`); else the SE to the default kind (exact for it) and, for the other
-    kinds, their SE to the default plus the rule's (a bound). None when a chosen kind's test score was not run."""
+def as_default(report: dict[str, Any], default: str) -> dict[str, Any] | None:
+    """What `auto` would have served with this kind as the default (another kind served only where its validation
+    Area beats the default's by more than Z paired SEs; ties to the registry's default kind), from the same
+    resamples (see _se for when the SEs are exact). None when a chosen kind's test score was not run, or the run's
+    default already was this kind."""
     trials = report.get("per_trial_selection") or []
-    if not trials or any(RULE not in t["val_area"] for t in trials):
+    if not trials or any(default not in t["val_area"] or t["default"] == default for t in trials):
         return None
     scores, served = [], 0
     for i, t in enumerate(trials):
         area = t["val_area"]
-
-        def se(k: str, t: dict[str, Any] = t) -> float:
-            if "pair_se" in t:
-                return t["pair_se"][k][RULE]
-            return t["diff_se"][RULE] if k == t["default"] else t["diff_se"][k] + t["diff_se"][RULE]
-
-        clear = [k for k in area if k != RULE and area[k] - area[RULE] > Z * se(k)]
-        kind = max(clear, key=lambda k: area[k]) if clear else RULE
+        clear = sorted((k for k in area if k != default and area[k] - area[default] > Z * _se(t, k, default)),
+                       key=lambda k: k != KMEANS)
+        kind = max(clear, key=lambda k: area[k]) if clear else default
         if kind not in report["per_trial_score"]:
             return None
         served += kind == RULE
         scores.append(report["per_trial_score"][kind][i])
     best = report["best_single_llm"]["per_trial"]
-    return {"rule_served": served, "minus_best": float(np.mean(scores) - np.mean(best)),
+    return {"default": default, "scores": scores, "rule_served": served,
+            "minus_best": float(np.mean(scores) - np.mean(best)),
             "vs_best": sign_test(scores, best), "vs_auto": sign_test(scores, report["per_trial_score"][SERVED]),
             "exact": all("pair_se" in t for t in trials)}
+
+
+def _default_name(counterfactual: dict[str, Any]) -> str:
+    return "the rule" if counterfactual["default"] == RULE else "count-aware K-means"
+
+
+def rule_as_default(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The other default than the run's: the rule for runs whose default was K-means (before the rule was the
+    default at equal costs), K-means for runs whose default was the rule."""
+    return as_default(report, RULE) or as_default(report, KMEANS)
 
 
 def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -196,17 +217,19 @@ def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) 
             f"overall best, {r['switched_test_share_mean']:.1%} of the test prompts" for m, r in rules.items()) + "."]
     selection = selection_figures(report)
     if selection:
-        lines += ["", f"What `auto` served: {selection['chosen']}. On validation (the training LLMs' simulated "
-                  f"onboarding it chooses by) the rule's Area minus the default kind's "
-                  f"was {selection['val_diff']:+.4f} "
+        lines += ["", f"What `auto` served (its default kind: `{selection['default']}`): {selection['chosen']}. On "
+                  f"validation (the training LLMs' simulated onboarding it chooses by) the rule's Area minus "
+                  f"count-aware K-means' was {selection['val_diff']:+.4f} "
                   f"on average (paired SE {selection['val_se']:.4f}, median over trials), above it in "
-                  f"{selection['val_above']} of {report['trials']} trials and by more than two SEs (what `auto` needs "
-                  f"to serve it) in {selection['val_clear']}; on the test LLMs the rule minus that kind was "
-                  f"{selection['test_diff']:+.4f}."]
+                  f"{selection['val_above']} of {report['trials']} trials, above by more than {Z:g} SEs in "
+                  f"{selection['val_clear']} and below by more than {Z:g} SEs in {selection['val_clear_below']}; on "
+                  f"the test LLMs the rule minus count-aware K-means was {selection['test_diff']:+.4f}."]
     counterfactual = rule_as_default(report)
     if counterfactual:
-        lines += ["", f"Had the rule been the default kind where costs are equal (another kind served only where it "
-                  f"beats the rule by {Z:g} paired SEs on the same validation resamples), `auto` would have served "
+        other = ("the rule been the default kind where costs are equal" if counterfactual["default"] == RULE else
+                 "count-aware K-means stayed the default kind where costs are equal, as before")
+        lines += ["", f"Had {other} (another kind served only where it beats the default by {Z:g} paired SEs on "
+                  f"the same validation resamples), `auto` would have served "
                   f"the rule in {counterfactual['rule_served']} of {report['trials']} trials and scored "
                   f"{counterfactual['minus_best']:+.4f} from the best single test LLM "
                   f"({_test(counterfactual['vs_best'])}); against the measured `auto`: "
@@ -252,7 +275,8 @@ def render() -> str:
         summary.append(f"- {DATASETS[dataset]['title']} ({v['trials']} trials{served_rule}): the served router "
                        f"(`auto`) is {v['served_minus_best']:+.4f} from the best single test LLM, {where} it"
                        f"{rule_text}" + ("" if v["rule_as_default"] is None else
-                                         f"; with the rule as the quality-only default `auto` would be "
+                                         f"; with {_default_name(v['rule_as_default'])} as the quality-only "
+                                         f"default `auto` would be "
                                          f"{v['rule_as_default']['minus_best']:+.4f} "
                                          f"({_test(v['rule_as_default']['vs_best'])})") + ".")
     if missing:
@@ -260,8 +284,11 @@ def render() -> str:
     losing = [DATASETS[d]["title"] for d, v in verdicts.items()
               if v["rule_vs_auto"] and v["rule_vs_auto"]["p"] < ALPHA
               and v["rule_vs_auto"]["losses"] > v["rule_vs_auto"]["wins"]]
+    rule_default = any(v["selection"] and v["selection"]["default"] == RULE for v in verdicts.values())
     summary += ["", ("The rule is a router kind (`quality_rule`, uniroute/routers/kind_quality_rule.py) that `auto` "
-                     "considers wherever every model costs the same, chosen on validation like the other kinds; "
+                     "considers wherever every model costs the same, "
+                     + ("there the default kind the others must beat by 2 SEs on validation (selection.default_for); "
+                        if rule_default else "chosen on validation like the other kinds; ")
                      + (f"as a fixed choice it would lose to `auto` on {', '.join(losing)}, so serving it everywhere "
                         "is no answer either." if losing else "it wins or ties `auto` on every measured dataset.")
                      + " Whether `auto` picks it where it helps is in each dataset's \"What `auto` served\" line.")]
@@ -283,7 +310,40 @@ def render() -> str:
         "test on that cluster's validation prompts, at 0.05 "
         "Bonferroni-corrected over the other LLMs (`quality_rule`) or uncorrected (`quality_rule_raw`).", "",
     ]
-    return "\n".join(head + summary + [""] + ["\n\n".join(sections), ""])
+    return "\n".join(head + summary + [""] + ["\n\n".join(sections), ""] + tried_section())
+
+
+def tried_section() -> list[str]:
+    """The served runs of TRIED_DIR: `auto` with the rule as the default at equal costs against `auto` with
+    count-aware K-means as the default (as served), on the same trials from the same validation resamples."""
+    rows = []
+    runs = json.loads((TRIED_DIR / "runs.json").read_text()) if (TRIED_DIR / "runs.json").exists() else {}
+    for dataset in DATASETS:
+        path = TRIED_DIR / f"{dataset}_served.json"
+        if not path.exists():
+            continue
+        report = json.loads(path.read_text())
+        kmeans = as_default(report, KMEANS)
+        if kmeans is None:
+            continue
+        auto = report["per_trial_score"][SERVED]
+        best = report["best_single_llm"]["per_trial"]
+        wall = runs.get(f"{dataset}_served", {})
+        rows.append(f"| {DATASETS[dataset]['title']} | {report['trials']} | "
+                    f"{report['auto']['chosen_counts'].get(RULE, 0)} | {np.mean(auto) - np.mean(best):+.4f} "
+                    f"({_test(sign_test(auto, best))}) | {kmeans['minus_best']:+.4f} ({_test(kmeans['vs_best'])}) | "
+                    f"{_test(sign_test(auto, kmeans['scores']))} | "
+                    f"{report['trial_seconds_mean']:.1f} s, commit {wall.get('commit', '?')} |")
+    if not rows:
+        return []
+    return ["", "## Tried, not kept: the rule as the default kind at equal costs", "",
+            "`auto` with the quality-only rule as the kind the others must beat by 2 paired SEs on validation "
+            "wherever every model costs the same, against `auto` as served (count-aware K-means the default), "
+            "on the same trials and validation resamples (the served runs are in "
+            "`docs/results/quality_only/rule_default/`). Not kept: it gives up RouterDC's gain over the best "
+            "single test LLM, since RouterDC's validation does not show K-means clearly ahead of the rule.", "",
+            "| dataset | trials | rule served | rule-default `auto` vs best single | K-means-default `auto` vs best "
+            "single | rule-default vs K-means-default | per trial |", "|---|---:|---:|---|---|---|---|", *rows, ""]
 
 
 def main(argv: list[str] | None = None) -> None:
