@@ -69,12 +69,7 @@ EVAL_TEST_SAMPLE = 20_000
 # stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`). Now that the driver holds only the sampled
 # rows, DuckDB's cap is most of its memory: 512 MB (each query over 20M results ran at ~600 MB of RSS with it).
 BUILD_DUCKDB_MEMORY = "512MB"
-# After the loading (see _run_build). Lowering the cap is what makes DuckDB let go of the table blocks the pass left
-# cached: at 200k x 100 (20M results) the driver was 592 MB after the pass, 501 MB with the cap at 256 MB and
-# 362 MB at 64 MB. The fit's own queries are small group-bys; the cluster assignments' insert (a join over every
-# prompt) keeps the 256 MB it was measured with.
-FIT_DUCKDB_MEMORY = "96MB"
-RECORD_DUCKDB_MEMORY = "256MB"
+FIT_DUCKDB_MEMORY = "256MB"  # after the loading: see _run_build
 
 
 def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndarray:
@@ -170,7 +165,9 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     val_ids = {int(i): index.prompt_ids[i] for i in split.val}
     del index
 
-    # What DuckDB keeps cached from the pass over the results is no use after it (FIT_DUCKDB_MEMORY).
+    # What DuckDB keeps cached from the pass over the results is no use after it: the rest of the build's queries
+    # (Psi's group-by over the validation results, the cluster assignments' insert) ran at the same speed under 256 MB
+    # at 200k x 100, and lowering the cap evicts what the loading left cached.
     with store.memory_limited(con, FIT_DUCKDB_MEMORY):
         t0 = time.perf_counter()
         state, sample = held.state(tuning, models), tuning.sample
@@ -236,8 +233,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         clusters = registry.router_centroids(router)
         if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
             stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
-            with store.memory_limited(con, RECORD_DUCKDB_MEMORY):
-                store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
+            store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
         router, battle_note = with_battle_models(con, router, lambda: embedder)
         notes.extend([battle_note] if battle_note else [])
         metric_rows = pd.DataFrame(
