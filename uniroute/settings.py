@@ -34,7 +34,8 @@ OFFLINE_ENVIRONMENT = {
 
 # The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set: chosen by issue 28's rule
 # (not significantly worse than the best measured embedder on any shared dataset; docs/results/embedders.md: static
-# is nowhere significantly below minilm-onnx or minilm at 0.01, MMLU-Pro at 50 paired trials, the others at 20).
+# is nowhere significantly below minilm-onnx or minilm at 0.01: minilm-onnx at 100 paired trials on RouterBench and 50
+# on MMLU-Pro, minilm and RouterDC at 20).
 DEFAULT_BUILD_EMBEDDER = "static"
 
 

@@ -182,6 +182,37 @@ def areas(state: TrialState, sizes: list[int]) -> dict[str, dict[str, float]]:
     return out
 
 
+def pilot_inputs(path: Path, prompt_part: str, seed: int, kind: str, sizes: list[int]):
+    """A pilot's evaluation config, routing data and prompt vectors (the static embedder)."""
+    config = ev.EvalConfig(seed=seed, methods=(kind,), val_sizes=tuple(sizes))
+    frame = ev.long_frame(path)
+    data = ev.eval_data_from_frame(frame) if ev.has_costs(frame) else ev.unit_cost_data(frame)
+    texts = ev.prompt_texts(data.prompts, prompt_part)
+    X, _ = operations.prompt_embeddings(context(settings_from_env()), texts, "static", seed)
+    return config, data, X
+
+
+def strategy_states(X: np.ndarray, data, config: ev.EvalConfig, trial: int, strategies: list[str],
+                    size: int) -> dict[str, TrialState]:
+    """One trial's state per prompt order: `random` the trial's own, the others its validation prompts reordered
+    (the first `size` chosen by the strategy)."""
+    split = ev.trial_split(data.routing, config.seed, trial, config.train_frac, config.val_frac)
+    base = TrialState(X, data.routing, split, config)
+    out = {}
+    for strategy in strategies:
+        if strategy == "random":
+            out[strategy] = base
+            continue
+        if strategy == "balanced":
+            chosen = balanced_split(base, size)
+        elif strategy == "disagree":  # what identifies whom a newcomer resembles: contested prompts first
+            chosen = disagree_split(base, size)
+        else:
+            chosen = selected_split(base, strategy, size)
+        out[strategy] = TrialState(X, data.routing, chosen, config)
+    return out
+
+
 def main() -> None:
     global KIND  # areas() and the splits read the kind the run measures
     p = argparse.ArgumentParser()
@@ -204,28 +235,13 @@ def main() -> None:
         sizes = [int(s) for s in rows[0]["random"] if s != "all"]
         _finish(a, rows, sizes)
         return
-    config = ev.EvalConfig(seed=a.seed, methods=(KIND,), val_sizes=tuple(sizes))
-    frame = ev.long_frame(a.data)
-    data = ev.eval_data_from_frame(frame) if ev.has_costs(frame) else ev.unit_cost_data(frame)
-    texts = ev.prompt_texts(data.prompts, a.prompt_part)
-    X, _ = operations.prompt_embeddings(context(settings_from_env()), texts, "static", a.seed)
+    config, data, X = pilot_inputs(a.data, a.prompt_part, a.seed, KIND, sizes)
     rows = []
     t0 = time.perf_counter()
     with threadpool_limits(1):
         for trial in range(a.trials):
-            split = ev.trial_split(data.routing, a.seed, trial, config.train_frac, config.val_frac)
-            base = TrialState(X, data.routing, split, config)
-            row = {}
-            for strategy in a.strategies.split(","):
-                if strategy == "random":
-                    st = base
-                elif strategy == "balanced":
-                    st = TrialState(X, data.routing, balanced_split(base, max(sizes)), config)
-                elif strategy == "disagree":
-                    st = TrialState(X, data.routing, disagree_split(base, max(sizes)), config)
-                else:
-                    st = TrialState(X, data.routing, selected_split(base, strategy, max(sizes)), config)
-                row[strategy] = mixed_areas(st, sizes) if a.mixed else areas(st, sizes)
+            states = strategy_states(X, data, config, trial, a.strategies.split(","), max(sizes))
+            row = {strategy: mixed_areas(st, sizes) if a.mixed else areas(st, sizes) for strategy, st in states.items()}
             rows.append(row)
             print(f"trial {trial} {time.perf_counter() - t0:.0f}s", flush=True)
     a.out.write_text(json.dumps(rows))

@@ -28,11 +28,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks.quality.onboarding_estimator_pilot import disagree_split
-from uniroute import experiments as ev
-from uniroute import operations
-from uniroute.cli.app import context, settings_from_env
-from uniroute.experiments.onboarding_study import selected_split
+from benchmarks.quality.onboarding_estimator_pilot import pilot_inputs, strategy_states
 from uniroute.routers.psi import psi_from_losses, shrunk_values
 from uniroute.selection.curves import curve_area
 from uniroute.selection.state import TrialState
@@ -156,26 +152,13 @@ def main() -> None:
     if a.from_raw:
         _finish(a, json.loads(a.out.read_text()), sizes)
         return
-    config = ev.EvalConfig(seed=a.seed, methods=(KIND,), val_sizes=tuple(sizes))
-    frame = ev.long_frame(a.data)
-    data = ev.eval_data_from_frame(frame) if ev.has_costs(frame) else ev.unit_cost_data(frame)
-    texts = ev.prompt_texts(data.prompts, a.prompt_part)
-    X, _ = operations.prompt_embeddings(context(settings_from_env()), texts, "static", a.seed)
+    config, data, X = pilot_inputs(a.data, a.prompt_part, a.seed, KIND, sizes)
     rows = []
     t0 = time.perf_counter()
     with threadpool_limits(1):
         for trial in range(a.trials):
-            split = ev.trial_split(data.routing, a.seed, trial, config.train_frac, config.val_frac)
-            base = TrialState(X, data.routing, split, config)
-            row = {}
-            for strategy in a.strategies.split(","):
-                if strategy == "random":
-                    st = base
-                elif strategy == "disagree":  # what identifies whom a newcomer resembles: contested prompts first
-                    st = TrialState(X, data.routing, disagree_split(base, max(sizes)), config)
-                else:
-                    st = TrialState(X, data.routing, selected_split(base, strategy, max(sizes)), config)
-                row[strategy] = areas(st, sizes, full=strategy == "random")
+            states = strategy_states(X, data, config, trial, a.strategies.split(","), max(sizes))
+            row = {strategy: areas(st, sizes, full=strategy == "random") for strategy, st in states.items()}
             rows.append(row)
             a.out.write_text(json.dumps(rows))  # every trial: a run stopped early still has its trials
             print(f"trial {trial} {time.perf_counter() - t0:.0f}s", flush=True)

@@ -284,11 +284,8 @@ def render() -> str:
     losing = [DATASETS[d]["title"] for d, v in verdicts.items()
               if v["rule_vs_auto"] and v["rule_vs_auto"]["p"] < ALPHA
               and v["rule_vs_auto"]["losses"] > v["rule_vs_auto"]["wins"]]
-    rule_default = any(v["selection"] and v["selection"]["default"] == RULE for v in verdicts.values())
     summary += ["", ("The rule is a router kind (`quality_rule`, uniroute/routers/kind_quality_rule.py) that `auto` "
-                     "considers wherever every model costs the same, "
-                     + ("there the default kind the others must beat by 2 SEs on validation (selection.default_for); "
-                        if rule_default else "chosen on validation like the other kinds; ")
+                     "considers wherever every model costs the same, chosen on validation like the other kinds; "
                      + (f"as a fixed choice it would lose to `auto` on {', '.join(losing)}, so serving it everywhere "
                         "is no answer either." if losing else "it wins or ties `auto` on every measured dataset.")
                      + " Whether `auto` picks it where it helps is in each dataset's \"What `auto` served\" line.")]

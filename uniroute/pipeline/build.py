@@ -300,7 +300,7 @@ def _candidates(con: store.Connection, held: HeldRows, state: TrialState, split:
 
     val_at = held.at(split.val)
     val_psi = psi_data.val_psi(con, [val_ids[i] for i in split.val], lambda: held.vectors(con, val_at))
-    return fit_candidates(BuildRows(state, sample, split, held.X, held.scores, val_at, val_ids, refits, val_psi),
+    return fit_candidates(BuildRows(state, sample, split, held.scores, val_at, val_ids, refits, val_psi),
                           pool, kinds, on_stage=stage, on_tuned=refit_ahead)
 
 

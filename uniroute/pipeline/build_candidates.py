@@ -100,13 +100,12 @@ def _full_scale(router: AnyRouter, kind: str, rows: BuildRows) -> AnyRouter:
 
 @dataclass(frozen=True, eq=False)
 class BuildRows:
-    """What a build tunes on and measures its routers on: the tuning state, every validation prompt's vector and
-    their Psi from the store (the driver holds no other row of the store: build.HeldRows)."""
+    """What a build tunes on and measures its routers on: the tuning state, and every validation prompt's Psi from
+    the store (the driver holds no other row of the store: build_held.HeldRows)."""
 
     state: TrialState  # the tuning state over the (sampled) rows
     sample: TrialSplit  # the store rows the state was tuned on (build._tuning_rows; split when nothing was sampled)
     split: TrialSplit  # the build's whole split
-    X: np.ndarray  # (R, d) the held rows' embeddings (build.HeldRows): every validation prompt among them
     scores: np.ndarray  # (n_tuning, M_all) the tuning rows' scores (the first held rows)
     val_at: np.ndarray  # (n_val_all,) where split.val's prompts are among the held rows (sample.val's: tuning rows)
     prompt_ids: Mapping[int, str] | Sequence[str]  # store row -> prompt id: every validation prompt's at least
