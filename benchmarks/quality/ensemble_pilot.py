@@ -148,7 +148,8 @@ LABELS = {"kmeans_shrunk": "count-aware K-means (auto's usual kind)", "knn": "K-
           "ens_0.5": "mean of K-NN and count-aware K-means", "ens_val": "ensemble, w in {.25, .5, .75} on validation",
           "ens_val01": "ensemble, w in {0, .25, .5, .75, 1} on validation",
           "multik": "count-aware K-means averaged over K/2, K, 2K",
-          "multik_knn": "K-NN + K/2-K-2K K-means, w on validation"}
+          "multik_knn": "K-NN + K/2-K-2K K-means, w on validation",
+          "ens_w0.25": "ensemble, w = 0.25 fixed (chosen after seeing RouterBench: not admissible)"}
 
 
 def markdown(results: dict) -> str:
