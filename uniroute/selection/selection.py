@@ -8,8 +8,9 @@ LearnedMap routes training prompts with maps fitted on the other half of them). 
 it averaged, no test prompt or test LLM is used, and the Area a value was tuned by (the best of a search, hence
 optimistic) is not the one the kinds are compared by.
 
-The rule: serve the default kind (routers.kinds.default_kind), K-means with count-aware Psi (it contains plain
-K-means, strength 0, and the cluster-free router, K = 1), unless another kind's Area beats it by more than Z
+The rule: serve the default kind (default_for: routers.kinds.default_kind, K-means with count-aware Psi, which
+contains plain K-means, strength 0, and the cluster-free router, K = 1; where every model costs the same, the
+quality-only rule), unless another kind's Area beats it by more than Z
 standard errors of the paired difference; then the best such kind. Why not simply the best Area: across trials
 the kinds' differences on our data are a few thousandths of Area while the training LLMs a build measures differ
 from the LLMs it later serves; an argmax then picks a different kind by chance in many trials and serves worse,
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from uniroute.routers.kind_quality_rule import equal_costs
 from uniroute.routers.kinds import Tuned, default_kind, router_kind
 from uniroute.routers.rule import RoutingRule
 from uniroute.selection.candidates import CandidateFits
@@ -121,6 +123,22 @@ def _resampled_areas(fits: CandidateFits, candidates: Sequence[Tuned], n_val: in
     return out
 
 
+def default_for(fits: CandidateFits, kinds: Sequence[str]) -> str:
+    """The kind the others must beat by Z standard errors: the quality-only kind where every model costs the same
+    and it is a candidate, the registry's default kind otherwise.
+
+    Why the burden flips at equal costs: with costs, routing trades quality for cost and K-means is the paper's
+    answer; without them the question is only whether routing beats the best single model, and the quality-only
+    rule (that model everywhere but where a cluster's specialist wins a significant sign test) is the
+    conservative answer. Its per-cluster tests guard against noise that the K-means argmin follows, so K-means is
+    served only where validation shows it clearly better, as any other kind."""
+    if equal_costs(fits.data.train_costs, fits.data.val_costs):
+        quality = [k for k in kinds if router_kind(k).quality_only and router_kind(k).applies_to(fits.data)]
+        if quality:
+            return quality[0]
+    return default_kind()
+
+
 def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | None = None,
                 bootstrap: int = BOOTSTRAP, z: float = Z) -> Selection:
     """The kind to serve for the first n_val validation prompts (see the module docstring for the rule)."""
@@ -134,7 +152,7 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
                                    fits.onboarding_gammas(t.kind, t.value, n_val, t.shrinkage, "select")]))
             for t in candidates}
     boot = _resampled_areas(fits, candidates, n_val, bootstrap)
-    preferred = default_kind()
+    preferred = default_for(fits, kinds)
     default = preferred if preferred in kinds else max(kinds, key=lambda k: area[k])
     d = kinds.index(default)
     diff_se = {k: float((boot[i] - boot[d]).std(ddof=1)) for i, k in enumerate(kinds)}
