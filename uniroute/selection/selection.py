@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from uniroute.routers.kind_quality_rule import equal_costs
 from uniroute.routers.kinds import Tuned, default_kind, router_kind
 from uniroute.routers.rule import RoutingRule
 from uniroute.selection.candidates import CandidateFits
@@ -125,18 +124,15 @@ def _resampled_areas(fits: CandidateFits, candidates: Sequence[Tuned], n_val: in
 
 def default_for(fits: CandidateFits, kinds: Sequence[str]) -> str:
     """The kind the others must beat by Z standard errors: the quality-only kind where every model costs the same
-    and it is a candidate, the registry's default kind otherwise.
+    and it is a candidate (a quality-only kind applies only there), the registry's default kind otherwise.
 
     Why the burden flips at equal costs: with costs, routing trades quality for cost and K-means is the paper's
     answer; without them the question is only whether routing beats the best single model, and the quality-only
     rule (that model everywhere but where a cluster's specialist wins a significant sign test) is the
     conservative answer. Its per-cluster tests guard against noise that the K-means argmin follows, so K-means is
     served only where validation shows it clearly better, as any other kind."""
-    if equal_costs(fits.data.train_costs, fits.data.val_costs):
-        quality = [k for k in kinds if router_kind(k).quality_only and router_kind(k).applies_to(fits.data)]
-        if quality:
-            return quality[0]
-    return default_kind()
+    quality = [k for k in kinds if router_kind(k).quality_only and router_kind(k).applies_to(fits.data)]
+    return quality[0] if quality else default_kind()
 
 
 def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | None = None,
@@ -157,6 +153,8 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
     d = kinds.index(default)
     diff_se = {k: float((boot[i] - boot[d]).std(ddof=1)) for i, k in enumerate(kinds)}
     clear = [k for k in kinds if k != default and area[k] - area[default] > z * diff_se[k]]
+    # Ties go to the registry's default kind (count-aware Psi contains plain K-means, which ties it at strength 0).
+    clear.sort(key=lambda k: k != default_kind())
     chosen = max(clear, key=lambda k: area[k]) if clear else default
     wins = np.bincount(np.argmax(boot, axis=0), minlength=len(kinds)) / bootstrap
     selection = Selection(
