@@ -31,7 +31,8 @@ import numpy as np
 from uniroute.routers.kind_kmeans import KMEANS, KMeansKind
 from uniroute.routers.kinds import FullScale, HeldOutState, RouterKind, Tuned, TuningEngine
 from uniroute.routers.ladders import GridSearch
-from uniroute.routers.quality_rule import QualityRule, fit_quality_rule, rule_floor, rule_gamma
+from uniroute.routers.quality_eb import fit_eb_rule
+from uniroute.routers.quality_rule import QualityRule, rule_floor, rule_gamma
 from uniroute.routers.router import Router
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,11 @@ def rule_k(n_val: int, tuned_k: int, n_train: int) -> int:
     paper's untuned K = n_val / 50) still lets a one-sided sign test see a specialist that wins, say, 12 of 14
     discordant prompts."""
     return int(min(max(tuned_k, round(n_val / PROMPTS_PER_RULE_CLUSTER)), n_train))
+
+
+def coarse_k(engine: TuningEngine, n_val: int) -> int:
+    """The coarse level of the rule's empirical-Bayes cells: the K-means K tuned on the training LLMs (cached)."""
+    return int(engine.tune(KMEANS.name, n_val).value)
 
 
 def equal_costs(*costs: np.ndarray) -> bool:
@@ -71,11 +77,13 @@ class RuleRouter(Router):
         return QUALITY_RULE.name
 
 
-def rule_router(router: Router, val_clusters: np.ndarray, val_losses: np.ndarray) -> RuleRouter:
-    """The router with the rule fitted on its pool's validation losses (n_val, P) in these clusters (n_val,)."""
+def rule_router(router: Router, val_clusters: np.ndarray, val_losses: np.ndarray, coarse: np.ndarray | None = None,
+                k_coarse: int = 1) -> RuleRouter:
+    """The router with the rule fitted on its pool's validation losses (n_val, P) in these clusters (n_val,), over
+    the coarse clusters (n_val,) of K-means' own K where given (quality_eb.eb_cells)."""
     plain = {f.name: getattr(router, f.name) for f in fields(router)} | {"psi_floor": None, "shrinkage": 0.0}
     measured = RuleRouter(**plain)
-    rule = fit_quality_rule(val_clusters, val_losses, measured.k)
+    rule = fit_eb_rule(val_clusters, val_losses, measured.k, coarse, k_coarse)
     floor = rule_floor(rule, measured.routing_psi, np.nanmean(val_losses, axis=0))
     log.info("quality-only rule: %d of %d clusters left the overall best %s", int(rule.switched.sum()), measured.k,
              measured.models[rule.best])
@@ -110,9 +118,11 @@ class QualityRuleKind(KMeansKind):
                           purpose: str) -> list[tuple[np.ndarray, Any]]:
         """Per repeat, (gamma, pool) of the rule fitted on the training LLMs' losses on the n_val sampled prompts."""
         out = []
+        kc = coarse_k(engine, n_val)
         for smp in engine.samples(n_val, purpose):
             losses = engine.data.train_losses[smp.sample]
-            rule = fit_quality_rule(engine.train_cluster(value)[smp.sample], losses, value)
+            rule = fit_eb_rule(engine.train_cluster(value)[smp.sample], losses, value,
+                               engine.train_cluster(kc)[smp.sample], kc)
             clusters = np.concatenate([engine.train_cluster(value)[smp.rest], engine.val_cluster(value)[smp.vrows]])
             out.append((rule_gamma(rule, clusters, losses.shape[1], np.nanmean(losses, axis=0)), smp.pool))
         return out
@@ -120,7 +130,9 @@ class QualityRuleKind(KMeansKind):
     def _test_rule(self, state: HeldOutState, tuned: Tuned, n_val: int) -> tuple[QualityRule, np.ndarray]:
         """The rule fitted on the test LLMs' losses on the first n_val validation prompts; the test clusters."""
         losses = state.test_llm_val_losses(n_val)
-        rule = fit_quality_rule(state.fits.val_cluster(tuned.value)[:n_val], losses, tuned.value)
+        kc = coarse_k(state.fits, n_val)
+        rule = fit_eb_rule(state.fits.val_cluster(tuned.value)[:n_val], losses, tuned.value,
+                           state.fits.val_cluster(kc)[:n_val], kc)
         return rule, np.argmax(state.test_onehot(tuned.value), axis=1)
 
     def test_gamma(self, state: HeldOutState, tuned: Tuned, n_val: int) -> np.ndarray:
@@ -140,7 +152,8 @@ class QualityRuleKind(KMeansKind):
         """The K-means router over the pool with the rule fitted on the pool's validation losses."""
         router = super().served_router(engine, replace(tuned, shrinkage=0.0), embedder_id, models, losses, costs,
                                        val_prompt_ids)
-        return rule_router(router, engine.val_cluster(tuned.value)[: losses.shape[0]], losses)
+        n, kc = losses.shape[0], coarse_k(engine, losses.shape[0])
+        return rule_router(router, engine.val_cluster(tuned.value)[:n], losses, engine.val_cluster(kc)[:n], kc)
 
     def full_scale(self, router: RuleRouter, scale: FullScale) -> RuleRouter:
         """The rule as fitted on the build's samples, also where the build tuned on samples.
