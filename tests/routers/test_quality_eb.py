@@ -103,3 +103,16 @@ def test_a_domain_specialist_the_fine_cells_shrink_away_is_kept_through_the_coar
 def test_fine_clusters_no_finer_than_the_coarse_ones_route_by_the_coarse_cells() -> None:
     clusters, losses = eb_pool()
     assert fit_eb_rule(clusters, losses, 4, clusters, 4).choice.tolist() == [0, 0, 0, 2]
+
+
+def test_a_cluster_without_validation_prompts_keeps_the_overall_best_even_where_the_prior_leans_elsewhere() -> None:
+    """m1 is best by its mean validation loss (0 on its 2 answers); the prior, weighing evidence, leans to m0
+    (0.1 on 40 answers): a cluster nobody answered in still goes to the overall best."""
+    clusters = np.zeros(40, dtype=np.int64)
+    losses = np.full((40, 3), np.nan)
+    losses[:, 0] = 0.0
+    losses[:4, 0] = 1.0
+    losses[:2, 1] = 0.0
+    losses[:, 2] = 1.0
+    rule = fit_eb_rule(clusters, losses, 2)
+    assert rule.best == 1 and rule.choice[1] == 1

@@ -2,17 +2,19 @@
 
 With equal costs every router routes each prompt to the model of least estimated loss, and the cluster kinds'
 per-cluster argmin mostly follows noise (routers/quality_rule.py). The rule serves the model best on the
-validation prompts everywhere except in the K-means clusters where another model beats it by a significant
-paired sign test there. As a kind it is tuned, compared and served like the others: `auto` (selection.select_kind)
-measures it by the same simulated onboarding on the training LLMs and serves it only when its Area beats the
-default kind's clearly; it is a candidate only when every model's mean cost is the same (`applies_to`), since
-with costs it has no cost axis to trade along.
+validation prompts everywhere except in the K-means clusters where the pool's own validation answers say another
+model is better there after empirical-Bayes shrinkage (routers/quality_eb.py: two levels, K-means' tuned K and
+the rule's finer K, strengths estimated from those answers, nothing tuned). It decided by per-cluster sign tests
+(quality_rule.fit_quality_rule, Bonferroni-corrected) before; those missed RouterDC's domain specialists, which
+K-means' coarse clusters see (docs/results/quality_only.md). As a kind it is tuned, compared and served like the
+others, and where every model's mean cost is the same (`applies_to`; with costs it has no cost axis to trade
+along) it is the default kind that the others must beat by Z SEs on validation (selection.default_for).
 
 Its served router is the one-hot K-means router (routers.router.Router: Psi as measured on the validation
 prompts, stored, published and onboarded like `kmeans`) whose floor (`psi_floor`, the evidence gate's
 mechanism) holds every model but a cluster's rule model above that model's cell (quality_rule.rule_floor), so
 route, published tables, the pyfunc and replay all route by the rule without knowing it. A model onboarded
-without a rebuild joins under the evidence gate like in every cluster kind; the next build re-runs the tests.
+without a rebuild joins under the evidence gate like in every cluster kind; the next build re-fits the rule.
 
 K: about PROMPTS_PER_RULE_CLUSTER validation prompts a cluster, never below the Area-tuned K-means K (rule_k).
 
@@ -45,10 +47,10 @@ def rule_k(n_val: int, tuned_k: int, n_train: int) -> int:
     """The rule's K: about PROMPTS_PER_RULE_CLUSTER validation prompts a cluster, never below the tuned K-means K.
 
     The Area-tuned K of quality-only data is small (MMLU-Pro, costs dropped: K = 1 in 9 of 20 trials, mean 3):
-    with few clusters there is nowhere for a specialist to win, and the rule switched nothing. The rule's sign
-    test, not K, is what guards against noise, so it can afford finer clusters; ~50 prompts a cluster (the
-    paper's untuned K = n_val / 50) still lets a one-sided sign test see a specialist that wins, say, 12 of 14
-    discordant prompts."""
+    with few clusters there is nowhere for a specialist to win, and the rule switched nothing. The rule's
+    shrinkage, not K, is what guards against noise (each fine cell leans on its coarse K-means cell as far as the
+    pool's answers show fine cells differing), so it can afford finer clusters, ~50 prompts a cluster (the
+    paper's untuned K = n_val / 50)."""
     return int(min(max(tuned_k, round(n_val / PROMPTS_PER_RULE_CLUSTER)), n_train))
 
 
@@ -159,10 +161,11 @@ class QualityRuleKind(KMeansKind):
         """The rule as fitted on the build's samples, also where the build tuned on samples.
 
         Deviation from the other cluster kinds, which re-measure Psi on every validation prompt here: the rule's
-        per-cluster sign tests pair the models' losses prompt by prompt, and at scale the driver holds only the
-        sampled prompts' losses (every other prompt's Psi is a DuckDB group-by, pipeline.psi_data). The validation
-        sample (thousands of prompts) already gives the ~50 prompts a cluster the rule's K aims at (rule_k), so
-        the sampled rule is the one served rather than a floor re-derived from means it cannot test.
+        empirical-Bayes cells need the within-cell variances and both levels' clusters of the models' losses
+        prompt by prompt, and at scale the driver holds only the sampled prompts' losses (every other prompt's Psi
+        is a DuckDB group-by, pipeline.psi_data). The validation sample (thousands of prompts) already gives the ~50
+        prompts a cluster the rule's K aims at (rule_k), so the sampled rule is the one served rather than a floor
+        re-derived from means alone.
         """
         return router
 
