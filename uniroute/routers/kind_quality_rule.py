@@ -7,8 +7,11 @@ model is better there after empirical-Bayes shrinkage (routers/quality_eb.py: tw
 the rule's finer K, strengths estimated from those answers, nothing tuned). It decided by per-cluster sign tests
 (quality_rule.fit_quality_rule, Bonferroni-corrected) before; those missed RouterDC's domain specialists, which
 K-means' coarse clusters see (docs/results/quality_only.md). As a kind it is tuned, compared and served like the
-others, and where every model's mean cost is the same (`applies_to`; with costs it has no cost axis to trade
-along) it is the default kind that the others must beat by Z SEs on validation (selection.default_for).
+others: `auto` (selection.select_kind) measures it by the same simulated onboarding on the training LLMs and
+serves it only when its Area beats the default kind's clearly; it is a candidate only when every model's mean
+cost is the same (`applies_to`), since with costs it has no cost axis to trade along. Tried and not kept: this
+rule as the default kind at equal costs (docs/results/quality_only.md, "Tried, not kept"): above the best single
+test LLM on RouterBench, but it gave up part of RouterDC's K-means gain (20-7 over 30 trials, p = 0.019).
 
 Its served router is the one-hot K-means router (routers.router.Router: Psi as measured on the validation
 prompts, stored, published and onboarded like `kmeans`) whose floor (`psi_floor`, the evidence gate's

@@ -8,9 +8,8 @@ LearnedMap routes training prompts with maps fitted on the other half of them). 
 it averaged, no test prompt or test LLM is used, and the Area a value was tuned by (the best of a search, hence
 optimistic) is not the one the kinds are compared by.
 
-The rule: serve the default kind (default_for: routers.kinds.default_kind, K-means with count-aware Psi, which
-contains plain K-means, strength 0, and the cluster-free router, K = 1; where every model costs the same, the
-quality-only rule), unless another kind's Area beats it by more than Z
+The rule: serve the default kind (routers.kinds.default_kind), K-means with count-aware Psi (it contains plain
+K-means, strength 0, and the cluster-free router, K = 1), unless another kind's Area beats it by more than Z
 standard errors of the paired difference; then the best such kind. Why not simply the best Area: across trials
 the kinds' differences on our data are a few thousandths of Area while the training LLMs a build measures differ
 from the LLMs it later serves; an argmax then picks a different kind by chance in many trials and serves worse,
@@ -122,23 +121,6 @@ def _resampled_areas(fits: CandidateFits, candidates: Sequence[Tuned], n_val: in
     return out
 
 
-def default_for(fits: CandidateFits, kinds: Sequence[str]) -> str:
-    """The kind the others must beat by Z standard errors: the quality-only kind where every model costs the same
-    and it is a candidate (a quality-only kind applies only there), the registry's default kind otherwise.
-
-    Why the burden flips at equal costs: with costs, routing trades quality for cost and K-means is the paper's
-    answer; without them the question is only whether routing beats the best single model, and the quality-only
-    rule (that model everywhere but where the pool's own answers, shrunk by empirical Bayes, say a cluster's
-    specialist is better) is the conservative answer. Why not let validation decide between them as between the
-    other kinds: validation measures the training LLMs, a different pool, and which is better at equal costs
-    depends on the pool (RouterBench, K-means default: where GPT-4 was a test LLM, validation put the rule 0.0126
-    below K-means, the test LLMs 0.0030 above it; where GPT-4 trained, 0.0002 and 0.0084). The rule adapts per
-    pool from the served LLMs' own validation answers; K-means is served only where validation shows it clearly
-    better, as any other kind."""
-    quality = [k for k in kinds if router_kind(k).quality_only and router_kind(k).applies_to(fits.data)]
-    return quality[0] if quality else default_kind()
-
-
 def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | None = None,
                 bootstrap: int = BOOTSTRAP, z: float = Z) -> Selection:
     """The kind to serve for the first n_val validation prompts (see the module docstring for the rule)."""
@@ -152,13 +134,11 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
                                    fits.onboarding_gammas(t.kind, t.value, n_val, t.shrinkage, "select")]))
             for t in candidates}
     boot = _resampled_areas(fits, candidates, n_val, bootstrap)
-    preferred = default_for(fits, kinds)
+    preferred = default_kind()
     default = preferred if preferred in kinds else max(kinds, key=lambda k: area[k])
     d = kinds.index(default)
     diff_se = {k: float((boot[i] - boot[d]).std(ddof=1)) for i, k in enumerate(kinds)}
     clear = [k for k in kinds if k != default and area[k] - area[default] > z * diff_se[k]]
-    # Ties go to the registry's default kind (count-aware Psi contains plain K-means, which ties it at strength 0).
-    clear.sort(key=lambda k: k != default_kind())
     chosen = max(clear, key=lambda k: area[k]) if clear else default
     wins = np.bincount(np.argmax(boot, axis=0), minlength=len(kinds)) / bootstrap
     selection = Selection(
