@@ -11,7 +11,8 @@ others: `auto` (selection.select_kind) measures it by the same simulated onboard
 serves it only when its Area beats the default kind's clearly; it is a candidate only when every model's mean
 cost is the same (`applies_to`), since with costs it has no cost axis to trade along. Tried and not kept: this
 rule as the default kind at equal costs (docs/results/quality_only.md, "Tried, not kept"): above the best single
-test LLM on RouterBench, but it gave up part of RouterDC's K-means gain (20-7 over 30 trials, p = 0.019).
+test LLM on RouterBench, but it gave up part of RouterDC's K-means gain (20-7 over 30 trials, p = 0.019) and,
+replayed on MMLU-Pro, fell significantly below the best single test LLM (3-15, p = 0.0075).
 
 Its served router is the one-hot K-means router (routers.router.Router: Psi as measured on the validation
 prompts, stored, published and onboarded like `kmeans`) whose floor (`psi_floor`, the evidence gate's
