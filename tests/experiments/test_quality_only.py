@@ -25,9 +25,10 @@ def test_quality_only_evaluation_reports_the_rules() -> None:
         assert len(out["quality_rules"][m]["per_trial"]) == 2
         assert 0 <= out["quality_rules"][m]["switched_test_share_mean"] <= 1
         assert 0 < out["methods"][m]["score"] <= 1
-    # The uncorrected tests switch at least the clusters the corrected ones do.
-    assert (out["quality_rules"]["quality_rule_raw"]["switched_clusters_mean"]
-            >= out["quality_rules"]["quality_rule"]["switched_clusters_mean"])
+    # The synthetic clusters have strong specialists, on a few validation prompts each: the empirical-Bayes rule
+    # follows them where the per-cluster sign tests cannot reach significance.
+    assert (out["quality_rules"]["quality_rule"]["switched_clusters_mean"]
+            > out["quality_rules"]["quality_rule_raw"]["switched_clusters_mean"])
 
 
 def test_cli_drop_costs_gives_the_quality_only_report(tmp_path, home, monkeypatch) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.routers.test_quality_eb import eb_pool
 from tests.synthetic_logs import synthetic_embeddings, synthetic_long
 from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.protocol import EvalConfig, trial_split
@@ -17,46 +18,36 @@ from uniroute.routers.serialize import router_from_bytes, router_to_bytes
 from uniroute.selection.state import TrialState
 
 MODELS = ("m0", "m1", "m2")
+CENTERS = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [10.0, 10.0]], dtype=np.float32)
 
 
 def _pool() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X, clusters, losses): three clusters of 20 validation prompts, three models.
+    """(X, clusters, losses): tests.routers.test_quality_eb's pool, four clusters of 40 validation prompts.
 
-    m0 is best overall. Cluster 0: m1's mean loss is lower (0.45 against 0.5) on 8 wins and 7 losses, not
-    significant, so the rule keeps m0 where the plain argmin takes m1. Cluster 2: m2 wins 12 and loses none
-    (one-sided p = 2**-12), so the rule moves it to m2."""
-    clusters = np.repeat([0, 1, 2], 20)
-    losses = np.zeros((60, 3))
-    losses[0:10, 0] = 1.0
-    losses[8:17, 1] = 1.0
-    losses[20:40, 1] = 1.0
-    losses[40:60, 1] = 1.0
-    losses[0:20, 2] = 1.0
-    losses[20:25, 2] = 1.0
-    losses[40:52, 0] = 1.0
-    centers = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]], dtype=np.float32)
-    X = centers[clusters] + np.random.default_rng(0).normal(0, 0.1, (60, 2)).astype(np.float32)
+    m0 is best overall. Cluster 0: m1 is one prompt ahead of m0, noise, so the rule keeps m0 where the plain argmin
+    takes m1. Cluster 3: m2 never errs (m0: 0.3), so the rule moves it to m2."""
+    clusters, losses = eb_pool()
+    X = CENTERS[clusters] + np.random.default_rng(0).normal(0, 0.1, (clusters.size, 2)).astype(np.float32)
     return X, clusters, losses
 
 
 def _routers() -> tuple[Router, RuleRouter, np.ndarray]:
     X, clusters, losses = _pool()
-    psi = psi_from_losses(clusters, losses, 3, MODELS)
-    centers = np.array([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]], dtype=np.float32)
-    plain = Router("emb", MODELS, np.ones(3), psi.values, Centroids(centers), psi.counts)
+    psi = psi_from_losses(clusters, losses, 4, MODELS)
+    plain = Router("emb", MODELS, np.ones(3), psi.values, Centroids(CENTERS), psi.counts)
     return plain, rule_router(plain, clusters, losses), X
 
 
 def test_the_served_router_routes_like_the_rule_at_every_lambda() -> None:
     plain, rule, X = _routers()
-    expected = np.repeat([0, 0, 2], 20)
-    assert plain.route(X, 0.0).tolist() == np.repeat([1, 0, 2], 20).tolist()  # the per-cluster argmin: noise
+    expected = np.repeat([0, 0, 0, 2], 40)
+    assert plain.route(X, 0.0).tolist() == np.repeat([1, 0, 0, 2], 40).tolist()  # the per-cluster argmin: noise
     for lam in (0.0, 5.0):
         assert rule.route(X, lam).tolist() == expected.tolist()
     assert rule.kind == QUALITY_RULE.name
     np.testing.assert_array_equal(rule.psi, plain.psi)  # what validation measured is kept as it was
     # A request's pool without the rule's model: the next one by its routing cell (m1 here, as its cell is lower).
-    assert set(rule.route_names(X[:20], 0.0, ["m1", "m2"]).tolist()) == {"m1"}
+    assert set(rule.route_names(X[:40], 0.0, ["m1", "m2"]).tolist()) == {"m1"}
 
 
 def test_the_rule_router_is_stored_and_onboarded_as_its_kind() -> None:
@@ -64,7 +55,7 @@ def test_the_rule_router_is_stored_and_onboarded_as_its_kind() -> None:
     back = router_from_bytes(router_to_bytes(rule))
     assert isinstance(back, RuleRouter) and back.kind == QUALITY_RULE.name
     assert back.route(X, 0.0).tolist() == rule.route(X, 0.0).tolist()
-    joined = rule.with_model("m3", np.full(3, 0.9), 1.0, np.full(3, 20))
+    joined = rule.with_model("m3", np.full(4, 0.9), 1.0, np.full(4, 40))
     assert joined.kind == QUALITY_RULE.name and joined.route(X, 0.0).tolist() == rule.route(X, 0.0).tolist()
 
 

@@ -12,6 +12,10 @@ against each other model of the pool, so its level is Bonferroni-corrected over 
 switch costs quality, a missed one only leaves the cluster at the overall best. Among the significant models the
 one of least mean loss in the cluster takes it.
 
+The served kind (`quality_rule`, routers/kind_quality_rule.py) now decides by empirical Bayes instead
+(routers/quality_eb.py, which returns the same QualityRule): these sign tests missed RouterDC's domain specialists
+at ~50 prompts a cluster. They stay as the evaluation method `quality_rule_raw` (uncorrected) beside it.
+
 Shapes: n_val validation prompts, M models, K clusters.
 """
 
