@@ -16,14 +16,11 @@ from uniroute.embed.fill import Embedded, embed_store_prompts
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
 from uniroute.operations.reconcile import reconciled
-from uniroute.pipeline.build import FIT_DUCKDB_MEMORY, BuildResult, run_build
+from uniroute.pipeline.build import BuildResult, run_build
 from uniroute.pipeline.clusters_dask import DatasetClusters, cluster_dataset
-from uniroute.pipeline.memory import release_freed
 from uniroute.progress import ticking
 
 log = logging.getLogger(__name__)
-
-COMMIT_DUCKDB_MEMORY = FIT_DUCKDB_MEMORY  # the build's commit, capped as the build's last queries were
 
 
 def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
@@ -56,11 +53,6 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
                 result = replace(result, notes=(*result.notes, on_dask))
             s.detail = result.line()
             stage("saving the build in the store")
-            # The commit (every prompt's cluster among its rows) runs after run_build's caps ended: at DuckDB's
-            # default (80% of RAM) it took the 1M x 100 build's driver from 0.9 to 1.6 GB. The connection closes
-            # after it, so the cap is set, not scoped.
-            store.execute(s.con, "set_memory_limit", limit=COMMIT_DUCKDB_MEMORY)
-        release_freed()
         stage("logging the router to MLflow and publishing its tables")
         reconciled(ctx)
     return result

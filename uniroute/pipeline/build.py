@@ -206,9 +206,9 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
             notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
                          f"{len(split.test)} common test prompts")
         seconds["evaluate"] = time.perf_counter() - t0
-        # The tuning state goes before the recording: its caches (K-NN's 20k x 5k test similarities, 400 MB at 1M,
-        # the tuning's neighbour orders and fits) and the held rows it views were the driver's peak through the
-        # cluster assignments' write (benchmarks/scale/dask_plane.py --build).
+        # The tuning state goes before the recording: its caches (the selection's neighbour orders, the fits) and the
+        # held rows it views were the driver's peak through the cluster assignments' write
+        # (benchmarks/scale/dask_plane.py --build).
         del state
         release_freed()
         log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
