@@ -25,6 +25,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -173,6 +174,19 @@ class RssSampler:
         self._thread.start()
         return self
 
+    def handler(self) -> logging.Handler:
+        """A logging handler that starts a phase at every uniroute record (the build's stages with progress on):
+        the peak per stage of the build, not only per phase of this driver."""
+        sampler = self
+
+        class StageHandler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if record.name.startswith("uniroute"):
+                    text = re.sub(r" \([\d,]+ s\)$", "", record.getMessage())[:90]
+                    sampler.phase(f"{sampler._phase.split(' | ')[0]} | {text}")
+
+        return StageHandler()
+
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
@@ -191,6 +205,7 @@ def driver(address: str, home: Path, k: int, seed: int, build: bool = False) -> 
     ctx = operations.Context.at(home / "uniroute.duckdb", cache_dir=home.parent / "cache")
     out: dict[str, Any] = {}
     with RssSampler() as rss, Client(address, timeout=60) as client:
+        logging.getLogger().addHandler(rss.handler())
         out["rss_mb_before"] = _peak_rss_mb()
         t0 = time.perf_counter()
         rss.phase("embed")
@@ -245,7 +260,7 @@ def _build_phase(ctx: Any, address: str, seed: int, client: Any, rss: RssSampler
     rss.phase("build")
     t0 = time.perf_counter()
     with get_task_stream(client) as stream:
-        result = operations.build(ctx, "static", seed, dask_address=address, embedded=embedded)
+        result = operations.build(ctx, "static", seed, dask_address=address, embedded=embedded, progress=True)
     tasks = stream.data
     phases = {name: round(v, 1) for name, v in result.seconds.items()}
     return {"build_seconds": time.perf_counter() - t0, "build_phases": phases,

@@ -101,9 +101,19 @@ def test_the_gammas_by_blocks_within_a_memory_budget_are_the_whole_ones(monkeypa
     X_ref = rng.normal(size=(60, 4)).astype(np.float32)
     losses = np.where(rng.random((60, 3)) < 0.2, NAN, rng.random((60, 3)))
     order = nearest_order(rng.normal(size=(25, 4)).astype(np.float32), X_ref, 60)
-    assert order.dtype == np.int32  # the orders a tuning keeps: half the bytes of int64, the same indices
+    assert order.dtype == np.int16  # the orders a tuning keeps: a quarter of the bytes of int64, the same indices
     whole = knn_gammas(order, losses, [1, 7, 60])
     monkeypatch.setattr(knn, "GAMMA_BLOCK_BYTES", 1)
     blocked = knn_gammas(order, losses, [1, 7, 60])
     for k, gamma in whole.items():
         np.testing.assert_array_equal(blocked[k], gamma)
+
+
+def test_the_index_type_holds_every_reference() -> None:
+    """nearest_order's int16 holds up to 32,768 references (the last index 32,767); one more takes int32."""
+    assert knn.index_dtype(2**15) == np.int16 and np.iinfo(np.int16).max == 2**15 - 1
+    assert knn.index_dtype(2**15 + 1) == np.int32
+    X_ref = np.zeros((2**15 + 1, 1), dtype=np.float32)
+    X_ref[-1] = 1.0  # the nearest reference of a query at 1 is the last one: index 32,768
+    order = nearest_order(np.ones((1, 1), dtype=np.float32), X_ref, 1)
+    assert order.dtype == np.int32 and order[0, 0] == 2**15

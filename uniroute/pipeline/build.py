@@ -39,6 +39,7 @@ from uniroute.pipeline.build_refits import Refits
 from uniroute.pipeline.build_result import BuildResult
 from uniroute.pipeline.clusters_dask import store_assignments
 from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
+from uniroute.pipeline.memory import release_freed
 from uniroute.pipeline.shadow_config import ShadowConfig
 from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
 from uniroute.progress import ticking
@@ -164,6 +165,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     # needs the validation prompts' ids only (their Psi), by store row.
     val_ids = {int(i): index.prompt_ids[i] for i in split.val}
     del index
+    release_freed()  # the pass over the results' buffers and the index, before the tuning's arrays (pipeline.memory)
 
     # What DuckDB keeps cached from the pass over the results is no use after it: the rest of the build's queries
     # (Psi's group-by over the validation results, the cluster assignments' insert) ran at the same speed under 256 MB
@@ -188,6 +190,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
             refits.close()
         state.fits.forget_onboardings()  # the held-out scoring reads the fits, not the tuning's onboardings
         del held  # the tuning state keeps its rows (views)
+        release_freed()
         router = cands.routers[cands.chosen]
         seconds["fit"] = time.perf_counter() - t0
 
@@ -203,10 +206,11 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
             notes.append(f"held-out evaluation skipped: {len(split.test_models)} model(s) with results on "
                          f"{len(split.test)} common test prompts")
         seconds["evaluate"] = time.perf_counter() - t0
-        # The tuning state goes before the recording: its caches (K-NN's 20k x 5k test similarities, 400 MB at 1M,
-        # the tuning's neighbour orders and fits) and the held rows it views were the driver's peak through the
-        # cluster assignments' write (benchmarks/scale/dask_plane.py --build).
+        # The tuning state goes before the recording: its caches (the selection's neighbour orders, the fits) and the
+        # held rows it views were the driver's peak through the cluster assignments' write
+        # (benchmarks/scale/dask_plane.py --build).
         del state
+        release_freed()
         log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
                  seconds["evaluate"])
 

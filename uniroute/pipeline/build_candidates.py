@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute.errors import UnirouteError
+from uniroute.pipeline.memory import release_freed
 from uniroute.routers.kinds import FullScale, Tuned, kind_names, router_kind
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.psi import Psi
@@ -155,6 +156,9 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
             log.info("tuned %s in %.1f s", tuned[kind].label(), time.perf_counter() - started)
             if on_tuned is not None:
                 on_tuned(tuned[kind])
+        # The tuning's simulated onboardings are not read by the selection (its own samples): gone before it.
+        state.fits.forget_onboardings("tune")
+        release_freed()
         if on_stage is not None:
             on_stage("choosing the kind to serve")
         selection: Selection | None = select_kind(state.fits, list(tuned.values()), n_val)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from uniroute.routers.kinds import HeldOutState, RouterKind, Tuned, TuningEngine
-from uniroute.routers.knn import KnnRouter, knn_gammas, nearest_order, top_k_order
+from uniroute.routers.knn import KnnRouter, index_dtype, knn_gammas, nearest_order, top_k_order
 from uniroute.routers.ladders import neighbour_ladder
 
 log = logging.getLogger(__name__)
@@ -75,12 +75,15 @@ class KnnKind(RouterKind):
         """(n_te, M_te) the test LLMs' mean loss on each test prompt's k nearest of the first n_val val prompts."""
         losses = state.test_llm_val_losses(n_val)
         k = min(tuned.value, n_val)
-        sims = state.test_val_sims()[:, :n_val]
-        # By blocks of test prompts (row by row the same order): over all 20k x 5k at once, argpartition's int64
-        # indices and the negated copy were 1.2 GB of a build's driver (benchmarks/scale/dask_plane.py --build).
-        # int32, as nearest_order's: the same indices in half the bytes (20k x k of them).
-        order = np.concatenate([top_k_order(sims[s : s + TEST_BLOCK], k).astype(np.int32)
-                                for s in range(0, max(len(sims), 1), TEST_BLOCK)])
+        n_te = state.X_test.shape[0]
+        # By blocks of test prompts, similarities included: over all 20k x 5k at once, argpartition's int64 indices
+        # and the negated copy were 1.2 GB of a build's driver, the similarities 0.4 GB more
+        # (benchmarks/scale/dask_plane.py --build). A block's similarities can differ from the whole matrix's in the
+        # last bit (BLAS blocks the product by its shape), which on 20k x 5k build embeddings reordered the top 300 of
+        # 33 rows and changed none of their sets: the mean loss over the k nearest is the same.
+        # The smallest index type, as nearest_order's: the same indices in a quarter of the bytes (20k x k of them).
+        order = np.concatenate([top_k_order(state.test_val_sims(slice(s, s + TEST_BLOCK))[:, :n_val], k)
+                                .astype(index_dtype(n_val)) for s in range(0, max(n_te, 1), TEST_BLOCK)])
         return knn_gammas(order, losses, [k])[k]
 
     def gamma_from_training_labels(self, state: HeldOutState, value: int) -> np.ndarray:

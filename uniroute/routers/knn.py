@@ -68,13 +68,19 @@ def top_k_order(sims: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(top, np.lexsort((top, -top_sims), axis=1), axis=1)
 
 
+def index_dtype(n: int) -> type[np.signedinteger]:
+    """The smallest signed integer type that indexes n rows (int16 or int32; int64 beyond 2**31)."""
+    return np.int16 if n <= 2**15 else np.int32 if n <= 2**31 else np.int64
+
+
 def nearest_order(X_query: np.ndarray, X_ref: np.ndarray, k: int, block: int = 1024) -> np.ndarray:
     """(n_query, k) indices of the k most cosine-similar refs per query, most similar first (X L2-normalised).
 
-    int32 (the same indices): the build's K-NN tuning keeps one order per simulated onboarding, up to 7k queries x
-    5k references each when k climbs past a quarter of them (280 MB apiece as int64)."""
+    The smallest integer type that holds the indices (int16 up to 32,768 references, else int32; the same
+    indices): the build's K-NN tuning keeps one order per simulated onboarding, up to 7k queries x 5k references
+    each when k climbs past a quarter of them (280 MB apiece as int64, 70 MB as int16)."""
     k = min(k, X_ref.shape[0])
-    out = np.empty((X_query.shape[0], k), dtype=np.int32)
+    out = np.empty((X_query.shape[0], k), dtype=index_dtype(X_ref.shape[0]))
     for s in range(0, X_query.shape[0], block):
         out[s : s + block] = top_k_order(X_query[s : s + block] @ X_ref.T, k)
     return out

@@ -148,13 +148,20 @@ class CandidateFits:
         self.learned_map(k)
         return self._val_phi[k]
 
-    def forget_onboardings(self) -> None:
+    def forget_onboardings(self, purpose: str | None = None) -> None:
         """Drop the simulated onboardings' caches (the samples with their pools, neighbour orders, Psis, held-out Phi):
         what the tuning and the selection measure Areas with. A build scores its held-out prompts after them and
         does not read them again; they were ~0.4 GB of its driver at 200k x 100 (benchmarks/scale/dask_plane.py
-        --build). The fits and the Areas stay; anything asked again is recomputed identically (seeded)."""
-        for cache in (self._samples, self._sample_orders, self._psis, self._heldout_phi):
-            cache.clear()
+        --build). The fits and the Areas stay; anything asked again is recomputed identically (seeded).
+        purpose: only that purpose's samples, orders and Psis ("tune": once every kind is tuned, the selection
+        measures on its own samples; K-NN's tuning orders, up to 7k x 5k per repeat, were the build's peak there)."""
+        if purpose is None:
+            for cache in (self._samples, self._sample_orders, self._psis, self._heldout_phi):
+                cache.clear()
+            return
+        for cache, at in ((self._samples, 1), (self._sample_orders, 1), (self._psis, 2)):
+            for key in [key for key in cache if key[at] == purpose]:
+                del cache[key]
 
     # ---- simulated onboarding --------------------------------------------------------------------------------
     def _val_pool_rows(self, n_val: int) -> np.ndarray:

@@ -53,7 +53,6 @@ class TrialState:
         self._curves: dict[tuple[str, int, float, int], Curve] = {}
         self._selections: dict[int, Selection] = {}
         self._test_phi: dict[tuple[str, int], np.ndarray] = {}
-        self._test_val_sims: np.ndarray | None = None
 
     # ---- pools ---------------------------------------------------------------------------------------
     def test_pool(self, n_val: int) -> LabelledPool:
@@ -100,11 +99,11 @@ class TrialState:
         """(n_val, M_te) the test LLMs' losses on the first n_val validation prompts (what onboards them)."""
         return self.losses[np.ix_(self.split.val[:n_val], self.split.test_models)]
 
-    def test_val_sims(self) -> np.ndarray:
-        """(n_te, n_val) cosine similarity of test prompts to val prompts (reused across val sizes)."""
-        if self._test_val_sims is None:
-            self._test_val_sims = self.X_test @ self.X_val.T
-        return self._test_val_sims
+    def test_val_sims(self, rows: slice = slice(None)) -> np.ndarray:
+        """(these test prompts, n_val) cosine similarity of test prompts to val prompts. Not kept: asked by blocks of
+        test prompts (kind_knn.TEST_BLOCK), a build holds one block's instead of 20k x 5k (400 MB, its driver's peak
+        at 1M x 100 under the tuning's arrays)."""
+        return self.X_test[rows] @ self.X_val.T
 
     def test_gamma(self, tuned: Tuned, n_val: int) -> np.ndarray:
         """(n_te, M_te) what the served router of `tuned` estimates for the test LLMs (selection.served_router)."""
