@@ -70,7 +70,7 @@ EVAL_TEST_SAMPLE = 20_000
 # stage peaked at 3.4 GB (benchmarks/results/pipeline.json, `synthetic`). Now that the driver holds only the sampled
 # rows, DuckDB's cap is most of its memory: 512 MB (each query over 20M results ran at ~600 MB of RSS with it).
 BUILD_DUCKDB_MEMORY = "512MB"
-FIT_DUCKDB_MEMORY = "256MB"  # after the loading: see _run_build
+FIT_DUCKDB_MEMORY = "128MB"  # after the loading: see _run_build
 
 
 def _subsample(rng: np.random.Generator, rows: np.ndarray, size: int) -> np.ndarray:
@@ -167,17 +167,19 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     del index
     release_freed()  # the pass over the results' buffers and the index, before the tuning's arrays (pipeline.memory)
 
+    # The models' validation costs and answer counts, under the loading's cap: at 1M x 100 this query (battle
+    # models included) ran out of a 96 MB cap ("failed to pin block").
+    t0 = time.perf_counter()
+    costs = store.query(con, "model_val_costs").set_index("model")["cost"]
+    # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
+    # of the router until it has more, as onboarding leaves it out.
+    thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
     # What DuckDB keeps cached from the pass over the results is no use after it: the rest of the build's queries
-    # (Psi's group-by over the validation results, the cluster assignments' insert) ran at the same speed under 256 MB
-    # at 200k x 100, and lowering the cap evicts what the loading left cached.
+    # (Psi's group-by over the validation results, the cluster assignments' insert) spill past the cap, and lowering
+    # it evicts what the loading left cached (the driver's level through the tuning and the selection, its peak).
     with store.memory_limited(con, FIT_DUCKDB_MEMORY):
-        t0 = time.perf_counter()
         state, sample = held.state(tuning, models), tuning.sample
         n_val = len(sample.val)
-        costs = store.query(con, "model_val_costs").set_index("model")["cost"]
-        # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
-        # of the router until it has more, as onboarding leaves it out.
-        thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
         pool_columns = [j for j, m in enumerate(models) if answered[j] and pd.notna(costs.get(m)) and m not in thin]
         pool = [models[j] for j in pool_columns]
         stage("tuning the router kinds")
