@@ -30,8 +30,8 @@ from uniroute.experiments.plots import write_curve_plot, write_val_size_plot
 RESULTS_DIR = ROOT / "docs" / "results"
 DOC = ROOT / "docs" / "results.md"
 TRIALS, SEED = 100, 0
-# The builds' default embedder (settings.DEFAULT_BUILD_EMBEDDER): nowhere significantly below the best measured one
-# (docs/results/embedders.md).
+# The builds' default embedder (settings.DEFAULT_BUILD_EMBEDDER; the embedder rule of docs/results/embedders.md now
+# names minilm-onnx, and the default moves with this table's runs on it).
 EMBEDDER = "static"
 EMBEDDER_LABEL = "the static embedder distilled from MiniLM"
 VAL_SIZES = "25,50,all"  # the validation-size study: the sizes issue 11 checks auto at
