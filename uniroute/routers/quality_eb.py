@@ -115,7 +115,7 @@ def fit_eb_rule(val_clusters: np.ndarray, val_losses: np.ndarray, k: int, coarse
     optionally over a coarser clustering's labels (eb_cells).
 
     Each cluster goes to the model of least empirical-Bayes cell (ties and empty clusters: the overall best, least
-    mean validation loss); p_values holds the fine level's strength s in every cluster (no test is run)."""
+    mean validation loss). No test is run, so p_values is NaN; the fine level's strength is eb_cells' (logged)."""
     val_clusters = np.asarray(val_clusters, dtype=np.int64)
     val_losses = np.asarray(val_losses, dtype=np.float64)
     if val_losses.ndim != 2 or val_losses.shape[0] != val_clusters.shape[0]:
@@ -129,4 +129,4 @@ def fit_eb_rule(val_clusters: np.ndarray, val_losses: np.ndarray, k: int, coarse
     choice = np.where(answered & better, np.argmin(cells, axis=0), best).astype(np.int64)
     log.debug("empirical-Bayes quality rule: strength %.3g, %d of %d clusters left the overall best", s,
               int((choice != best).sum()), k)
-    return QualityRule(best=best, choice=choice, p_values=np.full(k, s))
+    return QualityRule(best=best, choice=choice, p_values=np.full(k, np.nan))

@@ -38,7 +38,7 @@ class QualityRule:
 
     best: int  # column of the overall best model (least mean validation loss)
     choice: np.ndarray  # (K,) model column per cluster
-    p_values: np.ndarray  # (K,) one-sided p of the chosen challenger (1.0 where the cluster kept the best)
+    p_values: np.ndarray  # (K,) one-sided p of the chosen challenger (1.0: kept the best; NaN: no test was run)
 
     @property
     def switched(self) -> np.ndarray:
