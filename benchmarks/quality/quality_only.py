@@ -319,11 +319,10 @@ def render() -> str:
         "decides by empirical Bayes (uniroute/routers/quality_eb.py: each cluster's cell shrunk toward the "
         "coarse cell of the tuned K-means clusters, those toward the pool's additive prior, each level's "
         "strength estimated by moments from the served LLMs' own validation answers; nothing tuned): the "
-        "`quality_rule` rows of runs from commit 2d5b767 on (MMLU-Pro below, and \"Tried, not kept\"). Before, "
-        "it decided by a paired one-sided sign test per cluster at 0.05, Bonferroni-corrected over the other LLMs: "
-        "the `quality_rule` rows of the RouterBench and RouterDC sections below (runs at the commits they name; "
-        "`auto` served as now, count-aware K-means the default). `quality_rule_raw` is that sign test "
-        "uncorrected (uniroute/routers/quality_rule.py).", "",
+        "`quality_rule` rows of runs from commit 2d5b767 on (every dataset's section below, and the empirical-Bayes "
+        "\"Tried, not kept\" table). Before, it decided by a paired one-sided sign test per cluster at 0.05, "
+        "Bonferroni-corrected over the other LLMs (the sign-test \"Tried, not kept\" table). `quality_rule_raw` is "
+        "that sign test uncorrected (uniroute/routers/quality_rule.py).", "",
         "Why validation misjudges the rule against K-means: `auto` compares kinds by simulated onboarding of the "
         "training LLMs, another pool than the served one, and which is better at equal costs depends on the pool. "
         "On RouterBench (100 trials, K-means the default, the sign-test rule, commit e361f6a) validation put the "
