@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks.quality import results_doc
 from benchmarks.quality.readme_block import rewrite_block
+from uniroute.settings import DEFAULT_BUILD_EMBEDDER
 
 
 @pytest.fixture(scope="module")
@@ -22,13 +23,27 @@ def test_the_quality_block_is_rewritten_from_the_reports(reports, tmp_path: Path
     readme.write_text("before\n<!-- quality-table -->\nstale\n<!-- /quality-table -->\nafter\n")
     rewrite_block("quality-table", results_doc.readme_quality(reports), readme)
     text = readme.read_text()
-    assert text.startswith("before\n<!-- quality-table -->\n| dataset (trials) |") and text.endswith("after\n")
+    assert text.startswith(f"before\n<!-- quality-table -->\nQuality (paper protocol, seed 0, "
+                           f"`{results_doc.EMBEDDER}` embedder: the build default;") and text.endswith("after\n")
     assert "stale" not in text
     for dataset, (report, _) in reports.items():
         short = results_doc.DATASETS[dataset]["short"]
         row = next(line for line in text.splitlines() if line.startswith(f"| {short} ("))
         assert row.startswith(f"| {short} ({report['trials']}) |")
         assert f"{report['methods']['auto']['area']:.4f}".lstrip("0") in row
+
+
+def test_the_readme_table_is_measured_on_the_build_default_embedder(reports, tmp_path: Path) -> None:
+    # One source: the table's runs, the command it prints and its label follow settings.DEFAULT_BUILD_EMBEDDER.
+    assert results_doc.EMBEDDER == DEFAULT_BUILD_EMBEDDER and results_doc.EMBEDDER_LABEL
+    assert f"--embedder {DEFAULT_BUILD_EMBEDDER} " in results_doc.command("mmlu_pro_cot29")
+    for dataset, (report, _) in reports.items():
+        results_doc.check_embedder(results_doc.RESULTS_DIR / f"{dataset}.json", report)  # the saved runs pass
+    other = next(name for name in results_doc.EMBEDDER_LABELS if name != DEFAULT_BUILD_EMBEDDER)
+    report = reports["routerdc_model7"][0]
+    with pytest.raises(SystemExit, match=f"routerdc_model7.json: embedder {DEFAULT_BUILD_EMBEDDER}, but the build "
+                                         f"default .* is {other}: re-run it with --embedder {other}"):
+        results_doc.check_embedder(tmp_path / "routerdc_model7.json", report, other)
 
 
 def test_the_verdict_names_each_missed_check_and_only_those(reports) -> None:
