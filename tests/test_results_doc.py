@@ -46,6 +46,19 @@ def test_the_readme_table_is_measured_on_the_build_default_embedder(reports, tmp
         results_doc.check_embedder(tmp_path / "routerdc_model7.json", report, other)
 
 
+def test_the_studies_commands_name_the_embedder_their_runs_were_measured_with() -> None:
+    # Their runs are not re-measured when the build default moves, so their commands keep their own embedder.
+    from benchmarks.quality import onboarding_set_doc, quality_only
+
+    for module, folders in ((onboarding_set_doc, (onboarding_set_doc.OUT_DIR, onboarding_set_doc.ADAPTIVE_DIR)),
+                            (quality_only, (quality_only.OUT_DIR,))):
+        runs = [path for folder in folders for path in folder.rglob("*.json") if path.name != "runs.json"]
+        ids = {json.loads(path.read_text()).get("embedder_id", module.EMBEDDER + ":").split(":")[0] for path in runs}
+        assert runs and ids == {module.EMBEDDER}, module.__name__
+    assert f"--embedder {quality_only.EMBEDDER} " in quality_only.command("routerdc_model7", 100, "served")
+    assert f"--embedder {onboarding_set_doc.EMBEDDER} " in onboarding_set_doc.command("routerdc_model7")
+
+
 def test_the_verdict_names_each_missed_check_and_only_those(reports) -> None:
     checks = [c for report, study in reports.values() for c in results_doc.auto_checks(report, study)]
     missed = [c for c in checks if not c["within"] or c["significantly_below"]]
