@@ -261,7 +261,7 @@ def kinds_notes(reports: dict[str, tuple[dict[str, Any], dict[str, Any] | None]]
             among = ""
         lm.append(f"- {dataset} ({m_train} training LLMs per trial): {_versus(r, 'learnedmap', 'kmeans')}{among}")
     lm.append("Where the LearnedMap is behind among the training LLMs too, the map fitted to their labels does not "
-              "generalise even to new prompts for the same LLMs (static-embedder features and a few training LLMs "
+              f"generalise even to new prompts for the same LLMs (`{EMBEDDER}` features and a few training LLMs "
               "give it little to learn beyond the K-means clusters); where it is ahead among them but behind on the "
               "unseen LLMs, it has learned what is particular to the training LLMs.")
     return "\n".join(shrunk) + "\n\n" + "\n".join(lm)
