@@ -141,14 +141,18 @@ def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
     raise TimeoutError(f"no onboarding run completed within {timeout:.0f} s (Prefect API {api_url})")
 
 
+def pin_build_embedder(settings: Settings) -> None:
+    """make run's minutes: the demo's builds embed with the interactive embedder (UNIROUTE_EMBEDDER), whatever the
+    nightly builds' default (UNIROUTE_BUILD_EMBEDDER, settings.py); the flows read it from the environment."""
+    os.environ.setdefault("UNIROUTE_BUILD_EMBEDDER", settings.embedder)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.parse_args(argv)
     settings = Settings()
     apply_offline_environment(settings)
-    # make run's minutes: the demo's builds embed with the interactive embedder (UNIROUTE_EMBEDDER), whatever the
-    # nightly builds' default (UNIROUTE_BUILD_EMBEDDER, settings.py); the flows read it from the environment.
-    os.environ.setdefault("UNIROUTE_BUILD_EMBEDDER", settings.embedder)
+    pin_build_embedder(settings)
     fresh_home(settings)
     work = settings.home / "demo-input"
     work.mkdir()

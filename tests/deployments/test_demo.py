@@ -10,9 +10,26 @@ from pathlib import Path
 
 import pytest
 
+from deployments.demo import pin_build_embedder
 from tests.log_noise import noisy_logs
+from uniroute import settings as settings_module
+from uniroute.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_make_runs_builds_embed_with_the_interactive_embedder_whatever_the_build_default(monkeypatch) -> None:
+    # make run must stay within its minutes when the nightly builds' default is a slower embedder.
+    for name in ("UNIROUTE_EMBEDDER", "UNIROUTE_BUILD_EMBEDDER"):  # unset, and unset again after the test
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(settings_module, "DEFAULT_BUILD_EMBEDDER", "minilm-onnx")
+    assert Settings().build_embedder_name == "minilm-onnx"
+    pin_build_embedder(Settings())
+    assert Settings().build_embedder_name == "static" == Settings().embedder
+    monkeypatch.setenv("UNIROUTE_BUILD_EMBEDDER", "minilm-onnx")  # a demo told otherwise keeps what it was told
+    pin_build_embedder(Settings())
+    assert Settings().build_embedder_name == "minilm-onnx"
 
 
 @pytest.mark.slow
