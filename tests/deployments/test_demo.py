@@ -48,6 +48,7 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
     assert "already routable" not in output and "repaired pool" not in output
     assert "1. Benchmark logs land in the inbox" in output and "inbox: benchmark_logs.parquet" in output
     assert "router kinds compared on validation prompts" in output
+    assert "embedding the new prompts with static" in output  # the interactive embedder, whatever builds default to
     noisy = [line for line in output.splitlines()
              if "Warning" in line or "warnings.warn" in line or "| distributed." in line
              or "Starting temporary server" in line or "WARNING" in line or "Traceback" in line]
