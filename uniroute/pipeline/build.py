@@ -38,7 +38,7 @@ from uniroute.pipeline.build_held import HeldRows, TuningRows
 from uniroute.pipeline.build_refits import Refits
 from uniroute.pipeline.build_result import BuildResult
 from uniroute.pipeline.clusters_dask import store_assignments
-from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
+from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_among
 from uniroute.pipeline.memory import release_freed
 from uniroute.pipeline.shadow_config import ShadowConfig
 from uniroute.pipeline.shadow_gate import record_gate, shadow_gate
@@ -170,10 +170,11 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
     # The models' validation costs and answer counts, under the loading's cap: at 1M x 100 this query (battle
     # models included) ran out of a 96 MB cap ("failed to pin block").
     t0 = time.perf_counter()
-    costs = store.query(con, "model_val_costs").set_index("model")["cost"]
+    val_costs = store.query(con, "model_val_costs")
+    costs = val_costs.set_index("model")["cost"]
     # Evidence before traffic (onboard.MIN_VAL_ANSWERS): a model with a handful of validation answers is left out
     # of the router until it has more, as onboarding leaves it out.
-    thin = thin_models(con, [m for j, m in enumerate(models) if answered[j]], min_answers)
+    thin = thin_among(val_costs, [m for j, m in enumerate(models) if answered[j]], min_answers)
     # What DuckDB keeps cached from the pass over the results is no use after it: the rest of the build's queries
     # (Psi's group-by over the validation results, the cluster assignments' insert) spill past the cap, and lowering
     # it evicts what the loading left cached (the driver's level through the tuning and the selection, its peak).

@@ -30,7 +30,7 @@ from uniroute.errors import UnirouteError
 from uniroute.faults import crashpoint
 from uniroute.pipeline import registry
 from uniroute.pipeline.battles import assign_battle_prompts
-from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_models
+from uniroute.pipeline.evidence import MIN_VAL_ANSWERS, thin_among, thin_models
 from uniroute.pipeline.evidence_gate import GateThresholds, ModelGate, gate_model
 from uniroute.pipeline.onboarding_set import choose_onboarding_set
 from uniroute.pipeline.psi_data import onboard_psi
@@ -180,7 +180,8 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
                            "(their results are kept; the pool does not take them back by accident)")
     store.execute(con, "reactivate_models", models=list(models))
     store.execute(con, "assign_splits")
-    waiting = thin_models(con, models, min_answers)
+    val_costs = store.query(con, "model_val_costs")  # the answer counts here, the costs below: one read
+    waiting = thin_among(val_costs, models, min_answers)
     models = tuple(m for m in models if m not in waiting)
     if not models:
         result = OnboardResult(champion.router_id, champion.parent_id or champion.router_id, (), (), 0,
@@ -192,7 +193,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
     else:
         rows, embedded = _cluster_rows(con, champion, models, progress, cache_dir)
     crashpoint("onboard:embedded")
-    costs = store.query(con, "model_val_costs").set_index("model")["cost"]
+    costs = val_costs.set_index("model")["cost"]
     no_cost = [m for m in models if pd.isna(costs.get(m))]
     if no_cost:
         raise OnboardError(f"models {no_cost} have no cost: give one with `uniroute models set-cost MODEL COST`")
