@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -54,6 +54,7 @@ class PoolCV:
     diff_se: dict[str, float]  # SE of (candidate - base), paired over the held-out prompts
     base: str  # the kind select_kind chose, which the others must beat
     n: int  # held-out prompts scored (those where every candidate's model has an answer)
+    prompt_scores: dict[str, np.ndarray] = field(default_factory=dict, compare=False)  # (n_val,) NaN: not scored
 
 
 def applies(selection: Selection, pool_costs: np.ndarray) -> bool:
@@ -90,7 +91,8 @@ def pool_cv(fits: CandidateFits, candidates: Sequence[Tuned], base: str, models:
     mean = {k: float(scored[i].mean()) if m else float("nan") for i, k in enumerate(kinds)}
     se = {k: float((scored[i] - scored[b]).std(ddof=1) / np.sqrt(m)) if m > 1 else float("inf")
           for i, k in enumerate(kinds)}
-    return PoolCV(score=mean, diff_se=se, base=base, n=m)
+    return PoolCV(score=mean, diff_se=se, base=base, n=m,
+                  prompt_scores={k: scores[i] for i, k in enumerate(kinds)})
 
 
 def choose_on_pool(selection: Selection, fits: CandidateFits, models: Sequence[str], pool_val_losses: np.ndarray,
