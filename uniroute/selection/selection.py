@@ -17,6 +17,10 @@ on average, than the best kind. The standard errors come from a bootstrap that r
 *and* the training LLMs (a pool of different LLMs is the larger part of the noise), identical for every candidate
 so that differences are paired; P(best) is the share of resamples in which a candidate has the best Area.
 
+At equal costs (the quality-only rule a candidate) the build and the evaluation then re-decide between this choice
+and the rule on the served pool's own validation answers (pool_choice.choose_on_pool: the training pool misjudges
+that comparison); `Selection.pool_cv` records it. With costs nothing is re-decided.
+
 Interface for the pipeline (build, onboard, publish, pyfunc) — plain arrays in, routers out:
 
 (a) fit every candidate kind from a build's data:
