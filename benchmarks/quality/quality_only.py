@@ -362,6 +362,13 @@ def render() -> str:
         "+0.0002 and +0.0084. Not the cause: at equal costs the validation Area is the lambda = 0 mean score (the "
         "curve is one point; checked on a random pool). Count-aware K-means' shrinkage strength, tuned on the "
         "training pool too, was 0 in 85 of 100 trials.", "",
+        "So at equal costs `auto` re-decides on the served pool (uniroute/selection/pool_choice.py, in the code "
+        "every build and evaluation calls): the served LLMs' validation prompts are split into "
+        f"{FOLDS} seeded folds; per fold, the kind chosen on training and the rule are each fitted on the other "
+        "folds' answers (the clusterings, K and shrinkage as fitted on training) and route the fold at lambda = 0; "
+        f"the rule is served where its CV score beats that kind's by more than {Z_POOL:g} paired SE over the "
+        "prompts. No test label is used. With costs (the rule no candidate) nothing is re-decided. Each dataset's "
+        "\"pool decision\" line gives how often it served the rule and `auto` without it on the same trials.", "",
     ]
     return "\n".join(head + summary + [""] + ["\n\n".join(sections), ""] + tried_section())
 
