@@ -55,7 +55,9 @@ def _tuning_record(state: TrialState, kind: str, n_val: int, areas: bool = True)
 def _selection_record(state: TrialState, n_val: int) -> dict[str, Any]:
     sel = state.selection(n_val)
     return {"kind": sel.chosen, "default": sel.default, "val_area": sel.area, "val_area_se": sel.area_se,
-            "diff_se": sel.diff_se, "p_best": sel.p_best, "pair_se": sel.pair_se}
+            "diff_se": sel.diff_se, "p_best": sel.p_best, "pair_se": sel.pair_se,
+            **({} if sel.pool_cv is None else {"pool_cv": {"score": sel.pool_cv.score, "diff_se": sel.pool_cv.diff_se,
+                                                           "base": sel.pool_cv.base, "n": sel.pool_cv.n}})}
 
 
 def method_curve(state: TrialState, method: str, n_val: int, pool: LabelledPool) -> Curve:

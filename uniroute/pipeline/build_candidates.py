@@ -24,6 +24,7 @@ from uniroute.routers.kinds import FullScale, Tuned, kind_names, router_kind
 from uniroute.routers.kmeans import Centroids
 from uniroute.routers.psi import Psi
 from uniroute.routers.serialize import AnyRouter
+from uniroute.selection.pool_choice import choose_on_pool
 from uniroute.selection.selection import Selection, select_kind, served_router
 from uniroute.selection.split import TrialSplit
 from uniroute.selection.state import TrialState
@@ -177,6 +178,9 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     if not seen.all():
         notes.append(f"no result on the sampled validation prompts: {[pool[i] for i in np.nonzero(~seen)[0]]}")
     models = [m for m, s in zip(pool, seen, strict=True) if s]
+    if selection is not None:  # at equal costs, re-decided on the pool's own validation answers (else unchanged)
+        selection = choose_on_pool(selection, state.fits, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
+        chosen = selection.chosen
     routers = {}
     for kind, t in tuned.items():
         router = served_router(state.fits, t, embedder_id, models, tuning_losses[:, seen], pool_costs[seen], val_ids)

@@ -7,8 +7,9 @@ model is better there after empirical-Bayes shrinkage (routers/quality_eb.py: tw
 the rule's finer K, strengths estimated from those answers, nothing tuned). It decided by per-cluster sign tests
 (quality_rule.fit_quality_rule, Bonferroni-corrected) before; those missed RouterDC's domain specialists, which
 K-means' coarse clusters see (docs/results/quality_only.md). As a kind it is tuned, compared and served like the
-others: `auto` (selection.select_kind) measures it by the same simulated onboarding on the training LLMs and
-serves it only when its Area beats the default kind's clearly; it is a candidate only when every model's mean
+others: `auto` (selection.select_kind) measures it by the same simulated onboarding on the training LLMs, then
+re-decides between its choice and the rule by cross-validation on the served pool's own validation answers
+(selection.pool_choice); it is a candidate only when every model's mean
 cost is the same (`applies_to`), since with costs it has no cost axis to trade along. Tried and not kept: this
 rule as the default kind at equal costs (docs/results/quality_only.md, "Tried, not kept"): above the best single
 test LLM on RouterBench, but it gave up part of RouterDC's K-means gain (20-7 over 30 trials, p = 0.019) and,

@@ -17,6 +17,10 @@ on average, than the best kind. The standard errors come from a bootstrap that r
 *and* the training LLMs (a pool of different LLMs is the larger part of the noise), identical for every candidate
 so that differences are paired; P(best) is the share of resamples in which a candidate has the best Area.
 
+At equal costs (the quality-only rule a candidate) the build and the evaluation then re-decide between this choice
+and the rule on the served pool's own validation answers (pool_choice.choose_on_pool: the training pool misjudges
+that comparison); `Selection.pool_cv` records it. With costs nothing is re-decided.
+
 Interface for the pipeline (build, onboard, publish, pyfunc) — plain arrays in, routers out:
 
 (a) fit every candidate kind from a build's data:
@@ -48,6 +52,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,6 +85,9 @@ class Selection:
     # standard error of (a - b) for every pair of candidates, paired over the resamples: what another rule on the
     # same resamples (another default) would compare by; evaluations record it
     pair_se: dict[str, dict[str, float]] = field(default_factory=dict)
+    # At equal costs, the served pool's cross-validated scores that re-decided `chosen` (pool_choice.PoolCV);
+    # None where that decision did not run (any costs), so `chosen` is select_kind's
+    pool_cv: Any = None
 
     def table(self) -> pd.DataFrame:
         """One row per candidate: hyper-parameters, Area +/- SE, difference to the default +/- SE, P(best)."""
@@ -96,8 +104,13 @@ class Selection:
     def line(self) -> str:
         """E.g. "served kmeans_shrunk K=6 s=5 (val Area 0.7712 +/- 0.0040, best in 63% of resamples)"."""
         t = next(c for c in self.candidates if c.kind == self.chosen)
-        return (f"served {t.label()} (val Area {self.area[t.kind]:.4f} +/- {self.area_se[t.kind]:.4f}, "
+        line = (f"served {t.label()} (val Area {self.area[t.kind]:.4f} +/- {self.area_se[t.kind]:.4f}, "
                 f"best in {100 * self.p_best[t.kind]:.0f}% of resamples)")
+        if self.pool_cv is not None:
+            cv = self.pool_cv
+            line += (f"; equal costs, chosen on the served pool's validation answers by {cv.n}-prompt CV: "
+                     + ", ".join(f"{k} {v:.4f}" for k, v in cv.score.items()))
+        return line
 
 
 def _resampled_areas(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int, bootstrap: int) -> np.ndarray:

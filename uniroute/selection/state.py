@@ -19,6 +19,7 @@ from uniroute.selection.candidates import CandidateFits, TuningData
 from uniroute.selection.curves import Curve, upper_envelope
 from uniroute.selection.data import RoutingData
 from uniroute.selection.pool import LabelledPool
+from uniroute.selection.pool_choice import choose_on_pool
 from uniroute.selection.selection import Selection, select_kind
 from uniroute.selection.split import TrialSplit, mean_costs
 
@@ -72,10 +73,16 @@ class TrialState:
 
     def selection(self, n_val: int) -> Selection:
         """`auto`: the kind with the best cross-fitted validation Area among the tuned candidates (cached): every
-        registered kind that applies to the data (the quality-only rule only where every LLM costs the same)."""
+        registered kind that applies to the data (the quality-only rule only where every LLM costs the same); at
+        equal costs re-decided on the test LLMs' validation answers (pool_choice.choose_on_pool)."""
         if n_val not in self._selections:
             cands = [self.tuned(kind, n_val) for kind in kind_names() if router_kind(kind).applies_to(self.fits.data)]
-            self._selections[n_val] = select_kind(self.fits, cands, n_val)
+            selection = select_kind(self.fits, cands, n_val)
+            # At equal costs, re-decided on the served (test) LLMs' validation answers, as a build does on its pool.
+            val = self.split.val[:n_val]
+            self._selections[n_val] = choose_on_pool(
+                selection, self.fits, self.test_llm_names(), self.test_llm_val_losses(n_val),
+                mean_costs(self.data.costs[np.ix_(val, self.split.test_models)]), [str(i) for i in val])
         return self._selections[n_val]
 
     # ---- test curves ---------------------------------------------------------------------------------------
