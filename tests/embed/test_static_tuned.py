@@ -64,6 +64,7 @@ def test_unseen_tokens_keep_their_distilled_row_mapped(base, teacher):
     # The unseen rows are the base rows through one linear map: least squares recovers it exactly from them.
     W = np.linalg.lstsq(table[unseen].astype(np.float64), tuned.vectors[unseen].astype(np.float64), rcond=None)[0]
     np.testing.assert_allclose(table[unseen] @ W, tuned.vectors[unseen], atol=1e-4)
+    assert (np.linalg.norm(tuned.vectors[unseen], axis=1) > 1e-3).all()  # kept, not zeroed
     # The seen rows are not on that map: they were fitted.
     assert np.abs(table[seen] @ W - tuned.vectors[seen]).max() > 1e-2
 
