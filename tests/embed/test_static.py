@@ -28,7 +28,7 @@ def test_make_embedder_needs_a_cache_folder() -> None:
     for name in embed.BUILT_EMBEDDERS:
         with pytest.raises(ValueError, match=f"the {name} embedder builds its model file once.*pass cache_dir"):
             embed.make_embedder(name)
-    assert set(embed.EMBEDDERS) == {"minilm", "minilm-onnx", "static", "tfidf"}
+    assert set(embed.EMBEDDERS) == {"minilm", "minilm-onnx", "static", "static-tuned", "tfidf"}
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from uniroute.embed.minilm import MINILM_MAX_TOKENS, MiniLMEmbedder, load_minilm
 from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
 from uniroute.embed.portable import embedder_from_state, embedder_state
 from uniroute.embed.static import StaticEmbedder, load_static
+from uniroute.embed.static_tuned import StaticTunedEmbedder, fit_static_tuned
 from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf, tfidf_from_bytes, tfidf_to_bytes
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "MiniLMEmbedder",
     "MiniLMOnnxEmbedder",
     "StaticEmbedder",
+    "StaticTunedEmbedder",
     "TfidfEmbedder",
     "build_embedder_kind",
     "embed_batches",
@@ -50,6 +52,7 @@ __all__ = [
     "embedder_from_state",
     "embedder_kind",
     "embedder_state",
+    "fit_static_tuned",
     "fit_tfidf",
     "load_minilm",
     "load_minilm_onnx",

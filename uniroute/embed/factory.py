@@ -13,12 +13,13 @@ from uniroute.embed.kinds import BUILT_EMBEDDERS, EMBEDDERS
 from uniroute.embed.minilm import MiniLMEmbedder, load_minilm
 from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
 from uniroute.embed.static import StaticEmbedder, load_static
+from uniroute.embed.static_tuned import StaticTunedEmbedder, TeacherVectors, fit_static_tuned
 from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf
 
 log = logging.getLogger(__name__)
 
 
-AnyEmbedder = MiniLMEmbedder | MiniLMOnnxEmbedder | StaticEmbedder | TfidfEmbedder
+AnyEmbedder = MiniLMEmbedder | MiniLMOnnxEmbedder | StaticEmbedder | StaticTunedEmbedder | TfidfEmbedder
 # Evaluation only: distilled from an attribute labels file. Not in EMBEDDERS because routers built on it could
 # not be stored (embed.portable does not carry its heads yet): `uniroute build` refuses it, and make_embedder
 # without labels.
@@ -34,6 +35,7 @@ def make_embedder(
     cache_dir: Path | None = None,
     attribute_labels: np.ndarray | None = None,
     attribute_base: str = "static",
+    teacher_vectors: TeacherVectors | None = None,
 ) -> AnyEmbedder | AttributeEmbedder:
     """The embedder called `name` (one of EMBEDDERS, or "attributes" with labels).
 
@@ -41,6 +43,8 @@ def make_embedder(
     (`Settings.cache_dir`, passed in by the edges); `tfidf` is fitted on fit_texts. batch_size is MiniLM's
     (sentence-transformers) batch; the ONNX embedder uses its own, smaller, length-sorted batches.
     `attributes` distils heads on the frozen `attribute_base` from fit_texts and their (n, A) attribute_labels.
+    `static-tuned` fits the static table to minilm-onnx's vectors of fit_texts, which teacher_vectors gives
+    (the store's cache, where the caller has one; else the teacher encodes them here).
     """
     if name == ATTRIBUTES_EMBEDDER:
         if fit_texts is None or attribute_labels is None:
@@ -59,6 +63,12 @@ def make_embedder(
         return load_minilm_onnx(cache_dir, progress=progress)
     if name == "static":
         return load_static(cache_dir, progress=progress)
+    if name == "static-tuned":
+        if fit_texts is None:
+            raise ValueError("the static-tuned embedder is fitted on the training prompts: pass fit_texts")
+        return fit_static_tuned(load_static(cache_dir, progress=progress),
+                                load_minilm_onnx(cache_dir, progress=progress), fit_texts,
+                                teacher_vectors=teacher_vectors, progress=progress)
     if name == "tfidf":
         if fit_texts is None:
             raise ValueError("the tfidf embedder is fitted on the training prompts: pass fit_texts")

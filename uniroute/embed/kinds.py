@@ -33,6 +33,9 @@ EMBEDDER_KINDS = (
     EmbedderKind("minilm-onnx", fitted=False, serves_builds=True, built_file=True),
     EmbedderKind("static", fitted=False, serves_builds=True, built_file=True),
     EmbedderKind("tfidf", fitted=True, serves_builds=True),
+    # The static table fitted to minilm-onnx's vectors of the training prompts (embed.static_tuned): fitted, and
+    # built from both model files (static's and minilm-onnx's) in the cache folder; its table travels with routers.
+    EmbedderKind("static-tuned", fitted=True, serves_builds=True, built_file=True),
     EmbedderKind("attributes", fitted=True, serves_builds=False, needs_labels=True),
 )
 # The embedders a build can serve routers on, and the ones that build a model file first.

@@ -1,11 +1,11 @@
 """An embedder's state as bytes, so a router embeds exactly as it was fitted wherever it runs.
 
 A router is tied to one embedder id. MiniLM is rebuilt from the installed package alone, but a TF-IDF embedder
-is fitted on a build's prompts, and the static and ONNX embedders are files built once into a cache folder (a
-static table rebuilt on another machine need not be bit-identical). Their state travels with every router
-built on them: in the store (`fitted_embedders`), in published snapshots and in MLflow models. The bytes are
-npz of plain arrays (no pickle); a restored model file is written under its fingerprint into a folder the
-caller gives, so restoring twice reuses it.
+and a tuned static table (`static-tuned`) are fitted on a build's prompts, and the static and ONNX embedders are
+files built once into a cache folder (a static table rebuilt on another machine need not be bit-identical). Their
+state travels with every router built on them: in the store (`fitted_embedders`), in published snapshots and in
+MLflow models. The bytes are npz of plain arrays (no pickle); a restored model file is written under its
+fingerprint into a folder the caller gives, so restoring twice reuses it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import numpy as np
 
 from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder
 from uniroute.embed.static import StaticEmbedder
+from uniroute.embed.static_tuned import STATE_FORMAT as STATIC_TUNED_FORMAT
+from uniroute.embed.static_tuned import StaticTunedEmbedder, static_tuned_from_bytes, static_tuned_to_bytes
 from uniroute.embed.tfidf import STATE_FORMAT as TFIDF_FORMAT
 from uniroute.embed.tfidf import TfidfEmbedder, tfidf_from_bytes, tfidf_to_bytes
 
@@ -33,6 +35,8 @@ def embedder_state(embedder: Any) -> bytes | None:
     """The bytes that rebuild this embedder exactly, or None when it is rebuilt from the installed package."""
     if isinstance(embedder, TfidfEmbedder):
         return tfidf_to_bytes(embedder)
+    if isinstance(embedder, StaticTunedEmbedder):
+        return static_tuned_to_bytes(embedder)
     if isinstance(embedder, StaticEmbedder):
         fields = {"kind": "static", "pca_dims": embedder.pca_dims, "sif_coefficient": embedder.sif_coefficient,
                   "max_tokens": embedder.max_tokens, "dim": embedder.dim}
@@ -70,6 +74,8 @@ def embedder_from_state(data: bytes, folder: Path | None = None, progress: bool 
         header = json.loads(str(saved["header"]))
         if header.get("format") == TFIDF_FORMAT:
             return tfidf_from_bytes(data, progress=progress)
+        if header.get("format") == STATIC_TUNED_FORMAT:
+            return static_tuned_from_bytes(data, progress=progress)
         if header.get("format") != FORMAT:
             raise ValueError(f"not a saved embedder (format {header.get('format')!r})")
         folder = Path(folder) if folder is not None else DEFAULT_FOLDER

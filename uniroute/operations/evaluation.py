@@ -18,11 +18,15 @@ from uniroute.operations.data import embedded
 def prompt_embeddings(ctx: Context, texts: Sequence[str], embedder: str, seed: int) -> tuple[np.ndarray, str]:
     """(N, d) float32 embeddings of texts through the store's cache, and the embedder id.
 
-    An embedder fitted on what it embeds (TF-IDF) is fitted once per evaluation on the texts of all prompts (no
-    labels are used, so no test information leaks into routing; refitting per trial would dominate the run time).
+    An embedder fitted on what it embeds (TF-IDF, static-tuned) is fitted once per evaluation on the texts of all
+    prompts (no labels are used, so no test information leaks into routing; refitting per trial would dominate the
+    run time). static-tuned's targets are the teacher's vectors of those texts, a function of the text alone like
+    TF-IDF's counts: no score, no model's answer, no split enters the fit. They come through the cache, so an
+    evaluation whose home has minilm-onnx's vectors pays no teacher cost.
     """
     fit_texts = list(texts) if embedder_kind(embedder).fitted else None
-    model = make_embedder(embedder, fit_texts=fit_texts, seed=seed, cache_dir=ctx.cache_dir)
+    model = make_embedder(embedder, fit_texts=fit_texts, seed=seed, cache_dir=ctx.cache_dir,
+                          teacher_vectors=lambda teacher, some: embedded(ctx, some, teacher))
     X = embedded(ctx, texts, model)
     return np.ascontiguousarray(X, dtype=np.float32), str(model.embedder_id)
 

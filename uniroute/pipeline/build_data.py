@@ -239,7 +239,9 @@ def embed_prompts(
     if on_stage is not None:
         on_stage(f"preparing the {embedder_name} embedder")
     fit_texts = store.query_arrow(con, "build_train_texts").column("text").to_pylist() if fitted else None
-    embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir)
+    # static-tuned's teacher vectors of the training prompts come through the cache (and stay there for the next build).
+    embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir,
+                                   teacher_vectors=lambda teacher, texts: embed.embed_cached(con, texts, teacher))
     del fit_texts
     if embedded_ahead(con, ahead, embedder.embedder_id, text_hashes):
         log.info("embed %s: the %d build prompts were embedded just before the build", embedder.embedder_id,
