@@ -34,8 +34,8 @@ OFFLINE_ENVIRONMENT = {
 
 # The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set. Issue 28's rule (not
 # significantly worse than the best measured embedder on any shared dataset; docs/results/embedders.md) now names
-# minilm-onnx: over 100 paired trials static is below it on RouterDC (count-aware K-means and auto 31-68, p = .0003),
-# level on RouterBench (100 trials) and behind on MMLU-Pro at 50 (p = .03-.04). This stays static until the README's
+# minilm-onnx: over 100 paired trials static is below it on RouterDC (count-aware K-means and auto 31-68, p = .0003)
+# and on MMLU-Pro (27-72, p = 7e-6), level on RouterBench. This stays static until the README's
 # quality table (docs/results.md, every method at 100 trials) is measured on minilm-onnx, so that table describes what
 # builds serve; the embedder page says the switch is pending.
 DEFAULT_BUILD_EMBEDDER = "static"
