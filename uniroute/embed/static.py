@@ -88,26 +88,30 @@ def distil_static(folder: Path, pca_dims: int, sif_coefficient: float) -> None:
     from sklearn.decomposition import PCA
 
     vocab = wordpiece_tokenizer(str(minilm_path()), None).get_vocab()  # token -> id
-    tokens = sorted(vocab, key=vocab.get)
-    ids = np.array([vocab[t] for t in tokens])
-    removed = re.compile(REMOVED_TOKENS)
-    kept = np.array([not removed.fullmatch(t) for t in tokens])
-    log.info("distilling a static table: %d tokens through MiniLM", int(kept.sum()))
-    teacher = teacher_token_vectors(ids[kept], vocab["[CLS]"], vocab["[SEP]"])  # (kept, 384)
+    kept = kept_token_ids(vocab)
+    log.info("distilling a static table: %d tokens through MiniLM", len(kept))
+    teacher = teacher_token_vectors(kept, vocab["[CLS]"], vocab["[SEP]"])  # (kept, 384)
     # Deviation: model2vec fits PCA on every kept row, special tokens included; those five rows are never
     # summed here (see `used`), so leaving them in or out changes the fit negligibly. We keep model2vec's rows.
     reduced = PCA(n_components=pca_dims, svd_solver="full").fit_transform(teacher.astype(np.float64))
     # Zipf rank = position in the vocabulary once [unusedN] are removed (WordPiece ids run roughly by frequency).
     weighted = reduced * sif_weights(len(reduced), sif_coefficient)[:, None]
-    vectors = np.zeros((len(tokens), pca_dims), dtype=np.float32)
-    vectors[ids[kept]] = weighted
-    used = np.zeros(len(tokens), dtype=bool)
-    used[ids[kept]] = True
+    vectors = np.zeros((len(vocab), pca_dims), dtype=np.float32)
+    vectors[kept] = weighted
+    used = np.zeros(len(vocab), dtype=bool)
+    used[kept] = True
     # Deviation: model2vec drops only [UNK] from a sentence's tokens (and adds no [CLS]/[SEP]); [PAD] and [MASK]
     # can still appear when a prompt spells them out. They carry no meaning of the prompt, so they are dropped.
     used[[vocab[t] for t in SPECIAL_TOKENS]] = False
     # Deviation: float32, not model2vec's default float16, so the table is the distilled numbers themselves.
     np.savez(folder / TABLE_FILE, vectors=vectors, used=used)
+
+
+def kept_token_ids(vocab: dict[str, int]) -> np.ndarray:
+    """The ids of the tokens the table has rows for ([unusedN] removed), in id order: a token's position here is
+    its Zipf rank, which its SIF weight comes from."""
+    removed = re.compile(REMOVED_TOKENS)
+    return np.array([i for t, i in sorted(vocab.items(), key=lambda item: item[1]) if not removed.fullmatch(t)])
 
 
 @functools.lru_cache(maxsize=4)
@@ -148,15 +152,18 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors, used = self.table()
-        # encode_batch_fast: the same ids without the character offsets (unused here); tokenising is most of an
-        # encode, and this is ~10% of it (benchmarks/scale/dask_plane.py).
-        encodings = wordpiece_tokenizer(str(minilm_path()), self.max_tokens).encode_batch_fast(
-            texts, add_special_tokens=False
-        )
-        token_ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
-        token_ids = [ids[used[ids]] for ids in token_ids]
         # The mean model2vec takes differs from the sum only in length, which unit_rows removes.
-        return unit_rows(token_sums(vectors, token_ids))
+        return unit_rows(token_sums(vectors, prompt_token_ids(texts, used, self.max_tokens)))
+
+
+def prompt_token_ids(texts: Sequence[str], used: np.ndarray, max_tokens: int | None = None) -> list[np.ndarray]:
+    """Each text's WordPiece ids as the table sums them (the last max_tokens; None: all), unused ids dropped."""
+    # encode_batch_fast: the same ids without the character offsets (unused here); tokenising is most of an
+    # encode, and this is ~10% of it (benchmarks/scale/dask_plane.py).
+    encodings = wordpiece_tokenizer(str(minilm_path()), max_tokens).encode_batch_fast(
+        list(texts), add_special_tokens=False
+    )
+    return [ids[used[ids]] for ids in (np.asarray(e.ids, dtype=np.int64) for e in encodings)]
 
 
 def token_sums(vectors: np.ndarray, token_ids: Sequence[np.ndarray]) -> np.ndarray:

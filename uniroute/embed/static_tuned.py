@@ -22,7 +22,6 @@ import hashlib
 import io
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ import numpy as np
 
 from uniroute.embed.base import check_texts, unit_rows
 from uniroute.embed.minilm import minilm_path
-from uniroute.embed.static import REMOVED_TOKENS, StaticEmbedder, sif_weights, token_sums
+from uniroute.embed.static import StaticEmbedder, kept_token_ids, prompt_token_ids, sif_weights, token_sums
 from uniroute.embed.tokens import wordpiece_tokenizer
 
 if TYPE_CHECKING:
@@ -79,19 +78,9 @@ class StaticTunedEmbedder:
         return unit_rows(token_sums(self.vectors, prompt_token_ids(texts, self.used)))
 
 
-def prompt_token_ids(texts: Sequence[str], used: np.ndarray) -> list[np.ndarray]:
-    """Each text's WordPiece ids as `static` sums them: every token, special and [unusedN] ones dropped."""
-    encodings = wordpiece_tokenizer(str(minilm_path()), None).encode_batch_fast(list(texts), add_special_tokens=False)
-    ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
-    return [row[used[row]] for row in ids]
-
-
 def vocabulary_sif(size: int, sif_coefficient: float) -> np.ndarray:
     """(size,) SIF weight of each vocabulary id as the static distillation gave it (rank among kept tokens)."""
-    vocab = wordpiece_tokenizer(str(minilm_path()), None).get_vocab()
-    tokens = sorted(vocab, key=vocab.get)
-    removed = re.compile(REMOVED_TOKENS)
-    kept = np.array([vocab[t] for t in tokens if not removed.fullmatch(t)])
+    kept = kept_token_ids(wordpiece_tokenizer(str(minilm_path()), None).get_vocab())
     out = np.zeros(size, dtype=np.float64)
     out[kept] = sif_weights(len(kept), sif_coefficient)
     return out
