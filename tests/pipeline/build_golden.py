@@ -34,22 +34,36 @@ def logs() -> pd.DataFrame:
     return frame[~sparse].reset_index(drop=True)
 
 
+def _clustering_names(assignments: pd.DataFrame) -> dict[str, str]:
+    """Each stored clustering named by what it assigns (every prompt's cluster), not by its id: the id hashes the
+    centres' float32 bits, whose last bits differ between CPUs (AVX2 and AVX-512 sum in another order) while the
+    clusters, Psi and Areas agree."""
+    return {cid: "clusters-" + hashlib.sha256(rows.sort_values("prompt_id")[["prompt_id", "cluster"]]
+                                             .to_csv(index=False).encode()).hexdigest()[:16]
+            for cid, rows in assignments.groupby("clustering_id")}
+
+
 def observe(db: Path, result: build_module.BuildResult) -> dict:
     """The build's stored outcome as JSON-able numbers."""
     with store.opened(db, read_only=True) as con:
+        assignments = con.execute("select clustering_id, prompt_id, cluster from cluster_assignments").df()
+        names = _clustering_names(assignments)
         ids = [c["candidate_router_id"] for c in result.candidates]
         routers = {}
         for router_id in ids:
             version = registry.load_router_version(con, router_id)
             psi = registry.psi_table(version.router)
+            clustering = registry.router_clustering_id(version.router)
+            if clustering not in names and (centroids := registry.router_centroids(version.router)) is not None:
+                # a clustering no prompt was stored under (the sampled build's refit): its centres to 6 decimals
+                rounded = np.round(np.asarray(centroids.centers, dtype=np.float64), 6) + 0.0  # no -0.0
+                names[clustering] = "centres-" + hashlib.sha256(rounded.tobytes()).hexdigest()[:16]
             routers[version.kind] = {
-                "clustering_id": registry.router_clustering_id(version.router),
+                "clustering_id": names.get(clustering, clustering),
                 "models": list(version.router.models),
                 "psi": psi[["model", "cluster", "loss", "n", "routing_loss"]].round(12).to_dict("list"),
             }
-        assignments = con.execute("select clustering_id, prompt_id, cluster from cluster_assignments "
-                                  "order by clustering_id, prompt_id").df()
-    digest = hashlib.sha256(assignments.to_csv(index=False).encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps(sorted(_clustering_names(assignments).values())).encode()).hexdigest()
     return {"kind": result.kind, "k": result.k, "val_area": result.val_area, "models": list(result.models),
             "roles": result.roles, "n_prompts": result.n_prompts,
             "metrics": {m: {k: round(v, 12) for k, v in vals.items()} for m, vals in result.metrics.items()},
