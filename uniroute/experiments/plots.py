@@ -27,10 +27,11 @@ def write_curve_plot(report: dict[str, Any], path: Path, title: str) -> None:
     ax.scatter(xs, ys, marker="x", color="grey", alpha=alpha, s=14, linewidths=0.8,
                label=f"test LLMs ({len(points)} trials)", zorder=1)
     grid = np.asarray(report["mean_curve"]["cost"])
-    for m in (m for m in METHODS if m in report["methods"]):
-        style = "--" if m in ORACLES else "-"
+    for i, m in enumerate(m for m in METHODS if m in report["methods"]):
+        # matplotlib's cycle has ten colours: past ten methods the colours repeat, dotted, so no two lines look alike
+        style = "--" if m in ORACLES else ("-" if i < 10 else ":")
         s = report["methods"][m]
-        ax.plot(grid, report["mean_curve"][m], style, lw=1.8, zorder=2,
+        ax.plot(grid, report["mean_curve"][m], style, color=f"C{i % 10}", lw=1.8, zorder=2,
                 label=f"{METHOD_LABELS[m]}  (Area {s['area']:.3f})")
     ax.set_xlim(0, 1.02)
     ax.set_xlabel("normalised cost (mean cost / most expensive test LLM's cost)")
