@@ -32,13 +32,12 @@ OFFLINE_ENVIRONMENT = {
 }
 
 
-# The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set. Issue 28's rule (not
-# significantly worse than the best measured embedder on any shared dataset; docs/results/embedders.md) now names
-# minilm-onnx: over 100 paired trials static is below it on RouterDC (count-aware K-means and auto 31-68, p = .0003)
-# and on MMLU-Pro (27-72, p = 7e-6), level on RouterBench. This stays static until the README's
-# quality table (docs/results.md, every method at 100 trials) is measured on minilm-onnx, so that table describes what
-# builds serve; the embedder page says the switch is pending.
-DEFAULT_BUILD_EMBEDDER = "static"
+# The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set: minilm-onnx, by issue 28's
+# rule (not significantly worse than the best measured embedder on any shared dataset; docs/results/embedders.md).
+# Over 100 paired trials static is below it on RouterDC (count-aware K-means and auto 31-68, p = .0003) and on
+# MMLU-Pro (27-72, p = 7e-6), level on RouterBench. Embeddings are cached per embedder, so a nightly build pays its
+# ~12 prompts/s (one thread) once per new prompt; interactive work keeps static (Settings.embedder below).
+DEFAULT_BUILD_EMBEDDER = "minilm-onnx"
 
 
 def comma_separated(text: str) -> tuple[str, ...]:

@@ -1,10 +1,10 @@
 """`static-tuned` against `static` and its teacher `minilm-onnx`, paired per trial (issue 28, item 1).
 
 Reads saved `uniroute evaluate` results (seed 0; trial t is the same split for every embedder, so runs of
-different lengths pair over their common first trials): benchmarks/results/embedders/<ds>.static-tuned.json,
-<ds>.minilm-onnx.json, and `static` from the README's quality run (docs/results/<ds>.json). Per dataset and
-method: each embedder's mean Area over the paired trials and the two-sided sign test of static-tuned against
-each (wins-losses, p; significant at 0.01). No evaluation is run here.
+different lengths pair over their common first trials): benchmarks/results/embedders/<ds>.static-tuned.json, and
+`minilm-onnx` and `static` from the README's quality run (docs/results/<ds>.json) when it is on them, else from
+their own files there. Per dataset and method: each embedder's mean Area over the paired trials and the two-sided
+sign test of static-tuned against each (wins-losses, p; significant at 0.01). No evaluation is run here.
 
 Run: `.venv/bin/python -m benchmarks.quality.static_tuned_compare` -> benchmarks/results/static_tuned_compare.json
 """
@@ -30,19 +30,26 @@ def _load(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _saved(dataset: str, name: str) -> tuple[Path, dict[str, Any]] | None:
+    """An embedder's saved run: the README's quality run when it is on that embedder (the build default's), else
+    the embedder's own file."""
+    for path in (REPO / "docs" / "results" / f"{dataset}.json", EVALUATIONS / f"{dataset}.{name}.json"):
+        if (saved := _load(path)) is not None and saved["embedder_id"].startswith(f"{name}:"):
+            return path, saved
+    return None
+
+
 def compare(dataset: str) -> dict[str, Any] | None:
     tuned = _load(EVALUATIONS / f"{dataset}.static-tuned.json")
     if tuned is None:
         return None
-    others = {"minilm-onnx": (EVALUATIONS / f"{dataset}.minilm-onnx.json"),
-              "static": (REPO / "docs" / "results" / f"{dataset}.json")}
     out: dict[str, Any] = {"static-tuned": {"file": str((EVALUATIONS / f"{dataset}.static-tuned.json")
                                                         .relative_to(REPO)), "embedder_id": tuned["embedder_id"],
                                             "trials": tuned["trials"]}, "methods": {}}
     loaded = {}
-    for name, path in others.items():
-        saved = _load(path)
-        if saved is not None:
+    for name in ("minilm-onnx", "static"):
+        if (found := _saved(dataset, name)) is not None:
+            path, saved = found
             loaded[name] = saved
             out[name] = {"file": str(path.relative_to(REPO)), "embedder_id": saved["embedder_id"],
                          "trials": saved["trials"]}

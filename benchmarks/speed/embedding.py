@@ -188,8 +188,9 @@ def recipe(embedder_id: str) -> str:
 
 
 def saved_results(dataset: str, name: str) -> list[tuple[Path, dict[str, Any]]]:
-    """The saved evaluations of an embedder on a dataset: its own file here, and the README's quality run."""
-    paths = [EVALUATIONS / f"{dataset}.{name}.json", QUALITY_RUNS / f"{dataset}.json"]
+    """The saved evaluations of an embedder on a dataset: the README's quality run first (at equal trials the page
+    then quotes what the README quotes), then its own file here."""
+    paths = [QUALITY_RUNS / f"{dataset}.json", EVALUATIONS / f"{dataset}.{name}.json"]
     return [(path, json.loads(path.read_text())) for path in paths if path.exists()]
 
 
