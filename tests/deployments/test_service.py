@@ -129,6 +129,32 @@ def test_make_serve_status_stop(tmp_path):
     assert noisy_logs(home / "logs") == {}
 
 
+def _drop_waiting_runs(deployment: str) -> None:
+    """Delete the deployment's scheduled and pending flow runs: other tests on the shared harness fire its trigger,
+    and a runner started here would run one (its query, interrupted by the SIGTERM, puts a traceback in the log)."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        DeploymentFilter,
+        DeploymentFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+
+    async def drop() -> None:
+        async with get_client() as client:
+            waiting = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(
+                any_=[StateType.SCHEDULED, StateType.PENDING])))
+            named = DeploymentFilter(name=DeploymentFilterName(any_=[deployment.split("/", 1)[1]]))
+            for run in await client.read_flow_runs(flow_run_filter=waiting, deployment_filter=named):
+                await client.delete_flow_run(run.id)
+
+    asyncio.run(drop())
+
+
 def _registered_since(deployment: str, since: float) -> bool:
     """Whether a runner (re)registered `flow/deployment` with the API after since (epoch seconds)."""
     import asyncio
@@ -152,6 +178,7 @@ def test_sigterm_stops_the_runner_at_once_and_quietly(prefect_harness, tmp_path)
     from deployments.deployments import ONBOARDING
 
     env = {**os.environ, "PREFECT_API_URL": prefect_harness, "PYTHONPATH": str(REPO)}
+    _drop_waiting_runs(ONBOARDING)
     since = time.time() - 1
     with open(tmp_path / "runner.log", "wb") as log:
         runner = subprocess.Popen([sys.executable, "-m", "deployments.runner", "--only", ONBOARDING], cwd=REPO,
