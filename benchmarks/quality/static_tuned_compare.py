@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.runner import REPO, RESULTS_DIR, now_utc
+from benchmarks.speed.embedding import EVALUATIONS, saved_results
 from uniroute import experiments as ev
 
 OUT = RESULTS_DIR / "static_tuned_compare.json"
-EVALUATIONS = RESULTS_DIR / "embedders"
 METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
 DATASETS = ("routerdc_model7", "mmlu_pro_cot29", "routerbench_subset")
 
@@ -31,12 +31,10 @@ def _load(path: Path) -> dict[str, Any] | None:
 
 
 def _saved(dataset: str, name: str) -> tuple[Path, dict[str, Any]] | None:
-    """An embedder's saved run: the README's quality run when it is on that embedder (the build default's), else
-    the embedder's own file."""
-    for path in (REPO / "docs" / "results" / f"{dataset}.json", EVALUATIONS / f"{dataset}.{name}.json"):
-        if (saved := _load(path)) is not None and saved["embedder_id"].startswith(f"{name}:"):
-            return path, saved
-    return None
+    """An embedder's saved run, looked up as the embedders page does: the README's quality run when it is on that
+    embedder (the build default's), else the embedder's own file."""
+    return next(((path, saved) for path, saved in saved_results(dataset, name)
+                 if saved["embedder_id"].startswith(f"{name}:")), None)
 
 
 def compare(dataset: str) -> dict[str, Any] | None:

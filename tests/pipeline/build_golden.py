@@ -47,7 +47,8 @@ def observe(db: Path, result: build_module.BuildResult) -> dict:
     """The build's stored outcome as JSON-able numbers."""
     with store.opened(db, read_only=True) as con:
         assignments = con.execute("select clustering_id, prompt_id, cluster from cluster_assignments").df()
-        names = _clustering_names(assignments)
+        stored = _clustering_names(assignments)
+        names = dict(stored)
         ids = [c["candidate_router_id"] for c in result.candidates]
         routers = {}
         for router_id in ids:
@@ -63,7 +64,7 @@ def observe(db: Path, result: build_module.BuildResult) -> dict:
                 "models": list(version.router.models),
                 "psi": psi[["model", "cluster", "loss", "n", "routing_loss"]].round(12).to_dict("list"),
             }
-    digest = hashlib.sha256(json.dumps(sorted(_clustering_names(assignments).values())).encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps(sorted(stored.values())).encode()).hexdigest()
     return {"kind": result.kind, "k": result.k, "val_area": result.val_area, "models": list(result.models),
             "roles": result.roles, "n_prompts": result.n_prompts,
             "metrics": {m: {k: round(v, 12) for k, v in vals.items()} for m, vals in result.metrics.items()},
