@@ -240,7 +240,7 @@ def dataset_section(dataset: str, report: dict[str, Any], runs: dict[str, Any]) 
     for m, s in report["methods"].items():
         gap = (s["score"] - best) / (oracle - best) if oracle > best else 0.0
         vs_auto = "" if m == SERVED else _test(_pair(report, m, SERVED))
-        lines.append(f"| {s['label']} | {s['score']:.4f} | {s['score'] - best:+.4f} "
+        lines.append(f"| {METHOD_LABELS.get(m, s['label'])} | {s['score']:.4f} | {s['score'] - best:+.4f} "
                      f"({_test(report['sign_tests_vs_best_single_llm'][m])}) | {gap:+.1%} | {vs_auto} |")
     lines.append(f"| best single test LLM (chosen on test labels) | {best:.4f} | | | |")
     lines.append(f"| per-prompt oracle (a test LLM that got it right) | {oracle:.4f} | | | |")

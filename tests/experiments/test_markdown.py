@@ -18,9 +18,12 @@ def test_summary_table_marks_significantly_lower_areas() -> None:
         },
     }
     rows = summary_table(report).splitlines()
-    assert rows[2].startswith("| x | 0.6000† |")  # zero: significantly below K-means (no LearnedMap here)
+    # Rows name the method by today's label, not the one a saved report was written with ("x").
+    assert rows[2].startswith("| ZeroRouter | 0.6000† |")  # zero: significantly below K-means (no LearnedMap here)
     assert "| 0.7000 |" in rows[3] and "| 0.7100 |" in rows[4]  # not significant: no mark
     assert "| 50.0% | 10% | 0.9000 |" in rows[2]
+    # A method no longer known keeps its saved label.
+    assert summary_table({"methods": {"mine": stats(0.5)}, "sign_tests": {}}).splitlines()[-1].startswith("| x |")
     table = sign_test_table(report)
     assert "| ZeroRouter vs K-NN | 0 | 20 | 1.9e-06 | B better |" in table
     assert "| K-NN vs UniRoute (K-means) | 8 | 12 | 0.5 | no |" in table

@@ -39,9 +39,11 @@ def summary_table(
     ]
     for m, s in report["methods"].items():
         mark = "".join(sym for ref, sym in marks.items() if ref != m and _significantly_lower(report, m, ref, alpha))
+        # Today's name of the method (a saved report keeps the label of its day), else the one it was saved with.
+        label = METHOD_LABELS.get(m, s["label"])
         qnc = "—" if s["qnc"] is None else f"{100 * s['qnc']:.1f}%"
         lines.append(
-            f"| {s['label']} | {s['area']:.4f}{mark} | {s['area50']:.4f} | {qnc} | "
+            f"| {label} | {s['area']:.4f}{mark} | {s['area50']:.4f} | {qnc} | "
             f"{100 * s['qnc_inf_frac']:.0f}% | {s['peak']:.4f} |"
         )
     return "\n".join(lines)

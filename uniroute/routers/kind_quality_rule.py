@@ -101,7 +101,7 @@ class QualityRuleKind(KMeansKind):
     """The quality-only rule on K-means clusters (see the module docstring)."""
 
     name = "quality_rule"
-    title = "quality-only rule (best on val; significant per-cluster switches)"
+    title = "quality-only rule (best on val; per-cluster switches by empirical Bayes)"
     transfers = False
     pairwise_variant = None
     report_mark = ""
