@@ -1,6 +1,7 @@
 """Pilot: does an ensemble of the fitted kinds' estimated losses beat `auto` as served (issue 28, item 4)?
 
-Per trial of `uniroute evaluate`'s protocol (same seed, splits, embedder and tuning; its TrialState, not a copy),
+Per trial of `uniroute evaluate`'s protocol (same seed, splits, embedder and tuning; its TrialState, not a copy;
+the embedder of the recorded evaluation, docs/results/<dataset>.json),
 the test LLMs are routed with
   ens_0.5      the mean of K-NN's and count-aware K-means' gamma (each kind tuned as today);
   ens_val      w * gamma_knn + (1 - w) * gamma_kmeans_shrunk, w in {0.25, 0.5, 0.75} chosen on validation;
@@ -185,8 +186,10 @@ def main() -> None:
     if not a.from_raw:
         config = ev.EvalConfig(seed=recorded["seed"], methods=("knn", "kmeans_shrunk"))
         data_path = (ROOT / recorded["data"]).resolve()  # recorded relative to the checkout (or absolute)
+        # The evaluation's embedder (its id's first field), so the pilot's trials pair with the recorded ones.
+        embedder = recorded["embedder_id"].split(":")[0]
         _, data, X = pilot_inputs(data_path / "long.parquet", recorded["prompt_part"], recorded["seed"],
-                                  "kmeans_shrunk", [])
+                                  "kmeans_shrunk", [], embedder)
         t0 = time.perf_counter()
         with threadpool_limits(1):
             for trial in range(a.first, a.trials):

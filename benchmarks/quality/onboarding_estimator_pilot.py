@@ -182,13 +182,13 @@ def areas(state: TrialState, sizes: list[int]) -> dict[str, dict[str, float]]:
     return out
 
 
-def pilot_inputs(path: Path, prompt_part: str, seed: int, kind: str, sizes: list[int]):
-    """A pilot's evaluation config, routing data and prompt vectors (the static embedder)."""
+def pilot_inputs(path: Path, prompt_part: str, seed: int, kind: str, sizes: list[int], embedder: str = "static"):
+    """A pilot's evaluation config, routing data and prompt vectors (by default the static embedder)."""
     config = ev.EvalConfig(seed=seed, methods=(kind,), val_sizes=tuple(sizes))
     frame = ev.long_frame(path)
     data = ev.eval_data_from_frame(frame) if ev.has_costs(frame) else ev.unit_cost_data(frame)
     texts = ev.prompt_texts(data.prompts, prompt_part)
-    X, _ = operations.prompt_embeddings(context(settings_from_env()), texts, "static", seed)
+    X, _ = operations.prompt_embeddings(context(settings_from_env()), texts, embedder, seed)
     return config, data, X
 
 
