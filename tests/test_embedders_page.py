@@ -36,3 +36,39 @@ def test_static_keeps_its_100_trial_runs_whatever_the_readme_is_measured_on(resu
     for dataset, block in table._section(result, "routing").items():
         static = block["embedders"]["static"]
         assert static["trials"] == 100 and static["file"] == f"benchmarks/results/embedders/{dataset}.static.json"
+
+
+def _ruled(losing: set[str], only: str | None = None) -> dict:
+    """A result where every embedder is measured on one dataset and `losing` are significantly below the best (on
+    every method, or on the method `only`)."""
+    speeds = {"minilm": 2.0, "minilm-onnx": 12.0, "static": 450.0}  # static-tuned: no vectors before its fit
+    names = [*speeds, "static-tuned"]
+    lost = {"wins": 10, "losses": 60, "p": 1e-6, "trials": 100}
+    tied = {"wins": 30, "losses": 30, "p": 1.0, "trials": 100}
+    versus = {m: {"best": "minilm", "tests": {n: lost if n in losing and only in (None, m) else tied
+                                              for n in names if n != "minilm"}}
+              for m in table.ROUTING_METHODS}
+    return {"throughput": {"figures": {n: {"prompts_per_s": s} for n, s in speeds.items()}},
+            "routing": {"figures": {"d": {"embedders": {n: {"trials": 100} for n in names}, "vs_best": versus}}}}
+
+
+def test_a_fitted_embedder_ranks_at_its_teachers_build_rate_after_it() -> None:
+    # static-tuned embeds at static's rate once fitted, but its build embeds the training prompts through minilm-onnx
+    # first: ranked by its own rate it would displace its teacher; without a rate it would raise.
+    assert table.fastest_without_loss(_ruled(set())) == "static"
+    assert table.fastest_without_loss(_ruled({"static"})) == "minilm-onnx"
+    assert table.fastest_without_loss(_ruled({"static", "minilm-onnx"})) == "static-tuned"
+    assert table.fastest_without_loss(_ruled({"static", "minilm-onnx", "static-tuned"})) == "minilm"
+    assert table.fastest(_ruled(set())) == "static"
+
+
+def test_the_page_says_when_the_rule_on_what_builds_serve_names_another_embedder(monkeypatch) -> None:
+    # static loses everywhere, minilm-onnx only on a kind auto does not serve: the rule over every kind names the
+    # teacher's student, over auto alone the teacher; the page states both, and only then.
+    result = _ruled({"static"})
+    result["routing"]["figures"]["d"]["vs_best"]["learnedmap"] = _ruled({"static", "minilm-onnx"}, "learnedmap")[
+        "routing"]["figures"]["d"]["vs_best"]["learnedmap"]
+    monkeypatch.setattr(table, "DEFAULT_BUILD_EMBEDDER", "minilm-onnx")
+    assert table.fastest_without_loss(result) == "static-tuned"
+    assert "On what builds serve alone (`auto`), the same rule names `minilm-onnx`." in table.decision(result)
+    assert not any(line.startswith("On what builds serve") for line in table.decision(_ruled({"static"})))

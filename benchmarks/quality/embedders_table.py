@@ -33,6 +33,7 @@ PAGE = REPO / "docs" / "results" / "embedders.md"
 ALPHA = 0.01
 # The methods whose Area depends on the embedding (ZeroRouter's does not: equal Areas there check the splits).
 ROUTING_METHODS = ("knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
+SERVED = "auto"  # the method that is what a build serves
 METHOD_LABELS = {"zero": "ZeroRouter", "knn": "K-NN", "kmeans": "UniRoute (K-means)",
                  "kmeans_shrunk": "UniRoute (K-means, count-aware Psi)", "learnedmap": "UniRoute (LearnedMap)",
                  "auto": "auto (what the build serves)"}
@@ -125,7 +126,8 @@ def sources(result: dict[str, Any]) -> list[str]:
     if figures is None:
         return []
     lines = ["", "Sources (the file and the embedder id of each result; `static` builds of one recipe differ in "
-             "their fingerprint, and a result from docs/results/ is the README's quality run):"]
+             "their fingerprint, `static-tuned`'s names what it was fitted on, and a result from docs/results/ is "
+             "the README's quality run):"]
     for dataset, block in figures.items():
         found = [f"`{n}` {row['file']} ({row['trials']} trials, `{row['embedder_id'].rsplit(':', 1)[-1]}`)"
                  for n, row in block["embedders"].items() if row is not None]
@@ -137,11 +139,12 @@ def _loses(test: dict[str, Any] | None) -> bool:
     return bool(test) and test["p"] < ALPHA and test["losses"] > test["wins"]
 
 
-def significant_losses(result: dict[str, Any], name: str) -> list[str]:
+def significant_losses(result: dict[str, Any], name: str,
+                       methods: tuple[str, ...] = ROUTING_METHODS) -> list[str]:
     """Where an embedder's Area is significantly below the best measured one's: 'dataset/method ...' strings."""
     losses = []
     for dataset, block in _section(result, "routing").items():
-        for method in ROUTING_METHODS:
+        for method in methods:
             versus = block["vs_best"].get(method, {"tests": {}})
             if _loses(test := versus["tests"].get(name)):
                 losses.append(f"{dataset}/{method} {test['wins']}-{test['losses']} of {test['trials']} against "
@@ -154,22 +157,34 @@ def unmeasured(result: dict[str, Any], name: str) -> list[str]:
     return [dataset for dataset, block in _section(result, "routing").items() if block["embedders"][name] is None]
 
 
-def fastest_without_loss(result: dict[str, Any]) -> str | None:
+# A build on a fitted embedder first embeds its training prompts through another one: `static-tuned`'s table is
+# fitted to `minilm-onnx`'s vectors of them (embed.static_tuned). Its build therefore runs at its teacher's rate at
+# best (plus the fit), whatever its rate once fitted, and ranks just after its teacher in the rule.
+BUILD_TEACHER = {"static-tuned": "minilm-onnx"}
+
+
+def _build_rank(speed: dict[str, Any], name: str) -> tuple[float, bool]:
+    """Sort key, fastest build first: prompts/s of what a build embeds its prompts with, teacher-bound last."""
+    teacher = BUILD_TEACHER.get(name)
+    return -speed[teacher or name]["prompts_per_s"], teacher is not None
+
+
+def fastest_without_loss(result: dict[str, Any], methods: tuple[str, ...] = ROUTING_METHODS) -> str | None:
     """The build default by issue 28's rule: the fastest embedder measured on every dataset whose Area is nowhere
-    significantly below the best measured embedder's (None when no embedder qualifies yet)."""
+    significantly below the best measured embedder's for these methods (None when no embedder qualifies yet)."""
     speed, routing = _section(result, "throughput"), _section(result, "routing")
     if speed is None or routing is None:
         return None
-    names = sorted(_names(result), key=lambda n: -speed[n]["prompts_per_s"])
-    return next((n for n in names if not (significant_losses(result, n) or unmeasured(result, n))), None)
+    names = sorted(_names(result), key=lambda n: _build_rank(speed, n))
+    return next((n for n in names if not (significant_losses(result, n, methods) or unmeasured(result, n))), None)
 
 
 def fastest(result: dict[str, Any]) -> str | None:
-    """The fastest routed embedder (the interactive default)."""
+    """The fastest routed embedder that needs no fit (the interactive default)."""
     speed, routing = _section(result, "throughput"), _section(result, "routing")
     if speed is None or routing is None:
         return None
-    return max(_names(result), key=lambda n: speed[n]["prompts_per_s"])
+    return max((n for n in _names(result) if n in speed), key=lambda n: speed[n]["prompts_per_s"])
 
 
 def decision(result: dict[str, Any]) -> list[str]:
@@ -187,6 +202,9 @@ def decision(result: dict[str, Any]) -> list[str]:
     if choice and choice != DEFAULT_BUILD_EMBEDDER:
         lines += [f"**Not switched yet**: the code's build default is still `{DEFAULT_BUILD_EMBEDDER}` "
                   f"(`uniroute/settings.py`, `DEFAULT_BUILD_EMBEDDER`); {PENDING_SWITCH}"]
+    served = fastest_without_loss(result, (SERVED,))
+    if served != choice:  # the rule over every kind and over what builds serve disagree: say both
+        lines += [f"On what builds serve alone (`{SERVED}`), the same rule names `{served}`."]
     for name in _names(result):
         if losses := significant_losses(result, name):
             lines += [f"- `{name}` is significantly below the best on: {'; '.join(losses)}."]
@@ -227,6 +245,12 @@ def render(result: dict[str, Any]) -> str:
         "`distill` does); a prompt is the normalised sum of its tokens' rows, all of its tokens. The "
         "distillation is our own code: model2vec's `distill` extra pins older transformers/tokenizers than "
         "sentence-transformers and Prefect need here.",
+        "- `static-tuned`: `static`'s table fitted in closed form (ridge) so that a prompt's sum of rows matches "
+        "`minilm-onnx`'s vector of it on the prompts it is fitted on (model2vec's \"tokenlearn\" idea; "
+        "`uniroute/embed/static_tuned.py`): a build fits it on its training prompts, an evaluation once on every "
+        "prompt's text (no label, score or split enters the fit). Once fitted it embeds at `static`'s rate; its "
+        "build first embeds the training prompts through `minilm-onnx`, so the rule below ranks it by its "
+        "teacher's rate, after the teacher. It is not in the speed table (no vectors before a fit).",
         "Model files are built on first use into `$UNIROUTE_HOME/cache/embedders/` and reused; their "
         "fingerprint is part of the id.", ""]
     parts += ["## Speed and agreement with `minilm`", ""]

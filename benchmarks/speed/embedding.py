@@ -51,7 +51,11 @@ EVALUATIONS = RESULTS_DIR / "embedders"
 DATASETS = {"routerbench_subset": "last-block", "routerdc_model7": "full", "mmlu_pro_cot29": "full"}
 # The embedders compared, by label: the factory's three, and the float32 ONNX graph as the exactness check.
 MEASURED = ("minilm", "minilm-onnx", "minilm-onnx-f32", "static")
-ROUTED = ("minilm", "minilm-onnx", "static")
+# The embedders whose routing Area the page compares. `static-tuned` is fitted on the prompts it embeds (an
+# evaluation fits it once on every prompt's text), so it has no id, cold process or build of its own ahead of a
+# dataset: STANDALONE are the others.
+ROUTED = ("minilm", "minilm-onnx", "static", "static-tuned")
+STANDALONE = tuple(name for name in ROUTED if not embed.embedder_kind(name).fitted)
 METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
 # The README's quality runs (benchmarks/quality/results_doc.py): 100 trials, same seed and splits, of the default
 # embedder; collected as that embedder's result where they have more trials than its own file here.
@@ -142,8 +146,11 @@ def throughput(texts: list[str], cache_dir: Path, threads: int, repeats: int) ->
     return out
 
 
-def embedder_id(name: str, cache_dir: Path) -> str:
-    """The id of an embedder of ROUTED built in cache_dir."""
+def embedder_id(name: str, cache_dir: Path) -> str | None:
+    """The id of an embedder of ROUTED built in cache_dir; None for a fitted one (its id names what it was fitted
+    on, so each dataset's run has its own)."""
+    if embed.embedder_kind(name).fitted:
+        return None
     return embed.make_embedder(name, cache_dir=cache_dir, progress=False).embedder_id
 
 
@@ -194,14 +201,22 @@ def saved_results(dataset: str, name: str) -> list[tuple[Path, dict[str, Any]]]:
     return [(path, json.loads(path.read_text())) for path in paths if path.exists()]
 
 
-def evaluation(dataset: str, name: str, home: Path, embedder_id: str, trials: int,
+def same_embedder(saved_id: str, name: str, embedder_id: str | None) -> bool:
+    """Whether a saved run's embedder is this one: its recipe, or for a fitted embedder (no id ahead of the data)
+    its name, the id's first field."""
+    if embedder_id is None:
+        return saved_id.split(":")[0] == name
+    return recipe(saved_id) == recipe(embedder_id)
+
+
+def evaluation(dataset: str, name: str, home: Path, embedder_id: str | None, trials: int,
                run: bool = True) -> tuple[Path, dict[str, Any]] | None:
     """The saved `uniroute evaluate` result of one embedder on one dataset (with the most trials), run first if
     missing, stale or with fewer than `trials` trials (without `run`: any matching result, or None)."""
     path = EVALUATIONS / f"{dataset}.{name}.json"
     part = DATASETS[dataset]
     matching = sorted(((p, r) for p, r in saved_results(dataset, name) if r["seed"] == SEED and
-                       recipe(r["embedder_id"]) == recipe(embedder_id) and r.get("prompt_part") == part),
+                       same_embedder(r["embedder_id"], name, embedder_id) and r.get("prompt_part") == part),
                       key=lambda pr: -pr[1]["trials"])
     if not run:  # a quick run of some of METHODS counts too: its missing methods stay "not measured"
         if not matching:
@@ -306,7 +321,7 @@ def main() -> None:
         elif section == "build":
             figures = build_fresh(cache_dir, args.threads)
         elif section == "route":
-            figures = {name: cold_route_seconds(name, cache_dir) for name in ROUTED}
+            figures = {name: cold_route_seconds(name, cache_dir) for name in STANDALONE}
         else:
             ids = {name: embedder_id(name, cache_dir) for name in ROUTED}
             figures = routing(args.home, ids, args.trials, run=not args.no_evaluate)
