@@ -89,7 +89,8 @@ def trial_row(X: np.ndarray, data, config: ev.EvalConfig, trial: int) -> dict:
 
     return {"trial": trial, "K": km.value, "s": km.shrinkage, "K_fine": k_fine,
             "area": {"kmeans_shrunk": area(state.test_gamma(km, n_val)), "hierarchy": area(g_hier),
-                     "multik": area(multi_k_gamma(state, km, n_val)), "zero": curve_area(state.zero_curve(n_val, pool))}}
+                     "multik": area(multi_k_gamma(state, km, n_val)),
+                     "zero": curve_area(state.zero_curve(n_val, pool))}}
 
 
 def summary(rows: list[dict], recorded: dict) -> dict:
