@@ -21,7 +21,7 @@ def test_the_page_is_generated_from_the_saved_result(result) -> None:
 
 
 def test_not_switched_yet_shows_only_while_the_default_differs_from_the_rules_choice(result, monkeypatch) -> None:
-    choice = table.fastest_without_loss(result)
+    choice = table.fastest_without_loss(result, table.RULE_METHODS)
     assert choice is not None
     monkeypatch.setattr(table, "DEFAULT_BUILD_EMBEDDER", choice)
     assert not any("Not switched yet" in line for line in table.decision(result))
@@ -62,13 +62,14 @@ def test_a_fitted_embedder_ranks_at_its_teachers_build_rate_after_it() -> None:
     assert table.fastest(_ruled(set())) == "static"
 
 
-def test_the_page_says_when_the_rule_on_what_builds_serve_names_another_embedder(monkeypatch) -> None:
-    # static loses everywhere, minilm-onnx only on a kind auto does not serve: the rule over every kind names the
-    # teacher's student, over auto alone the teacher; the page states both, and only then.
+def test_the_rule_judges_the_served_router_and_says_what_every_kind_would_name(monkeypatch) -> None:
+    # static loses everywhere, minilm-onnx only on a kind auto does not serve: the rule (auto) names minilm-onnx;
+    # over every kind it would be its student static-tuned, which the page states, and only when they differ.
     result = _ruled({"static"})
     result["routing"]["figures"]["d"]["vs_best"]["learnedmap"] = _ruled({"static", "minilm-onnx"}, "learnedmap")[
         "routing"]["figures"]["d"]["vs_best"]["learnedmap"]
     monkeypatch.setattr(table, "DEFAULT_BUILD_EMBEDDER", "minilm-onnx")
-    assert table.fastest_without_loss(result) == "static-tuned"
-    assert "On what builds serve alone (`auto`), the same rule names `minilm-onnx`." in table.decision(result)
-    assert not any(line.startswith("On what builds serve") for line in table.decision(_ruled({"static"})))
+    lines = table.decision(result)
+    assert "Here: **`minilm-onnx`**." in lines[1]
+    assert any(line.startswith("Over every router kind") and "would name `static-tuned`" in line for line in lines)
+    assert not any(line.startswith("Over every router kind") for line in table.decision(_ruled({"static"})))
