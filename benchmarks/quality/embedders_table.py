@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.runner import REPO, RESULTS_DIR
+from uniroute.embed.kinds import embedder_kind
 from uniroute.settings import DEFAULT_BUILD_EMBEDDER
 
 RESULTS = RESULTS_DIR / "embedding.json"
@@ -157,15 +158,13 @@ def unmeasured(result: dict[str, Any], name: str) -> list[str]:
     return [dataset for dataset, block in _section(result, "routing").items() if block["embedders"][name] is None]
 
 
-# A build on a fitted embedder first embeds its training prompts through another one: `static-tuned`'s table is
-# fitted to `minilm-onnx`'s vectors of them (embed.static_tuned). Its build therefore runs at its teacher's rate at
-# best (plus the fit), whatever its rate once fitted, and ranks just after its teacher in the rule.
-BUILD_TEACHER = {"static-tuned": "minilm-onnx"}
-
-
 def _build_rank(speed: dict[str, Any], name: str) -> tuple[float, bool]:
-    """Sort key, fastest build first: prompts/s of what a build embeds its prompts with, teacher-bound last."""
-    teacher = BUILD_TEACHER.get(name)
+    """Sort key, fastest build first: prompts/s of what a build embeds its prompts with, teacher-bound last.
+
+    A build on an embedder fitted to a teacher's vectors (`static-tuned`: `minilm-onnx`'s, embed.kinds) first embeds
+    its training prompts through the teacher, so it runs at the teacher's rate at best (plus the fit), whatever its
+    rate once fitted, and ranks just after its teacher."""
+    teacher = embedder_kind(name).teacher
     return -speed[teacher or name]["prompts_per_s"], teacher is not None
 
 

@@ -53,16 +53,34 @@ def _val_area(gammas: list[list[tuple[np.ndarray, object]]], weights: tuple[floa
                      for w in weights])
 
 
+def multi_k_tuned(state: TrialState, km: Tuned) -> list[Tuned]:
+    """Count-aware K-means at K/2, K and 2K (within the training prompts), each with the tuned strength."""
+    n_tr = state.X_train.shape[0]
+    ks = sorted({max(1, km.value // 2), km.value, min(2 * km.value, n_tr)})
+    return [Tuned("kmeans_shrunk", k, km.shrinkage) for k in ks]
+
+
+def multi_k_test_gamma(state: TrialState, km: Tuned, n_val: int) -> np.ndarray:
+    """(n_te, M_te) count-aware K-means' test gamma averaged over K/2, K and 2K: Psi from several K."""
+    return np.mean([state.test_gamma(t, n_val) for t in multi_k_tuned(state, km)], axis=0)
+
+
 def _multi_k(state: TrialState, km: Tuned, n_val: int) -> tuple[list[int], np.ndarray, list]:
     """The K ladder (K/2, K, 2K within the training prompts), the test gamma averaged over it, and its validation
     gammas averaged alike."""
-    n_tr = state.X_train.shape[0]
-    ks = sorted({max(1, km.value // 2), km.value, min(2 * km.value, n_tr)})
-    tuned = [Tuned("kmeans_shrunk", k, km.shrinkage) for k in ks]
-    test = np.mean([state.test_gamma(t, n_val) for t in tuned], axis=0)
+    tuned = multi_k_tuned(state, km)
     per_k = [state.fits.onboarding_gammas(t.kind, t.value, n_val, t.shrinkage, "select") for t in tuned]
     val = [(np.mean([g[r][0] for g in per_k], axis=0), per_k[0][r][1]) for r in range(len(per_k[0]))]
-    return ks, test, val
+    return [t.value for t in tuned], multi_k_test_gamma(state, km, n_val), val
+
+
+def recorded_inputs(recorded: dict) -> tuple:
+    """(routing data, prompt vectors) of a recorded evaluation (docs/results/<dataset>.json): its data file, prompt
+    part and seed, and its embedder (its id's first field), so a pilot's trials pair with the recorded ones."""
+    data_path = (ROOT / recorded["data"]).resolve()  # recorded relative to the checkout (or absolute)
+    _, data, X = pilot_inputs(data_path / "long.parquet", recorded["prompt_part"], recorded["seed"],
+                              "kmeans_shrunk", [], recorded["embedder_id"].split(":")[0])
+    return data, X
 
 
 def trial_row(X: np.ndarray, data, config: ev.EvalConfig, trial: int) -> dict:
@@ -185,11 +203,7 @@ def main() -> None:
     rows = json.loads(a.out.read_text()) if (a.from_raw or a.first) else []
     if not a.from_raw:
         config = ev.EvalConfig(seed=recorded["seed"], methods=("knn", "kmeans_shrunk"))
-        data_path = (ROOT / recorded["data"]).resolve()  # recorded relative to the checkout (or absolute)
-        # The evaluation's embedder (its id's first field), so the pilot's trials pair with the recorded ones.
-        embedder = recorded["embedder_id"].split(":")[0]
-        _, data, X = pilot_inputs(data_path / "long.parquet", recorded["prompt_part"], recorded["seed"],
-                                  "kmeans_shrunk", [], embedder)
+        data, X = recorded_inputs(recorded)
         t0 = time.perf_counter()
         with threadpool_limits(1):
             for trial in range(a.first, a.trials):

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks.quality.onboarding_estimator_pilot import pilot_inputs
+from benchmarks.quality.ensemble_pilot import multi_k_test_gamma, recorded_inputs
 from uniroute import experiments as ev
 from uniroute.routers.kinds import Tuned
 from uniroute.routers.psi import psi_from_losses, shrunk_values
@@ -69,13 +69,6 @@ def hierarchy_gamma(state: TrialState, km: Tuned, n_val: int) -> tuple[int, np.n
     return k_fine, state.test_onehot(k_fine) @ routing.T
 
 
-def multi_k_gamma(state: TrialState, km: Tuned, n_val: int) -> np.ndarray:
-    """The ensemble pilot's `multik`: count-aware K-means' test gamma averaged over K/2, K and 2K."""
-    n_tr = state.X_train.shape[0]
-    ks = sorted({max(1, km.value // 2), km.value, min(2 * km.value, n_tr)})
-    return np.mean([state.test_gamma(Tuned("kmeans_shrunk", k, km.shrinkage), n_val) for k in ks], axis=0)
-
-
 def trial_row(X: np.ndarray, data, config: ev.EvalConfig, trial: int) -> dict:
     split = ev.trial_split(data.routing, config.seed, trial, config.train_frac, config.val_frac)
     state = TrialState(X, data.routing, split, config)
@@ -89,7 +82,7 @@ def trial_row(X: np.ndarray, data, config: ev.EvalConfig, trial: int) -> dict:
 
     return {"trial": trial, "K": km.value, "s": km.shrinkage, "K_fine": k_fine,
             "area": {"kmeans_shrunk": area(state.test_gamma(km, n_val)), "hierarchy": area(g_hier),
-                     "multik": area(multi_k_gamma(state, km, n_val)),
+                     "multik": area(multi_k_test_gamma(state, km, n_val)),
                      "zero": curve_area(state.zero_curve(n_val, pool))}}
 
 
@@ -124,9 +117,7 @@ def main() -> None:
     a = p.parse_args()
     recorded = json.loads((ROOT / "docs" / "results" / f"{a.dataset}.json").read_text())
     config = ev.EvalConfig(seed=recorded["seed"], methods=("kmeans_shrunk",))
-    data_path = (ROOT / recorded["data"]).resolve()
-    _, data, X = pilot_inputs(data_path / "long.parquet", recorded["prompt_part"], recorded["seed"],
-                              "kmeans_shrunk", [], recorded["embedder_id"].split(":")[0])
+    data, X = recorded_inputs(recorded)
     rows, t0 = [], time.perf_counter()
     with threadpool_limits(1):
         for trial in range(a.trials):

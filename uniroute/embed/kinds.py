@@ -26,6 +26,8 @@ class EmbedderKind:
     built_file: bool = False
     # It needs a file of 0/1 prompt-attribute labels (`uniroute evaluate --attribute-labels`).
     needs_labels: bool = False
+    # The embedder whose vectors of the training prompts it is fitted to (a build embeds them through it first).
+    teacher: str | None = None
 
 
 EMBEDDER_KINDS = (
@@ -35,7 +37,7 @@ EMBEDDER_KINDS = (
     EmbedderKind("tfidf", fitted=True, serves_builds=True),
     # The static table fitted to minilm-onnx's vectors of the training prompts (embed.static_tuned): fitted, and
     # built from both model files (static's and minilm-onnx's) in the cache folder; its table travels with routers.
-    EmbedderKind("static-tuned", fitted=True, serves_builds=True, built_file=True),
+    EmbedderKind("static-tuned", fitted=True, serves_builds=True, built_file=True, teacher="minilm-onnx"),
     EmbedderKind("attributes", fitted=True, serves_builds=False, needs_labels=True),
 )
 # The embedders a build can serve routers on, and the ones that build a model file first.
