@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"inbox: {outcome['name']} {outcome['status']}; emitted uniroute.results.landed for "
                       f"{', '.join(outcome.get('landed_models') or []) or 'no new model'}")
             onboarding = wait_for_onboarding(api_url, since, timeout=180)
-            # The run is named for what it did: "onboarded <model> -> <child router>" (flows/report.py).
+            # The run is named for what it did: "onboarded <model> -> <child router>" (flows/artifacts.py).
             print(f"event -> onboarding run {onboarding['state']} {time.time() - since:.1f} s after the file was "
                   f"ingested: {onboarding['flow_run']}")
         finally:

@@ -1,6 +1,6 @@
 """The publish flow's artifact of what each budget buys (quality, cost, traffic share per model) and its PNG.
 
-Apart from flows/report.py: the plot needs matplotlib, which the every-minute inbox flow should not import.
+Apart from flows/artifacts.py: the plot needs matplotlib, which the every-minute inbox flow should not import.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from uniroute import store
-from uniroute.pipeline.budget_report import budget_plot_path, load_budget_report, write_budget_plot
+from uniroute.pipeline.serving.budget_report import budget_plot_path, load_budget_report, write_budget_plot
 from uniroute.settings import Settings
 
 
@@ -25,7 +25,7 @@ def report_budgets(version: str, settings: Settings) -> Path | None:
     try:
         with store.opened(settings.db_path, read_only=True) as con:
             budgets = load_budget_report(con, version)
-    except store.StoreError as exc:  # a report never fails a run whose work is done (flows/report.py)
+    except store.StoreError as exc:  # a report never fails a run whose work is done (flows/artifacts.py)
         get_run_logger().warning("budget artifact skipped: %s", exc)
         return None
     png = write_budget_plot(budgets, budget_plot_path(settings.reports_dir, version))

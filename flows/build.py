@@ -7,9 +7,9 @@ import time
 from distributed import worker_client
 from prefect import flow, get_run_logger, task
 
+from flows.artifacts import build_run_name, rename_run, report_build, started
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
 from flows.dask_runner import dask_task_runner
-from flows.report import build_run_name, rename_run, report_build, started
 from uniroute import operations
 from uniroute.progress import EVERY_SECONDS
 from uniroute.settings import Settings

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
 
+from flows.artifacts import inbox_run_name, rename_run, report_traffic, started
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
 from flows.onboard import MODELS_LABEL, RESULTS_LANDED
-from flows.report import inbox_run_name, rename_run, report_traffic, started
 from uniroute import operations
 
 

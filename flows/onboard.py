@@ -5,8 +5,8 @@ from __future__ import annotations
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifacts import onboard_run_name, rename_run, report_onboarding
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
-from flows.report import onboard_run_name, rename_run, report_onboarding
 from flows.transient import RETRY_WHEN_STORE_BUSY
 from uniroute import operations
 from uniroute.settings import Settings, comma_separated

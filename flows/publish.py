@@ -7,9 +7,9 @@ from __future__ import annotations
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
 
+from flows.artifacts import publish_run_name, rename_run, report_publish, started
 from flows.budget_artifact import report_budgets
 from flows.common import flow_context, flow_settings, library_log_in_run, reconcile_store
-from flows.report import publish_run_name, rename_run, report_publish, started
 from uniroute import operations
 from uniroute.settings import Settings
 

@@ -10,7 +10,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.common import flow_context, flow_settings, library_log_in_run
 from uniroute import operations
-from uniroute.pipeline.replay import ReplaySetting, ReplayWindow
+from uniroute.pipeline.traffic.replay import ReplaySetting, ReplayWindow
 
 
 @flow(name="uniroute-replay")

@@ -12,10 +12,10 @@ import numpy as np
 
 from uniroute import operations
 from uniroute.ingest import IngestSummary
-from uniroute.pipeline.build import BuildResult
-from uniroute.pipeline.onboard import OnboardResult
-from uniroute.pipeline.publish import PublishResult
-from uniroute.pipeline.retire import RetireResult
+from uniroute.pipeline.build.nightly import BuildResult
+from uniroute.pipeline.pool.onboard import OnboardResult
+from uniroute.pipeline.pool.retire import RetireResult
+from uniroute.pipeline.serving.publish import PublishResult
 
 
 def ingest(db_path: Path, path: Path, **options: Any) -> IngestSummary:

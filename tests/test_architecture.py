@@ -16,7 +16,7 @@ LIBRARY = REPO / "uniroute"
 STAGE_RANK = {
     "settings": 0,
     "errors": -1,  # the one error base: everything may import it, it imports nothing
-    "formats": 0,
+    "frame_output": 0,
     "faults": 0,
     "progress": 0,
     "store": 1,
@@ -34,9 +34,19 @@ STAGE_RANK = {
     "__main__": 8,
 }
 MLFLOW_ROOM = "uniroute.pipeline.tracking"
-# Compute rooms: numpy in, numpy out. The pipeline reads the store and hands them frames (pipeline/psi_data.py).
+# Compute rooms: numpy in, numpy out. The pipeline reads the store and hands them frames (pipeline/pool/psi_data.py).
 COMPUTE_ROOMS = ("routers", "selection")
 MAX_LINES = 450  # "no module much over 400 lines"
+# The wings of pipeline/, in the order they may import each other: a wing imports its own modules and the wings
+# before it, never one after it (serving reads the pool's router versions; traffic replays what serving recorded;
+# the build tunes, gates on traffic and versions into the pool; tracking mirrors all of it into MLflow; the root's
+# reconcile and status look at everything).
+PIPELINE_WINGS = ("pool", "serving", "traffic", "build", "tracking")
+# A package's root holds its core; families of modules live in its wings.
+MAX_ROOT_MODULES = {"pipeline": 6, "routers": 6}
+# Module names that may repeat because they mean the same thing in each place: the CLI's command module and the
+# operations layer's function module of one operation (two edges over one operation), and a registry of kinds.
+SAME_JOB_NAMES = {"kinds.py", "kind.py"}
 
 
 def _module_name(path: Path) -> str:
@@ -179,3 +189,50 @@ def test_every_package_says_what_it_owns_and_docs_name_it() -> None:
 def test_rooms_stay_small(path: Path) -> None:
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(REPO)} has {lines} lines: split it by responsibility"
+
+
+def _pipeline_wing(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[:2] == ["uniroute", "pipeline"]:
+        return parts[2] if parts[2] in PIPELINE_WINGS else "root"
+    return None
+
+
+@pytest.mark.parametrize("path", sorted((LIBRARY / "pipeline").rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
+def test_pipeline_wings_import_in_order(path: Path) -> None:
+    own = _pipeline_wing(_module_name(path))
+    if own is None or own == "root":
+        return
+    for name in _imports(path):
+        other = _pipeline_wing(name)
+        if other is None or other == own:
+            continue
+        assert other != "root" and PIPELINE_WINGS.index(other) < PIPELINE_WINGS.index(own), (
+            f"{_module_name(path)} (wing {own}) imports {name} (wing {other}): wings import only those before them, "
+            f"in the order {' < '.join(PIPELINE_WINGS)} < the root"
+        )
+
+
+@pytest.mark.parametrize("package", sorted(MAX_ROOT_MODULES))
+def test_package_roots_hold_their_core_and_wings_hold_families(package: str) -> None:
+    root = LIBRARY / package
+    modules = sorted(p.name for p in root.glob("*.py") if p.name != "__init__.py")
+    assert len(modules) <= MAX_ROOT_MODULES[package], (
+        f"uniroute/{package}/ holds {len(modules)} modules besides its wings ({', '.join(modules)}): "
+        "move a family into a wing"
+    )
+
+
+def test_one_meaning_per_module_name() -> None:
+    by_name: dict[str, list[Path]] = {}
+    for path in LIBRARY_FILES:
+        if path.name not in ("__init__.py", "__main__.py"):
+            by_name.setdefault(path.name, []).append(path)
+    for name, paths in sorted(by_name.items()):
+        if len(paths) < 2 or name in SAME_JOB_NAMES:
+            continue
+        packages = sorted(str(p.parent.relative_to(LIBRARY)) for p in paths)
+        # `uniroute <command>` (cli/) and the operation it calls (operations/) share their wing's word
+        assert packages == ["cli", "operations"], (
+            f"{name} names modules of different jobs in {', '.join(packages)}: give each a name that says its job"
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.quality.hierarchy_pilot import group_cells
-from uniroute.routers.psi import pool_prior
+from uniroute.routers.cluster.psi import pool_prior
 
 
 def test_a_group_cell_is_the_count_weighted_mean_of_its_fine_cells() -> None:

@@ -73,14 +73,14 @@ class Settings(BaseSettings):
     mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)
     # Evidence before traffic: validation answers a model needs before the router sends it any prompt.
     min_val_answers: int = 5
-    # The evidence gate (pipeline/evidence_gate.py): a model that would win a cluster with fewer answers there
+    # The evidence gate (pipeline/pool/evidence_gate.py): a model that would win a cluster with fewer answers there
     # than this, or a 95% interval of its error there wider than this, is provisional in it.
     gate_min_cluster_answers: int = 10
     gate_max_interval_width: float = 0.5
     store_wait_seconds: float = 120.0  # how long a writer waits for another operation to release the store
     inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
     sql_timeout_seconds: float = 30.0
-    # Decision records (pipeline/decisions.py): every routed prompt is recorded to the spool unless switched off
+    # Decision records (pipeline/serving/records.py): every routed prompt is recorded to the spool unless switched off
     # (UNIROUTE_RECORD_DECISIONS=false, or `route --no-log`); the prompt text only when opted in; exploration off.
     record_decisions: bool = True
     record_prompts: bool = False
@@ -88,7 +88,8 @@ class Settings(BaseSettings):
     explore_margin: float = 0.02
     spool_max_bytes: int = 16 * 1024 * 1024  # a server's spool file is finished at this size ...
     spool_max_seconds: float = 60.0  # ... or this age, so a killed server loses at most this much
-    # The nightly build's shadow gate (pipeline/shadow_gate.py): the challenger and the champion replay the traffic
+    # The nightly build's shadow gate (pipeline/traffic/shadow_gate.py): the challenger and the champion replay the
+    # traffic
     # of the last shadow_window_days at the same expected spend; with fewer decisions than shadow_min_decisions it
     # is skipped (said in the build's reason), and the challenger is refused when worse at p < shadow_alpha.
     shadow_gate: bool = True

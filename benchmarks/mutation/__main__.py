@@ -26,42 +26,84 @@ EQUIVALENT = Path(__file__).with_name("equivalent.json")
 DOC = REPO / "docs" / "results.md"
 
 MODULES: dict[str, list[str]] = {
-    "uniroute.routers.rule": ["tests/routers/test_rule.py", "tests/routers/test_rule_edges.py",
-                              "tests/routers/test_zero.py", "tests/routers/test_router.py",
-                              "tests/properties/test_routing_rule.py"],
-    "uniroute.routers.lambda_path": ["tests/routers/test_lambda_path.py", "tests/routers/test_lambda_path_groups.py",
-                                     "tests/routers/test_rule.py",
-                                     "tests/properties/test_routing_rule.py"],
-    "uniroute.routers.tables": ["tests/routers/test_tables.py", "tests/routers/test_tables_edges.py"],
-    "uniroute.routers.psi": ["tests/routers/test_psi.py", "tests/routers/test_psi_edges.py",
-                             "tests/routers/test_rule.py"],
+    "uniroute.routers.rule": [
+        "tests/routers/test_rule.py",
+        "tests/routers/test_rule_edges.py",
+        "tests/routers/baselines/test_zero.py",
+        "tests/routers/test_router.py",
+        "tests/properties/test_routing_rule.py",
+    ],
+    "uniroute.routers.budgets.lambda_path": [
+        "tests/routers/budgets/test_lambda_path.py",
+        "tests/routers/budgets/test_lambda_path_groups.py",
+        "tests/routers/test_rule.py",
+        "tests/properties/test_routing_rule.py",
+    ],
+    "uniroute.routers.tables": [
+        "tests/routers/test_tables.py",
+        "tests/routers/test_tables_edges.py",
+    ],
+    "uniroute.routers.cluster.psi": [
+        "tests/routers/cluster/test_psi.py",
+        "tests/routers/cluster/test_psi_edges.py",
+        "tests/routers/test_rule.py",
+    ],
     # The guard-by-guard tests first (-x stops at the first failure); the 20 s memory-limit test is left out.
-    "uniroute.store.sandbox": ["tests/store/test_sandbox_rules.py", "tests/robustness/test_sandbox_paths.py",
-                               "tests/sql/test_user_views.py",
-                               "tests/store/test_sql_stream.py", "tests/properties/test_sandbox.py",
-                               "--deselect=tests/robustness/test_sandbox_paths.py::"
-                               "test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line"],
-    "uniroute.pipeline.onboard": ["tests/pipeline/test_onboard_result.py", "tests/pipeline/test_onboard.py",
-                                  "tests/pipeline/test_onboard_paths.py", "tests/pipeline/test_onboard_embedding.py",
-                                  "tests/pipeline/test_onboard_refresh.py", "tests/pipeline/test_battles.py",
-                                  "--deselect=tests/pipeline/test_battles.py::"
-                                  "test_a_build_gives_battle_only_models_psi_rows_on_the_accuracy_scale"],
-    "uniroute.ingest.inbox": ["tests/ingest/test_inbox_parts.py", "tests/ingest/test_inbox.py",
-                              "tests/ingest/test_inbox_names.py", "tests/ingest/test_inbox_safety.py"],
+    "uniroute.store.sandbox": [
+        "tests/store/test_sandbox_rules.py",
+        "tests/robustness/test_sandbox_paths.py",
+        "tests/sql/test_user_views.py",
+        "tests/store/test_sql_stream.py",
+        "tests/properties/test_sandbox.py",
+        "--deselect=tests/robustness/test_sandbox_paths.py::",
+        "test_a_query_over_the_memory_limit_on_the_snapshot_path_fails_in_one_line",
+    ],
+    "uniroute.pipeline.pool.onboard": [
+        "tests/pipeline/pool/test_onboard_result.py",
+        "tests/pipeline/pool/test_onboard.py",
+        "tests/pipeline/pool/test_onboard_paths.py",
+        "tests/pipeline/pool/test_onboard_embedding.py",
+        "tests/pipeline/pool/test_onboard_refresh.py",
+        "tests/pipeline/pool/test_battles.py",
+        "--deselect=tests/pipeline/pool/test_battles.py::",
+        "test_a_build_gives_battle_only_models_psi_rows_on_the_accuracy_scale",
+    ],
+    "uniroute.ingest.inbox": [
+        "tests/ingest/test_inbox_parts.py",
+        "tests/ingest/test_inbox.py",
+        "tests/ingest/test_inbox_names.py",
+        "tests/ingest/test_inbox_safety.py",
+    ],
     # checked_rows on staged tables in memory: the file-to-store tests (test_bad_input, test_load, test_formats,
     # about 2 s per test) cover the same checks, but every surviving mutant would run all of them (3 min each).
-    "uniroute.ingest.checks": ["tests/ingest/test_checks_rows.py"],
-    "uniroute.ingest.pairwise_checks": ["tests/ingest/test_pairwise_checks.py", "tests/ingest/test_pairwise.py",
-                                        "tests/ingest/test_null_keys.py"],
-    "uniroute.pipeline.publish": ["tests/pipeline/test_publish_parts.py", "tests/pipeline/test_snapshot.py"],
-    "uniroute.pipeline.reconcile": ["tests/pipeline/test_reconcile_parts.py", "tests/pipeline/test_reconcile_pool.py",
-                                    "tests/pipeline/test_reconcile_mlflow.py"],
-    "uniroute.routers.cost_cap": ["tests/routers/test_cost_cap.py", "tests/routers/test_cost_cap_edges.py",
-                                  "tests/routers/test_cluster_costs.py"],
-    "uniroute.pipeline.calibration": ["tests/traffic/test_calibration_window.py",
-                                      "tests/traffic/test_calibration_store.py",
-                                      "tests/traffic/test_budget_calibration.py",
-                                      "tests/pipeline/test_publish_parts.py"],
+    "uniroute.ingest.checks": [
+        "tests/ingest/test_checks_rows.py",
+    ],
+    "uniroute.ingest.pairwise_checks": [
+        "tests/ingest/test_pairwise_checks.py",
+        "tests/ingest/test_pairwise.py",
+        "tests/ingest/test_null_keys.py",
+    ],
+    "uniroute.pipeline.serving.publish": [
+        "tests/pipeline/serving/test_publish_parts.py",
+        "tests/pipeline/serving/test_snapshot.py",
+    ],
+    "uniroute.pipeline.reconcile": [
+        "tests/pipeline/test_reconcile_parts.py",
+        "tests/pipeline/test_reconcile_pool.py",
+        "tests/pipeline/tracking/test_reconcile_mlflow.py",
+    ],
+    "uniroute.routers.budgets.cost_cap": [
+        "tests/routers/budgets/test_cost_cap.py",
+        "tests/routers/budgets/test_cost_cap_edges.py",
+        "tests/routers/cluster/test_cluster_costs.py",
+    ],
+    "uniroute.pipeline.serving.calibration": [
+        "tests/pipeline/traffic/test_calibration_window.py",
+        "tests/pipeline/traffic/test_calibration_store.py",
+        "tests/pipeline/traffic/test_budget_calibration.py",
+        "tests/pipeline/serving/test_publish_parts.py",
+    ],
 }
 
 

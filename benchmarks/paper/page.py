@@ -127,7 +127,7 @@ PSI_SCALE = [
     "across clusters counts (in a cluster every LLM gets right, win probabilities still spread around 0.5 "
     "while accuracies barely differ, so the router pays for gains that are not there). A principled calibration "
     "from what the trial sees exists for answers graded right/wrong independently: decisive battles give "
-    "theta = logit(accuracy) up to one shift per cluster (routers/bradley_terry.py), and the kind of tie fixes "
+    "theta = logit(accuracy) up to one shift per cluster (routers/cluster/bradley_terry.py), and the kind of tie fixes "
     "that shift, P(tie (bothbad)) = (1 - p_a)(1 - p_b) (the rate of untyped ties generally fits two shifts, "
     "one easy and one hard). It is not implemented: the trial's battles keep a tie as 0.5 without its kind, and a pure "
     "battle log has no pointwise accuracies of training LLMs to anchor on (anchoring on them would read labels "

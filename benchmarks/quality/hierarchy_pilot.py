@@ -31,8 +31,8 @@ from threadpoolctl import threadpool_limits
 
 from benchmarks.quality.ensemble_pilot import multi_k_test_gamma, recorded_inputs
 from uniroute import experiments as ev
+from uniroute.routers.cluster.psi import psi_from_losses, shrunk_values
 from uniroute.routers.kinds import Tuned
-from uniroute.routers.psi import psi_from_losses, shrunk_values
 from uniroute.selection.curves import curve_area
 from uniroute.selection.state import TrialState
 from uniroute.selection.statistics import sign_test

@@ -3,11 +3,12 @@
 RouterBench (benchmarks' shared dataset whose costs are USD per query and vary per prompt), split as the
 evaluation protocol splits prompts (experiments.protocol.trial_split: 60% train, 10% validation, 30% test; every
 model routable). Per trial: TF-IDF fitted on the training prompts, K-means clusters on them, Psi (per-cluster mean
-loss) and the per-cluster model costs (routers.cluster_costs, as a build stores them) on the validation prompts,
+loss) and the per-cluster model costs (routers.cluster.cluster_costs, as a build stores them) on the validation prompts,
 each model's cost its mean over the validation prompts (model_val_costs). The test prompts play traffic: the
 first half is the logged window the cap is calibrated on, the second half the traffic that arrives next. For caps
-C from the cheapest to the priciest model's cost, routing with the lambda of routers.cost_cap.lambda_for_max_cost
-(what route, replay and the pyfunc call) and reading each routed prompt's own held-out cost:
+C from the cheapest to the priciest model's cost, routing with the lambda of
+routers.budgets.cost_cap.lambda_for_max_cost (what route, replay and the pyfunc call) and reading each routed prompt's
+own held-out cost:
 
 - `logged`: the logged window routed at the lambda calibrated on it (the brief's "on logged traffic");
 - `next`: the next half at the same lambda (calibrated on yesterday, served today);
@@ -32,9 +33,9 @@ from benchmarks.runner import RESULTS_DIR, SHARED, load_average, machine_info, w
 from uniroute.embed import make_embedder
 from uniroute.experiments.logs import eval_data_from_frame, long_frame
 from uniroute.experiments.protocol import trial_split
-from uniroute.routers.cluster_costs import cost_frame_of
-from uniroute.routers.cost_cap import lambda_for_max_cost
-from uniroute.routers.kmeans import fit_centroids
+from uniroute.routers.budgets.cost_cap import lambda_for_max_cost
+from uniroute.routers.cluster.cluster_costs import cost_frame_of
+from uniroute.routers.cluster.kmeans import fit_centroids
 from uniroute.routers.router import Router
 
 DATASET = "routerbench_subset"

@@ -26,10 +26,10 @@ from uniroute import experiments as ev
 from uniroute import operations
 from uniroute.cli.app import context, settings_from_env
 from uniroute.experiments.onboarding_study import selected_split
-from uniroute.routers.psi import psi_from_losses, shrunk_values
+from uniroute.routers.cluster.psi import psi_from_losses, shrunk_values
 from uniroute.selection.curves import curve_area
-from uniroute.selection.onboarding_set import PoolView, onboarding_order, prompt_disagreement
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.onboarding_order import PoolView, onboarding_order, prompt_disagreement
+from uniroute.selection.scored_pool import LabelledPool
 from uniroute.selection.split import mean_costs
 from uniroute.selection.state import TrialState
 from uniroute.selection.statistics import sign_test

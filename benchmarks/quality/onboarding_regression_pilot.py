@@ -29,7 +29,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from benchmarks.quality.onboarding_estimator_pilot import pilot_inputs, strategy_states
-from uniroute.routers.psi import psi_from_losses, shrunk_values
+from uniroute.routers.cluster.psi import psi_from_losses, shrunk_values
 from uniroute.selection.curves import curve_area
 from uniroute.selection.state import TrialState
 from uniroute.selection.statistics import sign_test

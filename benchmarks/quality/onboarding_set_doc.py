@@ -1,6 +1,6 @@
 """Regenerate docs/results.md's onboarding-set section and its plots from the study's JSONs in
 docs/results/onboarding_set/: on each shared dataset, the validation-size study with the first N validation
-prompts chosen by each strategy of `uniroute/selection/onboarding_set.py`, against N random ones on the same
+prompts chosen by each strategy of `uniroute/selection/onboarding_order.py`, against N random ones on the same
 trials (the paper's protocol; UniRoute K-means; 100 trials, seed 0).
 
 Everything between the `## Onboarding set` heading and the next `## ` heading is rewritten. With --run, the
@@ -242,7 +242,7 @@ def adaptive_note(out_dir: Path = ADAPTIVE_DIR, plots: bool = True) -> list[str]
 def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     parts = [HEADING, "", (
         "`uniroute onboarding-set` chooses the validation prompts a new LLM should answer "
-        "(`uniroute/selection/onboarding_set.py` states each strategy and why). The study is the validation-size "
+        "(`uniroute/selection/onboarding_order.py` states each strategy and why). The study is the validation-size "
         "study with the first N validation prompts chosen by a strategy from the training LLMs' information "
         "only, against N random ones on the same trials: the difference of test Area ± 96% half-width, the "
         "sign test (wins/losses, `*` p < 0.05) and the share of the gap between N random prompts and all of "

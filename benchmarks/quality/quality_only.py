@@ -2,9 +2,9 @@
 
 Issue 28 item 5: with every model at one cost, does routing beat simply using the best model? Each dataset's
 JSONs in docs/results/quality_only/ are two `uniroute evaluate --drop-costs` runs on the same trials (the paper's
-protocol, seed 0): the served router (`auto`) in one, the quality-only rules of uniroute/routers/quality_rule.py
-in the other, with the ZeroRouter and UniRoute K-means in both (their equal per-trial scores check the pairing);
-beside the best single test LLM (chosen on the test labels: a reference no
+protocol, seed 0): the served router (`auto`) in one, the quality-only rules of
+uniroute/routers/quality_rule/switches.py in the other, with the ZeroRouter and UniRoute K-means in both (their equal
+per-trial scores check the pairing); beside the best single test LLM (chosen on the test labels: a reference no
 router can pick) and the per-prompt oracle. With --run, the evaluations run first, one after the other, with the
 commands the page prints, and the load average before and after each is kept in runs.json beside them.
 
@@ -329,7 +329,7 @@ def render() -> str:
     losing = [DATASETS[d]["title"] for d, v in verdicts.items()
               if v["rule_vs_auto"] and v["rule_vs_auto"]["p"] < ALPHA
               and v["rule_vs_auto"]["losses"] > v["rule_vs_auto"]["wins"]]
-    summary += ["", ("The rule is a router kind (`quality_rule`, uniroute/routers/kind_quality_rule.py) that `auto` "
+    summary += ["", ("The rule is a router kind (`quality_rule`, uniroute/routers/quality_rule/kind.py) that `auto` "
                      "considers wherever every model costs the same, chosen on validation like the other kinds; "
                      + (f"as a fixed choice it would lose to `auto` on {', '.join(losing)}, so serving it everywhere "
                         "is no answer either." if losing else "it wins or ties `auto` on every measured dataset.")
@@ -345,17 +345,18 @@ def render() -> str:
         "single test LLM is chosen on the test labels (no router can know it); the oracle answers each test "
         "prompt with a test LLM that got it right. Sign tests are paired over trials, two-sided, `*`: p < "
         f"{ALPHA}. The gap share is (method - best single) / (oracle - best single).", "",
-        "The quality-only rule (the router kind `quality_rule`, uniroute/routers/kind_quality_rule.py, a "
+        "The quality-only rule (the router kind `quality_rule`, uniroute/routers/quality_rule/kind.py, a "
         "candidate of `auto` where every model costs the same): the test LLM best on the validation prompts serves "
         "everything, except the K-means clusters (K = n_val / 50, about 50 validation prompts a cluster, never "
         "below the tuned UniRoute K-means' K) where another test LLM is better by the rule's decision. The kind "
-        "decides by empirical Bayes (uniroute/routers/quality_eb.py: each cluster's cell shrunk toward the "
+        "decides by empirical Bayes (uniroute/routers/quality_rule/empirical_bayes.py: each cluster's cell "
+        "shrunk toward the "
         "coarse cell of the tuned K-means clusters, those toward the pool's additive prior, each level's "
         "strength estimated by moments from the served LLMs' own validation answers; nothing tuned): the "
         "`quality_rule` rows of runs from commit 2d5b767 on (every dataset's section below, and the empirical-Bayes "
         "\"Tried, not kept\" table). Before, it decided by a paired one-sided sign test per cluster at 0.05, "
         "Bonferroni-corrected over the other LLMs (the sign-test \"Tried, not kept\" table). `quality_rule_raw` is "
-        "that sign test uncorrected (uniroute/routers/quality_rule.py).", "",
+        "that sign test uncorrected (uniroute/routers/quality_rule/switches.py).", "",
         "Why validation misjudges the rule against K-means: `auto` compares kinds by simulated onboarding of the "
         "training LLMs, another pool than the served one, and which is better at equal costs depends on the pool. "
         "On RouterBench (100 trials, K-means the default, the sign-test rule, commit e361f6a) validation put the "

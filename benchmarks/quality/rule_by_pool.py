@@ -19,8 +19,8 @@ from uniroute.experiments.logs import long_frame
 from uniroute.experiments.prompts import prompt_texts
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.quality import unit_cost_data
-from uniroute.routers.psi import psi_from_losses, shrunk_values
-from uniroute.routers.quality_rule import fit_quality_rule
+from uniroute.routers.cluster.psi import psi_from_losses, shrunk_values
+from uniroute.routers.quality_rule.switches import fit_quality_rule
 from uniroute.selection.state import TrialState
 from uniroute.settings import Settings
 

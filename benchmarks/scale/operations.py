@@ -16,7 +16,7 @@ import numpy as np
 
 from benchmarks.runner import load_average, rounded
 from uniroute import operations, store
-from uniroute.pipeline import registry
+from uniroute.pipeline.pool import registry
 from uniroute.settings import Settings
 
 log = logging.getLogger("benchmarks.scale")

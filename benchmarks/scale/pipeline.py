@@ -4,8 +4,8 @@ Sections (each runs in its own child process, so its peak RSS is its own):
 
 `mmlu` -- on `../shared/datasets/mmlu_pro_cot29/long.parquet` (12,032 prompts x 29 LLMs; the two Gemini
 models have no cost and the build leaves them out):
-  1. ingest the file into a fresh store, then `uniroute.pipeline.build.run_build` with MiniLM and MLflow on, once on
-     a cold embedding cache (12,032 prompts embedded) and `--warm-repeats` times on the warm cache (the same
+  1. ingest the file into a fresh store, then `uniroute.pipeline.build.nightly.run_build` with MiniLM and MLflow on,
+     once on a cold embedding cache (12,032 prompts embedded) and `--warm-repeats` times on the warm cache (the same
      store). Per-stage seconds are BuildResult.seconds. MiniLM's weights are loaded (and timed) before the
      cold build, so neither build includes that one-off per-process load.
   2. onboarding latency: a second store gets the logs without one model (default: the costed model with the
@@ -81,7 +81,7 @@ from uniroute.settings import apply_offline_environment
 apply_offline_environment()
 import uniroute.cli
 t1 = time.perf_counter()
-import uniroute.ingest, uniroute.pipeline.onboard
+import uniroute.ingest, uniroute.pipeline.pool.onboard
 t2 = time.perf_counter()
 import mlflow, mlflow.pyfunc
 t3 = time.perf_counter()

@@ -83,7 +83,7 @@ def generate_and_ingest(args: argparse.Namespace, work: Path, home, data: dict[s
 
 def run_synthetic(args: argparse.Namespace, out: Partial) -> None:
     """Synthetic logs of --prompts x --models: generate, ingest, build with --embedder and MLflow."""
-    from uniroute.pipeline import build
+    from uniroute.pipeline.build import nightly as build
 
     work = args.work / "synthetic"
     data = out.data

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchmarks.runner import RESULTS_DIR, load_average, machine_info, median, now_utc, timed, write_result
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.knn import KnnRouter
+from uniroute.routers.cluster.kmeans import Centroids
+from uniroute.routers.knn.neighbours import KnnRouter
 from uniroute.routers.router import Router
 
 RESULTS = RESULTS_DIR / "explain_terms.json"

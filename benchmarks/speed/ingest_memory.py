@@ -128,7 +128,7 @@ def _write_pairwise(path: Path, n: int, rng: np.random.Generator) -> int:
     return n
 
 
-WHOLE = ("import sys; import uniroute.ingest.batches as b; b.BATCH_BYTES = 1 << 62; "
+WHOLE = ("import sys; import uniroute.ingest.blocks as b; b.BATCH_BYTES = 1 << 62; "
          "sys.argv = ['uniroute', *sys.argv[1:]]; from uniroute.cli import app; app()")
 WRITERS = {"wide": _write_wide, "routerdc": _write_routerdc, "pairwise": _write_pairwise}
 SUFFIX = {"csv": "csv", "jsonl": "jsonl", "wide": "csv", "routerdc": "json", "pairwise": "csv"}

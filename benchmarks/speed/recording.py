@@ -34,7 +34,7 @@ RESULTS = RESULTS_DIR / "recording.json"
 def served_rate(home: Path, prompts: list[str], requests: int, batch: int, record: bool) -> tuple[float, float]:
     """Requests per wall second and per CPU second of the pyfunc's predict on the champion, recording to home's
     spool or not (CPU seconds: less blurred by other users of a shared machine)."""
-    from uniroute.pipeline import serving
+    from uniroute.pipeline.serving import route as serving
     from uniroute.pipeline.tracking.pyfunc import router_model_class, served_spool
     from uniroute.settings import Settings
 

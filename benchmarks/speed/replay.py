@@ -3,7 +3,7 @@
 Inputs (synthetic, seeded): a DuckDB store holding 1M decision records (256-d float16 embeddings, as the serving
 paths record them), outcomes for a tenth of them, and two K-means routers over 20 LLMs: the serving one (K = 50),
 whose records keep their clusters, and another on a different clustering (K = 64), which must decode every
-embedding and assign it. Timed: `uniroute.pipeline.replay.replay` (read the window in Arrow batches, decode the
+embedding and assign it. Timed: `uniroute.pipeline.traffic.replay.replay` (read the window in Arrow batches, decode the
 blobs with numpy, route, estimate), wall and CPU seconds, median of the repeats; loading the records is not timed.
 
 Run: `OMP_NUM_THREADS=1 nice .venv/bin/python -m benchmarks.speed.replay [--decisions 1000000] [--repeats 3]`;
@@ -25,9 +25,9 @@ import pyarrow as pa
 
 from benchmarks.runner import RESULTS_DIR, load_average, machine_info, now_utc, timed, write_result
 from uniroute import store
-from uniroute.pipeline import registry
-from uniroute.pipeline.replay import ReplayRouter, ReplayWindow, replay
-from uniroute.routers.kmeans import Centroids
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.traffic.replay import ReplayRouter, ReplayWindow, replay
+from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.router import Router
 
 RESULTS = RESULTS_DIR / "replay.json"

@@ -3,7 +3,7 @@
 Inputs (synthetic, seeded): 1M prompt embeddings (384-d, random, L2-normalised float32), 50 LLMs with random
 Psi and costs, K = 50 centroids. UniRoute (K-means) routes by nearest centroid (float32 blocks of X @ C.T,
 argmax of X.C - |C|^2/2) and a (K,) lookup table. The K-NN router (k = 50 nearest of 10,000 validation
-prompts, `uniroute.routers.knn.knn_gamma`, then the same argmin) is measured on a subset of the prompts and
+prompts, `uniroute.routers.knn.neighbours.knn_gamma`, then the same argmin) is measured on a subset of the prompts and
 extrapolated linearly to 1M (it is a per-prompt computation, so the time scales with the prompt count).
 The LearnedMap router (numpy MLP, random weights: the time does not depend on their values) is measured on
 a subset as well. Wall and CPU (process) seconds are both recorded: the machine's cores are shared, and
@@ -26,10 +26,10 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from benchmarks.runner import RESULTS_DIR, load_average, machine_info, timed, write_result
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.knn import knn_gamma
-from uniroute.routers.lambda_path import argmin_cheapest
-from uniroute.routers.learned_map import LearnedMap
+from uniroute.routers.budgets.lambda_path import argmin_cheapest
+from uniroute.routers.cluster.kmeans import Centroids
+from uniroute.routers.cluster.learned_map import LearnedMap
+from uniroute.routers.knn.neighbours import knn_gamma
 from uniroute.routers.router import Router
 
 RESULTS = RESULTS_DIR / "routing.json"

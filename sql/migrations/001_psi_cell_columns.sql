@@ -14,5 +14,5 @@ alter table psi add column if not exists sparse boolean;
 -- Rows written before routing_loss existed: the views showed the measured cell as the one routing uses.
 update psi set routing_loss = loss where routing_loss is null;
 -- Rows written before the build stored the flag: flagged as the views flagged them, by the threshold of that
--- release (routers/psi.py SPARSE_CELL was 10). The 95% interval stays null: it was never computed for them.
+-- release (routers/cluster/psi.py SPARSE_CELL was 10). The 95% interval stays null: it was never computed for them.
 update psi set sparse = n < 10 where sparse is null;

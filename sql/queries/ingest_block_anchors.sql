@@ -1,4 +1,4 @@
--- Rows of a later block of a large file (read in blocks, uniroute/ingest/batches.py) whose prompt an earlier block
+-- Rows of a later block of a large file (read in blocks, uniroute/ingest/blocks.py) whose prompt an earlier block
 -- of the same file wrote with another text or split. Read whole, the prompt's first row in the file fixes its text
 -- and split; read in blocks, that row's prompt is already stored (this file's source and timestamp), so the row in
 -- this block that disagrees with it must not become the block's own first row. Needs the relation

@@ -85,7 +85,7 @@ create table if not exists psi (
                                         -- shrunk toward it by evidence for count-aware Psi (kmeans_shrunk)
     error_lo     double,                -- 95% Wilson interval of loss; null in rows written before it was stored
     error_hi     double,
-    sparse       boolean,               -- fewer labelled prompts behind the cell than routers/psi.py SPARSE_CELL
+    sparse       boolean,               -- fewer labelled prompts behind the cell than routers/cluster/psi.py SPARSE_CELL
     primary key (router_id, model, cluster)
 );
 
@@ -148,7 +148,7 @@ create table if not exists published_routes (
     model    varchar not null,
     fallbacks varchar[],             -- the rest of the pool, best first (null: published before they were kept)
     provisional varchar[]            -- pool models provisional in the cluster: routed by their error's upper bound
-                                     -- (pipeline/evidence_gate.py); null: published before the gate
+                                     -- (pipeline/pool/evidence_gate.py); null: published before the gate
 );
 
 -- Grain: one row per (version, grid, budget/lambda): expected quality and cost of routing at that setting.

@@ -22,7 +22,7 @@ join (select * from publications order by created_at desc limit 1) as p on p.ver
 
 -- Grain: one row per (model, cluster) of the champion: Psi cells as users read them. The measured error with its
 -- 95% Wilson interval and its evidence (prompts), the error routing uses (shrunk toward the model's overall error
--- for count-aware Psi) and the stored flag on sparse cells. The snapshot mirror (pipeline/user_sql.py
+-- for count-aware Psi) and the stored flag on sparse cells. The snapshot mirror (pipeline/serving/user_sql.py
 -- SNAPSHOT_VIEWS) answers with the same columns while a writer holds the store.
 create or replace view model_cluster_errors as
 select psi.router_id, psi.model, psi.cluster, psi.loss as error, 1 - psi.loss as accuracy, psi.n as prompts,

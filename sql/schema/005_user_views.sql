@@ -191,7 +191,7 @@ from daily;
 -- Grain: one row per (router_id, model, cluster) of every router version: the validation evidence behind the
 -- model's Psi cell. val_answers = the model's validation results in the cluster; cluster_val_prompts = the
 -- cluster's validation prompts (its weight); uses_fallback: no evidence, so the cell routes by the pool prior
--- (the pool's loss in the cluster weighed against the model's overall loss by its answers; routers/psi.py).
+-- (the pool's loss in the cluster weighed against the model's overall loss by its answers; routers/cluster/psi.py).
 create or replace view model_evidence as
 select psi.router_id, psi.model, psi.cluster, psi.loss as error, psi.n as val_answers,
        s.val_prompts as cluster_val_prompts,

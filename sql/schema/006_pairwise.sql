@@ -34,7 +34,7 @@ create table if not exists prompt_attributes (
 -- (sqrt(2/pi) * sd, sd = sqrt(q (1 - q) (1/n_a + 1/n_b)), q the pair's mean accuracy there); `z`: the overall
 -- paired difference in standard errors; `chi2`: the sum of squared per-cluster differences in standard errors.
 -- A near duplicate (a pool smell: the router tells the two apart by cost only) differs neither overall
--- (|z| <= 1.96) nor in pattern (chi2 within its 95th percentile). uniroute.routers.similarity computes the same.
+-- (|z| <= 1.96) nor in pattern (chi2 within its 95th percentile). uniroute.routers.cluster.similarity computes the same.
 create or replace view model_similarity as
 with cells as (
     select p.model, p.cluster, p.loss, greatest(p.n, 1) as n
@@ -64,7 +64,7 @@ pairs as (
         sqrt(2 / pi()) * avg(sd) as sampling_difference,
         sum(d / (sd * sd)) / sqrt(sum(1 / (sd * sd))) as z,
         sum((d / sd) * (d / sd)) as chi2,
-        -- 95th percentile of chi-square with K degrees of freedom (Wilson-Hilferty), as routers/similarity.py
+        -- 95th percentile of chi-square with K degrees of freedom (Wilson-Hilferty), as routers/cluster/similarity.py
         count(*) * pow(1 - 2 / (9.0 * count(*)) + 1.645 * sqrt(2 / (9.0 * count(*))), 3) as chi2_limit
     from paired
     group by model_a, model_b

@@ -1,4 +1,4 @@
--- Traffic: what the serving paths decided (decision records from the spool, uniroute/pipeline/decisions.py) and
+-- Traffic: what the serving paths decided (decision records from the spool, uniroute/pipeline/serving/records.py) and
 -- what happened after (outcomes files). Append-only; loaded by the inbox and `uniroute ingest`, idempotently by
 -- decision_id, one file per transaction.
 

@@ -1,5 +1,5 @@
 -- SQL over traffic: the decisions serving recorded (routing_decisions) and their outcomes (routing_outcomes),
--- next to what the router expected. Each comment states the grain; tests/traffic/test_traffic_views.py checks
+-- next to what the router expected. Each comment states the grain; tests/pipeline/traffic/test_traffic_views.py checks
 -- every view by hand. Costs are the per-query costs the router used (router_costs), in the logs' unit; realised
 -- figures come from outcomes files and cover only the decisions that have one.
 

@@ -1,4 +1,4 @@
--- The evidence gate of onboarding (uniroute/pipeline/evidence_gate.py): where a newcomer would win traffic on too
+-- The evidence gate of onboarding (uniroute/pipeline/pool/evidence_gate.py): where a newcomer would win traffic on too
 -- little evidence it is provisional, routed there by the upper end of its error's interval.
 
 -- Grain: one row per (onboarding router version, model it added or refreshed, cluster): the model's answers in

@@ -1,4 +1,4 @@
--- Drift announced (uniroute/pipeline/drift.py): the scheduled check emitted `uniroute.traffic.drifted` for this
+-- Drift announced (uniroute/pipeline/traffic/drift.py): the scheduled check emitted `uniroute.traffic.drifted` for this
 -- champion on this training data, so it does not emit again every run while the traffic stays drifted; a new
 -- champion (router_id) or new training data (data_fingerprint: ingested files but decisions and outcomes) can
 -- fire again.

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from uniroute import store
 from uniroute.cli import app
-from uniroute.pipeline import registry
-from uniroute.routers.kmeans import Centroids
+from uniroute.pipeline.pool import registry
+from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.router import Router
 
 runner = CliRunner()
@@ -141,7 +141,7 @@ def test_route_picks_per_topic_and_logs_decisions(routed_home):
 
 
 def test_pool_names_take_csv_quoting_for_names_with_commas():
-    from uniroute.cli.operations import pool_names
+    from uniroute.cli.serving import pool_names
 
     assert pool_names("coder,atlas") == ["coder", "atlas"] and pool_names("coder, atlas") == ["coder", "atlas"]
     assert pool_names('"GPT ""4o"", mini",zero cost model') == ['GPT "4o", mini', "zero cost model"]

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from uniroute.cli import app
-from uniroute.formats import markdown_table, render
+from uniroute.frame_output import markdown_table, render
 
 runner = CliRunner()
 

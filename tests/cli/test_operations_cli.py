@@ -53,5 +53,5 @@ def test_every_command_is_loaded_from_the_module_that_registers_it():
     _load(*MODULE_ORDER)
     registered = {(info.name or get_command_name(info.callback.__name__)): info.callback.__module__
                   for info in app.registered_commands}
-    registered.update({str(g.name): "uniroute.cli.data" for g in app.registered_groups})  # models: data.py
+    registered.update({str(g.name): "uniroute.cli.intake" for g in app.registered_groups})  # models: intake.py
     assert {name: f"uniroute.cli.{module}" for name, module in COMMAND_MODULES.items()} == registered

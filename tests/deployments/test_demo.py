@@ -62,5 +62,5 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
     # line logged twice): the run logs the Prefect server kept.
     with sqlite3.connect(tmp_path / "home" / "prefect" / "prefect.db") as db:
         lines = db.execute("select flow_run_id, message from log where name = ?",
-                           ["uniroute.routers.learned_map"]).fetchall()
+                           ["uniroute.routers.cluster.learned_map"]).fetchall()
     assert lines and len(lines) == len(set(lines)), lines

@@ -130,8 +130,8 @@ def test_clusters_are_fitted_and_written_on_the_workers(db_path: Path, tmp_path:
 
     from tests.helpers import ingest
     from tests.synthetic_logs import synthetic_long
-    from uniroute.pipeline.clusters_dask import cluster_dataset
-    from uniroute.routers.kmeans import fit_centroids
+    from uniroute.pipeline.build.clusters import cluster_dataset
+    from uniroute.routers.cluster.kmeans import fit_centroids
 
     logs = synthetic_long(n_prompts=600, n_models=4)
     logs.to_parquet(tmp_path / "logs.parquet", index=False)

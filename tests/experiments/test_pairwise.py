@@ -7,7 +7,7 @@ import pytest
 
 from tests.synthetic_logs import synthetic_embeddings, synthetic_long
 from uniroute.experiments.logs import eval_data_from_frame
-from uniroute.experiments.pairwise import PRIORS, sparse_battles, trial_battles
+from uniroute.experiments.pairwise_protocol import PRIORS, sparse_battles, trial_battles
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.runner import evaluate
 

@@ -11,7 +11,7 @@ from uniroute.cli import app
 from uniroute.experiments.protocol import EvalConfig
 from uniroute.experiments.quality import quality_report, unit_cost_data
 from uniroute.experiments.runner import evaluate
-from uniroute.routers.kind_quality_rule import rule_k as quality_rule_k
+from uniroute.routers.quality_rule.kind import rule_k as quality_rule_k
 
 
 def test_quality_only_evaluation_reports_the_rules() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.synthetic_logs import TOPIC_WORDS, synthetic_embeddings, synthetic_long
 from uniroute.experiments.logs import eval_data_from_frame
-from uniroute.experiments.pairwise import arena_battles_frame
+from uniroute.experiments.pairwise_protocol import arena_battles_frame
 from uniroute.experiments.quality import unit_cost_data
 from uniroute.experiments.transfer import TransferConfig, pairwise_log_from_frame, transfer_data, transfer_split
 from uniroute.experiments.transfer_run import evaluate_transfer, read_log

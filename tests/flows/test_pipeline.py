@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from uniroute import store
-from uniroute.pipeline import registry
+from uniroute.pipeline.pool import registry
 from uniroute.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -58,7 +58,7 @@ def pipeline(tmp_path_factory, prefect_harness, shared_datasets):
 
     # The build's artifacts link to the MLflow UI on this port (never the default 5000: it may be in use).
     # The one-hot kinds only: the views checked below read per-cluster routing tables (every kind's survival of
-    # publish / route / onboard / retire / pyfunc: tests/pipeline/test_router_kinds.py).
+    # publish / route / onboard / retire / pyfunc: tests/pipeline/build/test_router_kinds.py).
     previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="minilm", UNIROUTE_DASK_WORKERS="2",
                     UNIROUTE_MLFLOW_PORT=str(free_port()), UNIROUTE_BUILD_KINDS="kmeans,kmeans_shrunk")
     try:
@@ -111,7 +111,7 @@ def test_build_versions_a_router_and_logs_its_lineage(pipeline):
 
 
 def test_served_pyfunc_routes_like_uniroute_route(pipeline):
-    from uniroute.pipeline.serving import route_texts, routing_source
+    from uniroute.pipeline.serving.route import route_texts, routing_source
     from uniroute.pipeline.tracking import load_router_model
 
     settings = pipeline.settings
@@ -202,9 +202,9 @@ def _run_log(flow_run_id) -> list:
 def test_build_run_log_shows_what_each_library_stage_did(pipeline):
     """The library's INFO lines (stage timings, each kind's tuning) reach the run's log in the Prefect UI."""
     lines = {(log.name, log.message.split(" in ")[0]) for log in _run_log(pipeline.build_run)}
-    assert ("uniroute.pipeline.build", f"loaded {N_PROMPTS} prompts x 10 models and their embeddings") in lines
+    assert ("uniroute.pipeline.build.nightly", f"loaded {N_PROMPTS} prompts x 10 models and their embeddings") in lines
     tuned = {message.split()[1] for name, message in lines
-             if name == "uniroute.pipeline.build_candidates" and message.startswith("tuned ")}
+             if name == "uniroute.pipeline.build.tuned_kinds" and message.startswith("tuned ")}
     assert tuned == {"kmeans", "kmeans_shrunk"}
 
 
@@ -229,7 +229,7 @@ def test_results_landed_event_triggers_onboarding_then_publish(pipeline):
     from deployments.deployments import ONBOARDING, wait_until_served
     from flows.ingest import ingest_inbox
     from flows.publish import publish_routing_tables
-    from uniroute.pipeline.snapshot import read_current
+    from uniroute.pipeline.serving.snapshot import read_current
     from uniroute.store import read_only_query
 
     settings, newcomer = pipeline.settings, pipeline.newcomer

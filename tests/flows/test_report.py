@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from flows.report import (
+from flows.artifacts import (
     build_markdown,
     build_run_name,
     candidate_rows,
@@ -24,10 +24,10 @@ from tests.sql.views_store import write_views_store
 from uniroute import store
 from uniroute.ingest.inbox import InboxOutcome
 from uniroute.ingest.load import IngestSummary
-from uniroute.pipeline.build import BuildResult
-from uniroute.pipeline.onboard import OnboardResult
-from uniroute.pipeline.publish import PublishResult
-from uniroute.pipeline.shadow_gate import ShadowGate
+from uniroute.pipeline.build.nightly import BuildResult
+from uniroute.pipeline.pool.onboard import OnboardResult
+from uniroute.pipeline.serving.publish import PublishResult
+from uniroute.pipeline.traffic.shadow_gate import ShadowGate
 from uniroute.settings import Settings
 
 

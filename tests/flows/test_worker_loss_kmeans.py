@@ -25,9 +25,9 @@ from tests.dask_cluster import external_cluster
 from tests.helpers import ingest
 from tests.synthetic_logs import synthetic_long
 from uniroute import store
-from uniroute.pipeline import build as build_module
-from uniroute.pipeline import registry
-from uniroute.pipeline.clusters_dask import fit_dataset
+from uniroute.pipeline.build import nightly as build_module
+from uniroute.pipeline.build.clusters import fit_dataset
+from uniroute.pipeline.pool import registry
 
 pytestmark = pytest.mark.slow
 PLUGIN = "kill-at-first-kmeans-block"

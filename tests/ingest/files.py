@@ -7,7 +7,8 @@ from pathlib import Path
 
 from tests.helpers import ingest
 from uniroute import store
-from uniroute.ingest import IngestSummary, batches
+from uniroute.ingest import IngestSummary
+from uniroute.ingest import blocks as batches
 
 LONG_HEADER = "prompt_id,prompt,model,score,cost\n"
 WIDE_HEADER = (",sample_id,prompt,eval_name,m1,m2,m3,m1|model_response,m1|total_cost,m2|total_cost,m3|total_cost,"

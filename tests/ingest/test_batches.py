@@ -1,4 +1,4 @@
-"""A long CSV larger than a batch is read and written block by block (uniroute/ingest/batches.py): the same rows,
+"""A long CSV larger than a batch is read and written block by block (uniroute/ingest/blocks.py): the same rows,
 counts and quarantine reasons (with the file's row numbers) as reading it whole, one-line errors naming the file,
 and nothing written when a later block is broken. The batch and block sizes are made tiny here."""
 
@@ -14,7 +14,8 @@ import pytest
 
 from tests.helpers import ingest
 from tests.ingest.files import ingest_in_blocks_and_whole, long_csv, rows, write
-from uniroute.ingest import IngestError, batches
+from uniroute.ingest import IngestError
+from uniroute.ingest import blocks as batches
 
 N_PROMPTS = 600
 TABLES = ("select prompt_id, text, split from prompts order by 1",

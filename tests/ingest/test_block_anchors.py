@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.ingest.files import assert_same_ingest, ingest_in_blocks_and_whole, rows
-from uniroute.ingest import batches
+from uniroute.ingest import blocks as batches
 
 TABLES = ("select prompt_id, text, split from prompts order by 1",
           "select prompt_id, model, score from results order by 1, 2")

@@ -13,7 +13,8 @@ import pytest
 
 from tests.helpers import ingest
 from tests.ingest.files import assert_same_ingest, ingest_in_blocks_and_whole, rows, write
-from uniroute.ingest import IngestError, batches
+from uniroute.ingest import IngestError
+from uniroute.ingest import blocks as batches
 from uniroute.ingest.formats import staged_file
 from uniroute.ingest.json_stream import json_list_items
 

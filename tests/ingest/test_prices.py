@@ -16,7 +16,8 @@ from tests.helpers import build, ingest, publish, retire
 from tests.ingest.files import long_csv, rows, write
 from uniroute import store
 from uniroute.cli import app
-from uniroute.pipeline import registry, serving
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.serving import route as serving
 from uniroute.settings import Settings
 from uniroute.synth import write_synthetic_logs
 

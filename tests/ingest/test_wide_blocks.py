@@ -11,7 +11,8 @@ import pytest
 
 from tests.helpers import ingest
 from tests.ingest.files import assert_same_ingest, ingest_in_blocks_and_whole, rows
-from uniroute.ingest import IngestError, batches
+from uniroute.ingest import IngestError
+from uniroute.ingest import blocks as batches
 
 TABLES = ("select prompt_id, text, benchmark from prompts order by 1",
           "select prompt_id, model, score, cost from results order by 1, 2",

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from uniroute import store
-from uniroute.pipeline import snapshot
 from uniroute.pipeline.reconcile import Finding, Report, reconcile
+from uniroute.pipeline.serving import snapshot
 
 from .toy_store import publish_in_session, save_toy_champion
 

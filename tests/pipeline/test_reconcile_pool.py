@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.helpers import ingest
-from tests.pipeline.test_battles import _battles_csv, _set_cost
-from tests.pipeline.test_onboard import PROMPTS, _write_long, champion, champion_db  # noqa: F401 (fixture)
+from tests.pipeline.pool.test_battles import _battles_csv, _set_cost
+from tests.pipeline.pool.test_onboard import PROMPTS, _write_long, champion, champion_db  # noqa: F401 (fixture)
 from uniroute import store
 from uniroute.pipeline.reconcile import Report, reconcile
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
-from uniroute.pipeline import registry
-from uniroute.pipeline.publish import PublishResult, publish_champion
-from uniroute.routers.kmeans import Centroids, clustering_id_of
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.serving.publish import PublishResult, publish_champion
+from uniroute.routers.cluster.kmeans import Centroids, clustering_id_of
 from uniroute.routers.router import Router
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from uniroute.routers.kmeans import Centroids
+from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.router import Router
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.robustness.conftest import NEWCOMER
-from uniroute.pipeline import snapshot
+from uniroute.pipeline.serving import snapshot
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

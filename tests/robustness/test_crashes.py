@@ -21,8 +21,9 @@ import pytest
 from tests.robustness.conftest import NEWCOMER
 from uniroute import store
 from uniroute.faults import CRASH_ENV, CRASH_SIGNAL
-from uniroute.pipeline import registry, snapshot
+from uniroute.pipeline.pool import registry
 from uniroute.pipeline.reconcile import reconcile
+from uniroute.pipeline.serving import snapshot
 from uniroute.routers.kinds import router_kind
 from uniroute.selection.candidates import KINDS
 from uniroute.settings import Settings

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from tests.robustness.conftest import table_checksums
 from uniroute.cli import app
-from uniroute.pipeline import snapshot
+from uniroute.pipeline.serving import snapshot
 
 runner = CliRunner()
 

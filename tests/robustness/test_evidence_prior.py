@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.psi import POOL_PRIOR_ANSWERS, psi_from_losses
+from uniroute.routers.cluster.kmeans import Centroids
+from uniroute.routers.cluster.psi import POOL_PRIOR_ANSWERS, psi_from_losses
 from uniroute.routers.router import Router
 from uniroute.routers.tables import routing_tables
 

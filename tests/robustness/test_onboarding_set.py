@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from tests.robustness.conftest import NEWCOMER
 from uniroute import store
 from uniroute.cli import app
-from uniroute.pipeline import registry
+from uniroute.pipeline.pool import registry
 
 runner = CliRunner()
 

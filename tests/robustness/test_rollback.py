@@ -15,7 +15,8 @@ from tests.robustness.test_crashes import _assert_whole, _cli
 from uniroute import store
 from uniroute.cli import app
 from uniroute.faults import CRASH_SIGNAL
-from uniroute.pipeline import registry, snapshot
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME
 from uniroute.settings import Settings
 

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from tests.robustness.conftest import file_sha256
 from tests.robustness.test_hostile_sql import HOSTILE
 from uniroute.cli import app
-from uniroute.pipeline import snapshot
+from uniroute.pipeline.serving import snapshot
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

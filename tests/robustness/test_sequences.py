@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from tests.robustness.conftest import NEWCOMER
 from uniroute import store
 from uniroute.cli import app
-from uniroute.pipeline import registry
+from uniroute.pipeline.pool import registry
 from uniroute.pipeline.reconcile import reconcile
 
 runner = CliRunner()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from tests.routers.test_router import X3, SoftAssigner, _router
+from uniroute.routers.cluster.psi import cell_frame
 from uniroute.routers.explain import fallback_lists, ranked_order
-from uniroute.routers.knn import KnnRouter
-from uniroute.routers.psi import cell_frame
+from uniroute.routers.knn.neighbours import KnnRouter
 
 
 def test_terms_by_hand_on_a_one_hot_router_with_ties():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from uniroute.routers import rule
-from uniroute.routers.kmeans import Centroids
+from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.router import Router
 from uniroute.routers.rule import EmbedderMismatch
 
@@ -214,7 +214,7 @@ def test_router_is_frozen_validated_and_pickles():
 
 
 def test_a_shrinking_router_routes_by_shrunk_cells_and_shrinks_a_new_row_alike():
-    from uniroute.routers.psi import shrunk_values
+    from uniroute.routers.cluster.psi import shrunk_values
 
     counts = np.array([[1, 10, 10], [10, 10, 10], [10, 10, 10]])
     r = _router(psi_counts=counts, shrinkage=4.0)

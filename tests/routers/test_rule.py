@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.psi import shrunk_values
+from uniroute.routers.cluster.kmeans import Centroids
+from uniroute.routers.cluster.psi import shrunk_values
 from uniroute.routers.router import Router
 
 CENTERS = np.array([[1, 0], [0, 1], [-1, 0]], dtype=np.float32)

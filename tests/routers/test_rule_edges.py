@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.knn import KnnRouter
-from uniroute.routers.lambda_path import lambda_path
+from uniroute.routers.budgets.lambda_path import lambda_path
+from uniroute.routers.cluster.kmeans import Centroids
+from uniroute.routers.knn.neighbours import KnnRouter
 from uniroute.routers.router import Router
 from uniroute.routers.rule import check_budget, lambda_for_mean_cost
 

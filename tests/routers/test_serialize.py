@@ -10,9 +10,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.knn import KnnRouter
-from uniroute.routers.learned_map import LearnedMap
+from uniroute.routers.cluster.kmeans import Centroids
+from uniroute.routers.cluster.learned_map import LearnedMap
+from uniroute.routers.knn.neighbours import KnnRouter
 from uniroute.routers.router import Router
 from uniroute.routers.serialize import RouterFormatError, router_from_bytes, router_to_bytes
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from uniroute.routers.kmeans import Centroids
+from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.router import Router
 from uniroute.routers.tables import BUDGETS, NORMALISED_LAMBDAS, routing_tables
 

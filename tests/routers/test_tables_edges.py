@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from uniroute.routers.kmeans import Centroids
-from uniroute.routers.knn import KnnRouter
+from uniroute.routers.cluster.kmeans import Centroids
+from uniroute.routers.knn.neighbours import KnnRouter
 from uniroute.routers.router import Router
 from uniroute.routers.tables import (
     _cheapest_lambda,

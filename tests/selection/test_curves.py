@@ -124,7 +124,7 @@ def test_ties_go_to_the_cheaper_model() -> None:
 def test_repeated_gamma_rows_walk_once_with_the_events_of_walking_every_row() -> None:
     # Cluster routers give every prompt of a cluster the same gamma row; the path walks each distinct row once.
     # Its events must be exactly (same order, same floats) those of walking every prompt, ties included.
-    from uniroute.routers.lambda_path import _row_groups, _switch_steps
+    from uniroute.routers.budgets.lambda_path import _row_groups, _switch_steps
 
     rng = np.random.default_rng(5)
     psi = rng.integers(0, 4, (7, 5)) / 4  # few values: equal crossings across clusters occur
@@ -162,7 +162,7 @@ def test_routed_points_match_brute_force_argmin_on_random_data() -> None:
 
 def test_curve_points_are_those_of_the_products_router() -> None:
     """The evaluation's routing along lambda is Router.route's rule (costs scaled by C, lambda by 1/C)."""
-    from uniroute.routers.kmeans import Centroids
+    from uniroute.routers.cluster.kmeans import Centroids
     from uniroute.routers.router import Router
 
     rng = np.random.default_rng(7)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from uniroute.routers.ladders import cluster_ladder, ladder, neighbour_ladder
+from uniroute.routers.kinds import cluster_ladder, ladder, neighbour_ladder
 from uniroute.selection.grids import widening_search
 
 

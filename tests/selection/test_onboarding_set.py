@@ -9,7 +9,7 @@ import pytest
 from tests.selection.trials import poisoned, small_trial
 from uniroute.experiments.onboarding_study import selected_split
 from uniroute.experiments.protocol import EvalConfig
-from uniroute.selection.onboarding_set import STRATEGIES, PoolView, facility_order, onboarding_order
+from uniroute.selection.onboarding_order import STRATEGIES, PoolView, facility_order, onboarding_order
 
 
 def _candidates(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, PoolView]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.scored_pool import LabelledPool
 
 
 def test_costs_are_normalised_by_the_priciest_router_cost() -> None:

@@ -11,8 +11,8 @@ from tests.synthetic_logs import synthetic_embeddings, synthetic_long
 from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.quality import unit_cost_data
-from uniroute.routers.kind_quality_rule import QUALITY_RULE
 from uniroute.routers.kinds import kind_names, router_kind
+from uniroute.routers.quality_rule.kind import QUALITY_RULE
 from uniroute.selection import pool_choice
 from uniroute.selection.pool_choice import choose_on_pool, pool_cv
 from uniroute.selection.selection import select_kind

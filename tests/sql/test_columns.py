@@ -1,6 +1,7 @@
 """The columns the code and the docs read exist in the store: every named statement of sql/queries/ binds on a new
-store, every SQL example of docs/operate.md runs, and the snapshot mirror of the user views (pipeline/user_sql.py)
-has the store's columns. A renamed or dropped column fails here, not in a user's nightly run."""
+store, every SQL example of docs/operate.md runs, and the snapshot mirror of the user views
+(pipeline/serving/user_sql.py) has the store's columns. A renamed or dropped column fails here, not in a user's nightly
+run."""
 
 from __future__ import annotations
 
@@ -18,20 +19,20 @@ from uniroute.ingest.decisions import RECORD_SCHEMA
 from uniroute.ingest.pairwise import PAIR_STAGE_SCHEMA
 from uniroute.ingest.pairwise_checks import checked_pairs
 from uniroute.ingest.staging import STAGE_SCHEMA
-from uniroute.pipeline import snapshot
-from uniroute.pipeline.user_sql import LATER_PSI_COLUMNS, SNAPSHOT_VIEWS, snapshot_tables
+from uniroute.pipeline.serving import snapshot
+from uniroute.pipeline.serving.user_sql import LATER_PSI_COLUMNS, SNAPSHOT_VIEWS, snapshot_tables
 
 REPO = Path(__file__).resolve().parents[2]
 # Relations the code registers from frames before running a statement (store.registered), by their columns.
 OUTCOME_COLUMNS = ("row_number bigint, decision_id varchar, score double, cost double, input_tokens bigint, "
                    "output_tokens bigint")
 REGISTERED = {
-    "prompt_clusters": "prompt_id varchar, cluster integer",  # pipeline/psi_data.py
+    "prompt_clusters": "prompt_id varchar, cluster integer",  # pipeline/pool/psi_data.py
     "wanted_texts": "pos bigint, text varchar",  # embed/cache.py
     "embedding_wanted": "pos bigint, text_hash varchar",  # staged by sql/queries/embedding_stage_wanted.sql
     "wanted_attribute_hashes": "text_hash varchar",  # embed/annotator.py
-    "wanted_hashes": "pos bigint, text_hash varchar",  # pipeline/build_data.py: the held rows' vectors
-    "assigned": "text_hash varchar, cluster integer",  # pipeline/clusters_dask.py: the workers' assignment files
+    "wanted_hashes": "pos bigint, text_hash varchar",  # pipeline/build/matrices.py: the held rows' vectors
+    "assigned": "text_hash varchar, cluster integer",  # pipeline/build/clusters.py: the workers' assignment files
     # A version-1 store's cache table (sql/migrations/002) until store/embeddings.py moves it to Parquet.
     "embeddings_unexported": "text_hash varchar, embedder_id varchar, dim integer, vector float[], "
                              "created_at timestamp",

@@ -15,7 +15,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from uniroute.errors import UnirouteError
-from uniroute.formats import render
+from uniroute.frame_output import render
 from uniroute.operations.context import Context
 from uniroute.settings import Settings, SettingsError, apply_offline_environment, settings_from_environment
 
@@ -25,15 +25,18 @@ if TYPE_CHECKING:  # Typer's own copy of click, whose types its groups use
 # Which module registers each command: a command loads its own module only, so `uniroute route` does not pay
 # for the evaluation harness or the ingest readers; --help (and any name not listed) loads them all.
 COMMAND_MODULES = {
-    "ingest": "data", "inbox": "data", "synth": "data", "sql": "data", "models": "data",
+    "ingest": "intake", "inbox": "intake", "synth": "intake", "models": "intake",
+    "build": "build",
+    "onboard": "pool", "onboarding-set": "pool", "retire": "pool", "rollback": "pool",
+    "route": "serving", "publish": "serving", "sql": "serving", "status": "serving",
+    "replay": "traffic",
+    "doctor": "upkeep",
     "evaluate": "evaluation", "report": "evaluation",
-    "build": "operations", "onboard": "operations", "onboarding-set": "operations", "retire": "operations",
-    "publish": "operations", "rollback": "operations", "route": "operations", "doctor": "operations",
     "arena-battles": "paper", "annotate": "paper",
-    "replay": "replay",
-    "status": "status",
 }
-MODULE_ORDER = ("data", "evaluation", "operations", "paper", "replay", "status")
+# One module per wing of the pipeline (build, pool, serving, traffic), data coming in (intake) and upkeep, then the
+# paper's experiments; --help lists the commands in this order.
+MODULE_ORDER = ("intake", "build", "pool", "serving", "traffic", "upkeep", "evaluation", "paper")
 
 
 class _CommandsOnDemand(TyperGroup):

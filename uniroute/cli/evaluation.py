@@ -18,11 +18,11 @@ from uniroute.embed.attributes import read_attribute_labels
 from uniroute.embed.kinds import embedder_kind
 from uniroute.experiments.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
 from uniroute.ingest import IngestError, is_pairwise_file
-from uniroute.pipeline import registry
-from uniroute.pipeline.budget_report import load_budget_report, write_budget_plot
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.serving.budget_report import load_budget_report, write_budget_plot
 from uniroute.progress import progress_bar
-from uniroute.routers.psi import Psi
-from uniroute.routers.similarity import model_similarity
+from uniroute.routers.cluster.psi import Psi
+from uniroute.routers.cluster.similarity import model_similarity
 
 
 def _check_out(out: Path) -> None:

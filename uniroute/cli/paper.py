@@ -12,7 +12,7 @@ from uniroute import experiments as ev
 from uniroute import operations
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, settings_from_env
 from uniroute.embed.annotator import AnnotatorConfig
-from uniroute.experiments.pairwise import arena_battles_frame
+from uniroute.experiments.pairwise_protocol import arena_battles_frame
 from uniroute.experiments.transfer_run import only_benchmarks
 from uniroute.ingest import IngestError, is_pairwise_file, pairs_frame
 

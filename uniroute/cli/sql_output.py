@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from uniroute.formats import render
+from uniroute.frame_output import render
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -33,7 +33,7 @@ from uniroute.experiments.transfer import (
 )
 from uniroute.experiments.transfer_run import evaluate_transfer, read_log, write_transfer_outputs
 from uniroute.experiments.trial import trial_result
-from uniroute.routers.ladders import GridSearch, cluster_ladder, neighbour_ladder
+from uniroute.routers.kinds import GridSearch, cluster_ladder, neighbour_ladder
 from uniroute.selection.candidates import KINDS, CandidateFits, Tuned, TuningData
 from uniroute.selection.curves import (
     CURVE_GRID,
@@ -49,7 +49,7 @@ from uniroute.selection.curves import (
 )
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.grids import widening_search
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.scored_pool import LabelledPool
 from uniroute.selection.selection import Selection, model_row, select_kind, served_router
 from uniroute.selection.split import TrialSplit
 from uniroute.selection.state import TrialState

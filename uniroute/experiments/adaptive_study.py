@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from uniroute.routers.psi import psi_from_losses, shrunk_values
+from uniroute.routers.cluster.psi import psi_from_losses, shrunk_values
 from uniroute.selection.adaptive_onboarding import adaptive_sets
 from uniroute.selection.curves import curve_area
-from uniroute.selection.onboarding_set import PoolView, onboarding_order
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.onboarding_order import PoolView, onboarding_order
+from uniroute.selection.scored_pool import LabelledPool
 from uniroute.selection.state import TrialState
 
 FIRST_BATCH = 10  # answers chosen from the pool's information before the newcomer's own answers steer the choice

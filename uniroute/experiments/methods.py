@@ -14,7 +14,7 @@ QUALITY_RULES = ("quality_rule_raw",)
 METHODS = ("zero", *KIND_METHODS, "auto", "mlp", "matfac", "pairwise", *QUALITY_RULES)
 # What an evaluation runs unless told otherwise: the paper's table plus the kinds and auto (`pairwise` is the
 # arena-style experiment: it needs battles drawn from the labels and answers another question).
-# The quality-only kinds (the `quality_rule` kind, routers.kind_quality_rule) and `quality_rule_raw` (the same rule,
+# The quality-only kinds (the `quality_rule` kind, routers.quality_rule.kind) and `quality_rule_raw` (the same rule,
 # its tests not corrected for the M - 1 challengers: an evaluation method only) mean something only when costs are
 # absent or equal: named, never run by default (`auto` considers the kind where the costs are equal).
 QUALITY_KINDS = tuple(k for k in KIND_METHODS if router_kind(k).quality_only)

@@ -1,5 +1,5 @@
 """The onboarding-set study: the validation-size study again, with the first N validation prompts chosen by a
-strategy of `selection/onboarding_set.py` instead of at random, on the same trials, against random.
+strategy of `selection/onboarding_order.py` instead of at random, on the same trials, against random.
 
 The choice sees what the build would see when a new LLM arrives: the training LLMs' losses (on the training and
 validation prompts), the prompts' embeddings, and a reference clustering (K-means with the K that the kmeans kind
@@ -18,7 +18,7 @@ import numpy as np
 from uniroute.experiments.adaptive_study import adaptive_study
 from uniroute.experiments.methods import METHOD_LABELS, VAL_SIZE_METHODS
 from uniroute.selection.curves import curve_area
-from uniroute.selection.onboarding_set import PoolView, onboarding_order
+from uniroute.selection.onboarding_order import PoolView, onboarding_order
 from uniroute.selection.split import TrialSplit
 from uniroute.selection.state import TrialState
 from uniroute.selection.statistics import sign_test

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from uniroute.routers.oracles import OracleMatFac, OracleMLP
+from uniroute.routers.baselines.oracles import OracleMatFac, OracleMLP
 from uniroute.selection.curves import Curve
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.scored_pool import LabelledPool
 from uniroute.selection.state import TrialState
 
 

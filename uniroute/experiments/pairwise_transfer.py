@@ -16,13 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from uniroute.experiments.pairwise import PRIORS, Battles, best_prior
+from uniroute.experiments.pairwise_protocol import PRIORS, Battles, best_prior
 from uniroute.experiments.transfer import TransferConfig, TransferData
-from uniroute.routers.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
-from uniroute.routers.kinds import kind_names, router_kind
-from uniroute.routers.kmeans import fit_centroids
-from uniroute.routers.knn import nearest_order
-from uniroute.routers.ladders import GridSearch, cluster_ladder, neighbour_ladder
+from uniroute.routers.cluster.bradley_terry import BattleCounts, battle_counts, fit_strengths, log_likelihood
+from uniroute.routers.cluster.kmeans import fit_centroids
+from uniroute.routers.kinds import GridSearch, cluster_ladder, kind_names, neighbour_ladder, router_kind
+from uniroute.routers.knn.neighbours import nearest_order
 from uniroute.selection.candidates import MAX_RUNGS
 from uniroute.selection.curves import Curve
 from uniroute.selection.grids import search_record, widening_search

@@ -10,7 +10,7 @@ import numpy as np
 
 from uniroute.experiments.methods import DEFAULT_METHODS, METHODS
 from uniroute.selection.data import RoutingData
-from uniroute.selection.onboarding_set import STRATEGIES
+from uniroute.selection.onboarding_order import STRATEGIES
 from uniroute.selection.split import TrialSplit
 
 log = logging.getLogger(__name__)

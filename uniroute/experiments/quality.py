@@ -22,12 +22,12 @@ from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.markdown import sign_test_table
 from uniroute.experiments.methods import METHOD_LABELS, ORACLES, QUALITY_KINDS, QUALITY_RULES
 from uniroute.experiments.protocol import trial_split
-from uniroute.routers.kind_kmeans import KMEANS
-from uniroute.routers.kind_quality_rule import rule_k
-from uniroute.routers.quality_rule import fit_quality_rule, rule_gamma
+from uniroute.routers.cluster.kmeans_kind import KMEANS
+from uniroute.routers.quality_rule.kind import rule_k
+from uniroute.routers.quality_rule.switches import fit_quality_rule, rule_gamma
 from uniroute.selection.curves import Curve
 from uniroute.selection.data import EvalData, RoutingData
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.scored_pool import LabelledPool
 from uniroute.selection.statistics import sign_test
 
 log = logging.getLogger(__name__)

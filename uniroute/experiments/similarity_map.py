@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from uniroute.routers.kmeans import fit_centroids
-from uniroute.routers.psi import Psi, psi_from_losses
-from uniroute.routers.similarity import Similarity
+from uniroute.routers.cluster.kmeans import fit_centroids
+from uniroute.routers.cluster.psi import Psi, psi_from_losses
+from uniroute.routers.cluster.similarity import Similarity
 from uniroute.selection.data import EvalData
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute.experiments.methods import KIND_METHODS
-from uniroute.experiments.pairwise import Battles
+from uniroute.experiments.pairwise_protocol import Battles
 from uniroute.routers.kinds import router_kind
 from uniroute.selection.data import EvalData, RoutingData
 from uniroute.selection.split import TrialSplit

@@ -13,8 +13,8 @@ from uniroute.experiments.pairwise_transfer import PairwiseTransfer
 from uniroute.experiments.protocol import EvalConfig
 from uniroute.experiments.transfer import TransferConfig, TransferData, transfer_split
 from uniroute.experiments.trial import _single_threaded
+from uniroute.routers.baselines.zero import zero_router_curve_points, zero_router_hull
 from uniroute.routers.kinds import router_kind
-from uniroute.routers.zero import zero_router_curve_points, zero_router_hull
 from uniroute.selection.curves import CURVE_GRID, Curve, curve_metrics, routing_curve, upper_envelope
 from uniroute.selection.grids import search_record
 from uniroute.selection.split import TrialSplit, mean_costs

@@ -13,13 +13,13 @@ import numpy as np
 from uniroute.experiments.methods import KIND_METHODS, QUALITY_RULES, VAL_SIZE_METHODS
 from uniroute.experiments.onboarding_study import selection_study, study_methods
 from uniroute.experiments.oracle_curve import oracle_curve
-from uniroute.experiments.pairwise import pairwise_method
+from uniroute.experiments.pairwise_protocol import pairwise_method
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.quality import quality_rule_curve
 from uniroute.routers.kinds import router_kind
 from uniroute.selection.curves import CURVE_GRID, Curve, curve_area, curve_metrics
 from uniroute.selection.data import RoutingData
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.scored_pool import LabelledPool
 from uniroute.selection.state import TrialState
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Decision records (JSON lines from the serving spool) into the `decisions` table: one file, one transaction,
-idempotent by decision_id. The record's shape is written by uniroute/pipeline/decisions.py; its marker and version
+idempotent by decision_id. The record's shape is written by uniroute/pipeline/serving/records.py; its marker and version
 live here, below both, so the reader and the writer agree on them.
 
 A file is refused whole, in one line naming the file, line and value, when a line is not a record this version can

@@ -15,8 +15,8 @@ from typing import Any
 
 from uniroute import store
 from uniroute.faults import crashpoint
-from uniroute.ingest.batches import long_batches
 from uniroute.ingest.block_anchors import anchored_to_earlier_blocks
+from uniroute.ingest.blocks import long_batches
 from uniroute.ingest.checks import COST_CEILING, checked_rows
 from uniroute.ingest.decisions import FORMAT_DECISIONS, load_decisions
 from uniroute.ingest.formats import staged_file
@@ -32,7 +32,7 @@ from uniroute.ingest.staging import (
     Staged,
     file_sha256,
 )
-from uniroute.ingest.traffic import traffic_format
+from uniroute.ingest.traffic_files import traffic_format
 from uniroute.progress import progress_bar
 
 log = logging.getLogger(__name__)

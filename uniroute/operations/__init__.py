@@ -16,33 +16,49 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from uniroute.operations.builds import build, cluster_on_dask, embed_new_prompts, embeds_ahead
     from uniroute.operations.context import Context, OperationError
-    from uniroute.operations.data import annotated, embedded, ingest, set_cost, set_costs, set_prices
-    from uniroute.operations.drift import drift, drift_announced, drift_thresholds
     from uniroute.operations.evaluation import attribute_embeddings, prompt_embeddings
     from uniroute.operations.inputs import BuildInputs, build_inputs, router_kinds
-    from uniroute.operations.onboarding import InboxRun, Onboarding, inbox, onboard, onboarding_set, waiting_line
-    from uniroute.operations.pool import Retirement, Rollback, publish, retire, rollback
-    from uniroute.operations.reconcile import doctor, reconciled
-    from uniroute.operations.replaying import Replayed, replay
-    from uniroute.operations.routing import Routed, prompts_from_file, route
+    from uniroute.operations.intake import (
+        InboxRun,
+        annotated,
+        embedded,
+        inbox,
+        ingest,
+        set_cost,
+        set_costs,
+        set_prices,
+    )
+    from uniroute.operations.pool import (
+        Onboarding,
+        Retirement,
+        Rollback,
+        onboard,
+        onboarding_set,
+        retire,
+        rollback,
+        waiting_line,
+    )
+    from uniroute.operations.serving import Routed, prompts_from_file, publish, route
+    from uniroute.operations.traffic import Replayed, drift, drift_announced, drift_thresholds, replay
+    from uniroute.operations.upkeep import doctor, reconciled
 
 # Each name is imported from its module on first use: `uniroute route` loads the routing operation, not the
-# build's tuning engine or the evaluation harness (the command's start-up is what a user waits for).
+# build's tuning engine or the evaluation harness (the command's start-up is what a user waits for). One module per
+# wing of the pipeline (builds, pool, serving, traffic), data coming in (intake) and upkeep (reconcile, doctor);
+# no module is named like an operation, which it would shadow on this facade once imported.
 _MODULE_OF = {
     "build": "builds", "cluster_on_dask": "builds", "embed_new_prompts": "builds", "embeds_ahead": "builds",
     "Context": "context", "OperationError": "context",
-    "annotated": "data", "embedded": "data", "ingest": "data", "set_cost": "data", "set_costs": "data",
-    "set_prices": "data",
-    "drift": "drift", "drift_announced": "drift", "drift_thresholds": "drift",
     "attribute_embeddings": "evaluation", "prompt_embeddings": "evaluation",
     "BuildInputs": "inputs", "build_inputs": "inputs", "router_kinds": "inputs",
-    "InboxRun": "onboarding", "Onboarding": "onboarding", "inbox": "onboarding", "onboard": "onboarding",
-    "onboarding_set": "onboarding",
-    "waiting_line": "onboarding",
-    "Retirement": "pool", "Rollback": "pool", "publish": "pool", "retire": "pool", "rollback": "pool",
-    "doctor": "reconcile", "reconciled": "reconcile",
-    "Replayed": "replaying", "replay": "replaying",
-    "Routed": "routing", "prompts_from_file": "routing", "route": "routing",
+    "InboxRun": "intake", "annotated": "intake", "embedded": "intake", "inbox": "intake", "ingest": "intake",
+    "set_cost": "intake", "set_costs": "intake", "set_prices": "intake",
+    "Onboarding": "pool", "Retirement": "pool", "Rollback": "pool", "onboard": "pool", "onboarding_set": "pool",
+    "retire": "pool", "rollback": "pool", "waiting_line": "pool",
+    "Routed": "serving", "prompts_from_file": "serving", "publish": "serving", "route": "serving",
+    "Replayed": "traffic", "drift": "traffic", "drift_announced": "traffic", "drift_thresholds": "traffic",
+    "replay": "traffic",
+    "doctor": "upkeep", "reconciled": "upkeep",
 }
 
 

@@ -15,9 +15,9 @@ from uniroute.embed import make_embedder
 from uniroute.embed.fill import Embedded, embed_store_prompts
 from uniroute.operations.context import Context
 from uniroute.operations.inputs import BuildInputs, build_inputs
-from uniroute.operations.reconcile import reconciled
-from uniroute.pipeline.build import BuildResult, run_build
-from uniroute.pipeline.clusters_dask import DatasetClusters, cluster_dataset
+from uniroute.operations.upkeep import reconciled
+from uniroute.pipeline.build.clusters import DatasetClusters, cluster_dataset
+from uniroute.pipeline.build.nightly import BuildResult, run_build
 from uniroute.progress import ticking
 
 log = logging.getLogger(__name__)

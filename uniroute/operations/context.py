@@ -10,11 +10,11 @@ from pathlib import Path
 
 from uniroute import store
 from uniroute.errors import UnirouteError
-from uniroute.pipeline.calibration import TrafficWindow
-from uniroute.pipeline.decisions import Recording, recording_of
-from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
-from uniroute.pipeline.evidence_gate import GateThresholds
-from uniroute.pipeline.shadow_config import ShadowConfig
+from uniroute.pipeline.pool.evidence import MIN_VAL_ANSWERS
+from uniroute.pipeline.pool.evidence_gate import GateThresholds
+from uniroute.pipeline.serving.calibration import TrafficWindow
+from uniroute.pipeline.serving.records import Recording, recording_of
+from uniroute.pipeline.traffic.shadow_config import ShadowConfig
 from uniroute.settings import Settings
 from uniroute.store.lock import DEFAULT_WAIT_SECONDS
 
@@ -49,13 +49,13 @@ class Context:
     # does not: the event their results emitted triggers the onboarding run, whose job that is (a flow's own
     # reconciliation used to do it first, so the event's run found nothing left to do).
     onboard_missing: bool = True
-    min_val_answers: int = MIN_VAL_ANSWERS  # evidence before traffic (pipeline.evidence)
+    min_val_answers: int = MIN_VAL_ANSWERS  # evidence before traffic (pipeline.pool.evidence)
     tmp_dir: Path | None = None  # where `uniroute sql` spills; reconciliation removes a killed run's folders
     spool_dir: Path | None = None  # where routing records its decisions (None: nowhere); the inbox ingests it
     recording: Recording = Recording()  # how decisions are recorded (on by default, no prompt text, no exploration)
     shadow: ShadowConfig = ShadowConfig()  # the nightly build's shadow gate on recent traffic
     traffic_window: TrafficWindow = TrafficWindow()  # the traffic budgets and --max-cost are calibrated on
-    gate: GateThresholds = GateThresholds()  # when a newcomer is provisional in a cluster (pipeline.evidence_gate)
+    gate: GateThresholds = GateThresholds()  # when a newcomer is provisional in a cluster (pipeline.pool.evidence_gate)
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,

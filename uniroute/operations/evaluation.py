@@ -12,7 +12,7 @@ import pandas as pd
 from uniroute.embed import embedder_kind, make_embedder
 from uniroute.experiments.attribute_embeddings import attribute_heads_embeddings
 from uniroute.operations.context import Context
-from uniroute.operations.data import embedded
+from uniroute.operations.intake import embedded
 
 
 def prompt_embeddings(ctx: Context, texts: Sequence[str], embedder: str, seed: int) -> tuple[np.ndarray, str]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from uniroute.embed.kinds import EmbedderKind, build_embedder_kind
-from uniroute.pipeline.build_candidates import checked_kinds
+from uniroute.pipeline.build.tuned_kinds import checked_kinds
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,104 @@
-"""Operations on the served pool: publish the champion's routing tables, retire a model, roll the champion back."""
+"""Operations on the pool: onboard models (from a results file, the inbox or the results-landed event), the onboarding
+set, retire a model, roll the champion back.
+
+Before the first build there is no champion to onboard onto: the results are stored, and the operation says in
+one line that the models join at the next build. The same words on every surface; nothing fails."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from uniroute.operations.context import Context
-from uniroute.operations.reconcile import reconciled
-from uniroute.pipeline.publish import PublishResult, latest_publication, publish_champion, switch_current_after_commit
-from uniroute.pipeline.retire import RetireResult, retire_model
-from uniroute.pipeline.rollback import RollbackResult, rollback_champion
+from uniroute.ingest import ingest_file
+from uniroute.operations.context import Context, OperationError
+from uniroute.operations.upkeep import reconciled
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.pool.onboard import OnboardError, OnboardResult, onboard_models
+from uniroute.pipeline.pool.onboarding_set import OnboardingSet, choose_onboarding_set
+from uniroute.pipeline.pool.retire import RetireResult, retire_model
+from uniroute.pipeline.pool.rollback import RollbackResult, rollback_champion
+from uniroute.pipeline.serving.publish import (
+    PublishResult,
+    latest_publication,
+    publish_champion,
+    switch_current_after_commit,
+)
+from uniroute.selection.onboarding_order import DEFAULT_STRATEGY
 
 
-def publish(ctx: Context, force: bool = False) -> PublishResult:
-    """Write the champion's routing tables for the active pool (a new version unless nothing changed or force);
-    `published/current` switches after the commit."""
-    with ctx.session("publish", inputs="force" if force else "") as s:
-        result = publish_champion(s.con, ctx.published_dir, force=force, window=ctx.traffic_window)
-        switch_current_after_commit(s, ctx.published_dir, result)
-        s.detail = result.line()
+def waiting_line(models: Sequence[str]) -> str:
+    """What onboarding says before the first build."""
+    return f"{', '.join(models)} will join the pool at the next build (no router yet)"
+
+
+@dataclass(frozen=True)
+class Onboarding:
+    """The models an onboarding was about, its result (None: no champion yet), rows that did not land."""
+
+    models: tuple[str, ...]
+    result: OnboardResult | None
+    problems: tuple[str, ...] = ()  # per results file: rows quarantined, and the first reason
+
+    def line(self) -> str:
+        return self.result.line() if self.result is not None else waiting_line(self.models)
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.result is not None:
+            return self.result.as_dict()
+        return {"skipped": True, "models": list(self.models), "reason": self.line()}
+
+
+def onboard(ctx: Context, models: Sequence[str] = (), results: Sequence[Path] = (),
+            progress: bool = False, reactivate: bool = False) -> Onboarding:
+    """Make `models`, and the models of the `results` files (ingested as validation results in the same
+    transaction), routable by the champion without refitting; OnboardError naming what cannot be. A retired
+    model comes back only with `reactivate`."""
+    names = list(dict.fromkeys(str(m) for m in models))
+    problems: list[str] = []
+    with ctx.session("onboard", inputs=",".join(map(str, results)) if results else ",".join(names)) as s:
+        if results:
+            found: list[str] = []
+            for path in results:
+                summary = ingest_file(s.con, path, split="val", progress=progress)
+                found += [m for m in summary.models if m not in found]
+                if summary.first_problem:
+                    problems.append(f"{path.name}: {summary.rows_quarantined:,} rows quarantined, "
+                                    f"{summary.first_problem}")
+            if not found:
+                why = f" ({'; '.join(problems)})" if problems else ""
+                raise OnboardError(f"no valid results in {', '.join(map(str, results))}: nothing to onboard{why}")
+            names += [m for m in found if m not in names]
+        result = onboard_models(s.con, names, cache_dir=ctx.cache_dir, reactivate=reactivate,
+                                min_answers=ctx.min_val_answers, gate=ctx.gate) \
+            if registry.champion_id(s.con) else None
+        done = Onboarding(tuple(names), result, tuple(problems))
+        s.detail = done.line()
     reconciled(ctx)
-    return result
+    return done
+
+
+def onboarding_set(ctx: Context, size: int, out: Path, strategy: str = DEFAULT_STRATEGY, model: str | None = None,
+                   seed: int = 0) -> OnboardingSet:
+    """Choose the validation prompts a new model should answer and write them to `out` (JSON lines, or CSV for a
+    .csv name; written whole or not at all): one line per prompt with `prompt_id` and `prompt`, best first."""
+    suffix = out.suffix.lower()
+    if suffix not in (".jsonl", ".json", ".csv"):
+        raise OperationError(f"{out}: write the onboarding set as .jsonl or .csv")
+    with ctx.session("onboarding-set", inputs=f"{size} {strategy} {model or ''}".strip()) as s:
+        chosen = choose_onboarding_set(s.con, size, strategy, model=model, cache_dir=ctx.cache_dir, seed=seed)
+        s.detail = chosen.line()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(out.name + ".part")
+    frame = chosen.prompts
+    if suffix == ".csv":
+        frame.to_csv(part, index=False)
+    else:
+        frame.to_json(part, orient="records", lines=True, force_ascii=False)
+    os.replace(part, out)  # a reader sees the old file or the whole new one
+    return chosen
 
 
 @dataclass(frozen=True)

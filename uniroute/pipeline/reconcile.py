@@ -24,10 +24,12 @@ from pathlib import Path
 from uniroute import store
 from uniroute.errors import DiskFull, is_disk_full
 from uniroute.ingest.inbox import PROCESSING
-from uniroute.pipeline import publish, registry, snapshot, tracking
-from uniroute.pipeline.evidence import MIN_VAL_ANSWERS
-from uniroute.pipeline.evidence_gate import GateThresholds
-from uniroute.pipeline.onboard import OnboardError, missing_from_champion, onboard_models
+from uniroute.pipeline import tracking
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.pool.evidence import MIN_VAL_ANSWERS
+from uniroute.pipeline.pool.evidence_gate import GateThresholds
+from uniroute.pipeline.pool.onboard import OnboardError, missing_from_champion, onboard_models
+from uniroute.pipeline.serving import publish, snapshot
 from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location, tracking_store_file
 
 log = logging.getLogger(__name__)

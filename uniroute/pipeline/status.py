@@ -10,9 +10,8 @@ from typing import Any
 import pandas as pd
 
 from uniroute import store
-from uniroute.pipeline import snapshot
+from uniroute.pipeline.serving import snapshot
 
-# The runs whose last outcome the screen shows, in this order (others stay in the `operations` view).
 SHOWN_OPERATIONS = ("build", "onboard", "retire", "rollback", "publish", "ingest", "inbox", "doctor")
 
 

@@ -13,6 +13,6 @@ preferences: `bradley_terry` strengths per cluster and `psi_battles` rows beside
 the LLMs' Psi rows are (`similarity`), the baselines (`zero`: ZeroRouter; `oracles`: clairvoyant MLP and
 MatFac), routers as npz bytes (`serialize`, dispatching through the registry) and the routing tables a router
 publishes (`tables`); one lambda path behind budgets and deferral curves (`lambda_path`). Plain numpy on plain
-values: it never touches the store (pipeline.psi_data reads Psi's evidence and hands it over as frames), embeds
+values: it never touches the store (pipeline.pool.psi_data reads Psi's evidence and hands it over as frames), embeds
 or tracks.
 """

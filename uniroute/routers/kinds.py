@@ -20,22 +20,57 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from uniroute.routers.ladders import GridSearch
-
 if TYPE_CHECKING:
-    from uniroute.routers.kmeans import Centroids
-    from uniroute.routers.psi import Psi
+    from uniroute.routers.cluster.kmeans import Centroids
+    from uniroute.routers.cluster.psi import Psi
     from uniroute.routers.rule import RoutingRule
 
 log = logging.getLogger(__name__)
+
+# The ladders the kinds search their hyper-parameter on: each starts at the smallest meaningful value
+# (K = 1 is the cluster-free router, k = 1 the nearest neighbour) and climbs about geometrically to a principled
+# bound (selection.grids searches it upward until the validation Area turns down).
+CLUSTER_STEPS = (1, 1.5)  # clusters: 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, ... (x 2 ** j, about x 1.4 per rung)
+NEIGHBOUR_STEPS = (1, 2, 3, 5, 8)  # neighbours: 1, 2, 3, 5, 8, 10, 20, 30, 50, 80, 100, ... (x 10 ** j)
+
+
+def ladder(steps: tuple[float, ...], base: int, top: int) -> list[int]:
+    """The integers step * base ** j (j = 0, 1, ...) below `top`, then `top` itself: 1 ... top, increasing."""
+    values: set[int] = set()
+    scale = 1
+    while min(steps) * scale < top:
+        values.update(round(step * scale) for step in steps if round(step * scale) < top)
+        scale *= base
+    return sorted(values | {max(1, top)})
+
+
+def cluster_ladder(n_val: int, n_train: int) -> list[int]:
+    """Candidate K (K-means, LearnedMap): 1 to min(n_val, n_train)."""
+    return ladder(CLUSTER_STEPS, 2, max(1, min(n_val, n_train)))
+
+
+def neighbour_ladder(n_val: int) -> list[int]:
+    """Candidate k (K-NN over the validation prompts): 1 to n_val."""
+    return ladder(NEIGHBOUR_STEPS, 10, max(1, n_val))
+
+
+@dataclass(frozen=True)
+class GridSearch:
+    """The searched values, their validation Areas, the chosen one and where it sits on the ladder."""
+
+    chosen: int
+    areas: dict[int, float]
+    at_bound: bool  # chosen is the ladder's first or last value: a principled limit, not a grid too small
+    at_edge: bool  # chosen is the largest value searched while larger ones were left unsearched (budget cap)
 
 _KINDS: dict[str, RouterKind] = {}
 _DEFAULT: list[str] = []  # the default kind's name, once registered
 # The built-in kinds (module, instance), registered on first use in this order: the order the selection
 # compares them in, which its tie rules depend on. The second is the default kind.
-_BUILTIN = (("uniroute.routers.kind_kmeans", "KMEANS"), ("uniroute.routers.kind_kmeans", "KMEANS_SHRUNK"),
-            ("uniroute.routers.kind_learnedmap", "LEARNED_MAP"), ("uniroute.routers.kind_knn", "KNN"),
-            ("uniroute.routers.kind_quality_rule", "QUALITY_RULE"))
+_BUILTIN = (("uniroute.routers.cluster.kmeans_kind", "KMEANS"),
+            ("uniroute.routers.cluster.kmeans_kind", "KMEANS_SHRUNK"),
+            ("uniroute.routers.cluster.learnedmap_kind", "LEARNED_MAP"), ("uniroute.routers.knn.kind", "KNN"),
+            ("uniroute.routers.quality_rule.kind", "QUALITY_RULE"))
 _DEFAULT_BUILTIN = "KMEANS_SHRUNK"
 
 
@@ -61,7 +96,7 @@ class OnboardingSample(Protocol):
     sample: np.ndarray  # training prompts whose labels play the validation results
     rest: np.ndarray  # other training prompts the Area is measured on
     vrows: np.ndarray  # validation prompts the Area is measured on too
-    pool: Any  # selection.pool.LabelledPool of the training LLMs on rest, then vrows
+    pool: Any  # selection.scored_pool.LabelledPool of the training LLMs on rest, then vrows
 
 
 class TuningEngine(Protocol):
@@ -108,7 +143,7 @@ class FullScale:
     train_sampled: bool  # the tuning used a sample of the training prompts
     val_sampled: bool  # ... of the validation prompts
     # Psi (K, these models) of every validation prompt assigned with these centroids: the build's DuckDB group-by
-    # over the results (pipeline.psi_data.val_psi), so the driver holds no validation prompt's scores.
+    # over the results (pipeline.pool.psi_data.val_psi), so the driver holds no validation prompt's scores.
     val_psi: Callable[[Centroids, int, Sequence[str]], Psi]
     refit_clusters: Callable[[int], Centroids]  # K-means with this K on every training prompt (Dask)
 
@@ -123,7 +158,7 @@ class RouterKind:
     transfers: bool = False  # has a transfer variant (experiments.transfer): gamma_from_training_labels
     pairwise_variant: str | None = None  # "clusters" or "neighbours": how pairwise transfer fits it from battles
     # Its served router's clusters are K-means with its tuned K, refitted on every training prompt where the tuning
-    # sampled them (full_scale): a build may start that refit as soon as the K is chosen (pipeline.build_refits).
+    # sampled them (full_scale): a build may start that refit as soon as the K is chosen (pipeline.build.refits).
     refits_clusters: bool = False
     report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
     quality_only: bool = False  # a candidate only where every model costs the same (applies_to); not run by default

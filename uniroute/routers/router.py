@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from uniroute.routers.cluster_costs import cost_scale
+from uniroute.routers.budgets.lambda_path import argmin_cheapest
+from uniroute.routers.cluster.cluster_costs import cost_scale
+from uniroute.routers.cluster.kmeans import Centroids, clustering_id_of
+from uniroute.routers.cluster.psi import cell_frame, psi_from_losses, shrunk_values
 from uniroute.routers.explain import RouteTerms
-from uniroute.routers.kmeans import Centroids, clustering_id_of
-from uniroute.routers.lambda_path import argmin_cheapest
-from uniroute.routers.psi import cell_frame, psi_from_losses, shrunk_values
 from uniroute.routers.rule import RoutingRule, check_lambda
 
 if TYPE_CHECKING:
-    from uniroute.routers.learned_map import LearnedMap
+    from uniroute.routers.cluster.learned_map import LearnedMap
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +52,12 @@ class Router(RoutingRule):
     psi_counts: np.ndarray | None = None  # (M, K) labelled prompts behind each Psi cell
     shrinkage: float = 0.0  # pseudo-prompts of the pool prior added to every cell (needs psi_counts)
     reference: np.ndarray | None = None  # (n, d) validation prompts for budgets (soft maps; one-hot derive theirs)
-    # (M, K) the evidence gate's floor (pipeline/evidence_gate.py): a cell > 0 is provisional, routed by
+    # (M, K) the evidence gate's floor (pipeline/pool/evidence_gate.py): a cell > 0 is provisional, routed by
     # max(its cell, this bound: the upper end of its error's interval), so a model that would win a cluster on
     # too few answers takes its traffic only where even its pessimistic error wins. 0: not gated. None: no gate.
     psi_floor: np.ndarray | None = None
-    # (M, K) each model's mean cost on a cluster's prompts over its mean cost (routers.cluster_costs): what a cost
-    # cap checks its expected mean cost on. None (routers stored before it): the model's one cost everywhere.
+    # (M, K) each model's mean cost on a cluster's prompts over its mean cost (routers.cluster.cluster_costs): what a
+    # cost cap checks its expected mean cost on. None (routers stored before it): the model's one cost everywhere.
     cost_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
@@ -283,7 +283,7 @@ class Router(RoutingRule):
 
     def with_cluster_costs(self, frame: pd.DataFrame) -> Router:
         """A new router whose cost cap uses each model's mean cost per cluster from the cost frame (model, cluster,
-        cost_sum, n) of the rows its Psi cells come from (routers.cluster_costs)."""
+        cost_sum, n) of the rows its Psi cells come from (routers.cluster.cluster_costs)."""
         return replace(self, cost_scale=cost_scale(frame, self.models, self.k))
 
     def cap_rows(self, X: np.ndarray,

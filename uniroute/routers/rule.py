@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from uniroute.errors import UnirouteError
+from uniroute.routers.budgets.lambda_path import lambda_path
+from uniroute.routers.cluster.kmeans import as_float32_matrix
 from uniroute.routers.explain import RouteTerms
-from uniroute.routers.kmeans import as_float32_matrix
-from uniroute.routers.lambda_path import lambda_path
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from uniroute.routers.kmeans import Centroids
+    from uniroute.routers.cluster.kmeans import Centroids
 
 log = logging.getLogger(__name__)
 
@@ -153,11 +153,11 @@ class RoutingRule:
     def cap_rows(self, X: np.ndarray,
                  candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(rows (R, P), weights (R,), expected cost per row and candidate (R, P) or None: each candidate's one
-        cost) of the prompts X, as a cost cap checks them (routers.cost_cap.lambda_for_max_cost)."""
+        cost) of the prompts X, as a cost cap checks them (routers.budgets.cost_cap.lambda_for_max_cost)."""
         return (*self._budget_rows(X, candidates), None)
 
     def with_cluster_costs(self, frame: pd.DataFrame) -> RoutingRule:
-        """The router with per-cluster model costs from a cost frame (routers.cluster_costs); a kind without
+        """The router with per-cluster model costs from a cost frame (routers.cluster.cluster_costs); a kind without
         clusters (K-NN) keeps each model's one cost: its stand-in for a cell is a prompt's k neighbours, a
         handful of validation rows whose mean cost would swing with each one's length, and the neighbour table
         would need a cost per reference prompt besides its labels."""
@@ -208,7 +208,7 @@ class RoutingRule:
 
 
 # The rules of a routing request's lambda and budget, with the messages every surface shows (the CLI, the
-# pyfunc, the Python API: pipeline.serving.RoutingRequest checks them once at the boundary).
+# pyfunc, the Python API: pipeline.serving.route.RoutingRequest checks them once at the boundary).
 def check_lambda(lam: float) -> float:
     """lam as a float; ValueError unless finite and >= 0."""
     lam = float(lam)

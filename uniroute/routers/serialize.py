@@ -8,7 +8,7 @@ into arrays and back (RouterKind.router_arrays / router_from_arrays).
 
 Layout (version 3): `header` (a JSON string), `costs` (M,), and the kind's arrays, e.g.
 - kmeans / kmeans_shrunk / learnedmap: `psi` (M, K), optionally `psi_counts` (M, K), `psi_floor` (M, K),
-  `cost_scale` (M, K: per-cluster model costs, routers.cluster_costs; absent in older files) and `reference`
+  `cost_scale` (M, K: per-cluster model costs, routers.cluster.cluster_costs; absent in older files) and `reference`
   (n, d), and the cluster map's arrays under `map.` (`map.centers` (K, d) for K-means; `map.w1` ... `map.b3`
   and optionally `map.centers` for the LearnedMap's K-means clusters); the header carries `shrinkage`;
 - knn: `labels` (M, n_ref), `refs` (n_ref, d), `ref_ids` (n_ref,) unicode; the header carries `neighbours`.

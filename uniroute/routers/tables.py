@@ -32,7 +32,7 @@ class RoutingTables:
 
     routes: pd.DataFrame  # columns cluster, grid, budget, lam (lambda), model, fallbacks (the rest of the pool, best
     # first: where a gateway sends the cluster's prompts when the model is down), provisional (the pool models the
-    # evidence gate routes by their error's upper bound in the cluster: pipeline/evidence_gate.py)
+    # evidence gate routes by their error's upper bound in the cluster: pipeline/pool/evidence_gate.py)
     budgets: pd.DataFrame  # columns grid, budget, lam, expected_score, expected_cost
 
 

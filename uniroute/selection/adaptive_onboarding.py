@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import norm
 
-from uniroute.routers.psi import psi_from_losses, shrunk_values
+from uniroute.routers.cluster.psi import psi_from_losses, shrunk_values
 from uniroute.selection.curves import lambda_grid, switch_path
 
 PRIOR_ANSWERS = 2.0  # pseudo-answers of a cell's prior in its variance when the router itself does not shrink

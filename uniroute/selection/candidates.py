@@ -28,14 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from uniroute.routers.kinds import Tuned, kind_names, router_kind
-from uniroute.routers.kmeans import fit_centroids
-from uniroute.routers.knn import nearest_order
-from uniroute.routers.ladders import GridSearch
-from uniroute.routers.learned_map import fit_learned_map
-from uniroute.routers.psi import psi_from_losses
+from uniroute.routers.cluster.kmeans import fit_centroids
+from uniroute.routers.cluster.learned_map import fit_learned_map
+from uniroute.routers.cluster.psi import psi_from_losses
+from uniroute.routers.kinds import GridSearch, Tuned, kind_names, router_kind
+from uniroute.routers.knn.neighbours import nearest_order
 from uniroute.selection.grids import widening_search
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.scored_pool import LabelledPool
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from uniroute.routers.lambda_path import LambdaPath, lambda_path
+from uniroute.routers.budgets.lambda_path import LambdaPath, lambda_path
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ SwitchPath = LambdaPath
 def switch_path(gamma: np.ndarray, costs: np.ndarray) -> SwitchPath:
     """Exact routing path of argmin_m gamma[i, m] + lam * costs[m] over lam >= 0 (ties: cheaper, lower index).
 
-    gamma (n, M), costs (M,), as float64: the rule's own path (routers.lambda_path), which walks identical gamma
+    gamma (n, M), costs (M,), as float64: the rule's own path (routers.budgets.lambda_path), which walks identical gamma
     rows (every prompt of a cluster) once.
     """
     gamma = np.asarray(gamma, dtype=np.float64)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from uniroute.routers.ladders import GridSearch
+from uniroute.routers.kinds import GridSearch
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ than Z_POOL standard errors of the paired per-prompt difference: one SE, not sel
 compares two estimates of the same pool's answers (no pool shift to guard against, which is what the two SEs
 cover there), while a tie keeps the kind chosen on training.
 
-With unequal costs (the rule is then no candidate, routers.kind_quality_rule.QualityRuleKind.applies_to) or
+With unequal costs (the rule is then no candidate, routers.quality_rule.kind.QualityRuleKind.applies_to) or
 unequal pool costs, the selection is returned as it is: the same object, so every result with costs is
 bit-identical to before.
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from uniroute.routers.kind_quality_rule import QUALITY_RULE, equal_costs
 from uniroute.routers.kinds import Tuned
+from uniroute.routers.quality_rule.kind import QUALITY_RULE, equal_costs
 from uniroute.selection.candidates import CandidateFits
 from uniroute.selection.selection import Selection, served_router
 

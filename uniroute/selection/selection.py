@@ -61,7 +61,7 @@ from uniroute.routers.kinds import Tuned, default_kind, router_kind
 from uniroute.routers.rule import RoutingRule
 from uniroute.selection.candidates import CandidateFits
 from uniroute.selection.curves import bootstrap_areas
-from uniroute.selection.pool import LabelledPool
+from uniroute.selection.scored_pool import LabelledPool
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from uniroute.routers.baselines.zero import zero_router_curve_points, zero_router_hull
 from uniroute.routers.kinds import Tuned, kind_names, router_kind
-from uniroute.routers.zero import zero_router_curve_points, zero_router_hull
 from uniroute.selection.candidates import CandidateFits, TuningData
 from uniroute.selection.curves import Curve, upper_envelope
 from uniroute.selection.data import RoutingData
-from uniroute.selection.pool import LabelledPool
 from uniroute.selection.pool_choice import choose_on_pool
+from uniroute.selection.scored_pool import LabelledPool
 from uniroute.selection.selection import Selection, select_kind
 from uniroute.selection.split import TrialSplit, mean_costs
 
@@ -132,7 +132,8 @@ class TrialState:
         cost, score = zero_router_curve_points(hull, pool.prompt_costs.mean(axis=0), pool.scores.mean(axis=0))
         return upper_envelope(cost, score)
 
-    # ---- shared with the pairwise method (experiments/pairwise.py) and the kinds (routers.kinds.HeldOutState) -----
+    # ---- shared with the pairwise method (experiments/pairwise_protocol.py) and the kinds (routers.kinds.HeldOutState)
+    # -----
     def centroids(self, k: int) -> Any:
         """K-means with K = k on the training prompts."""
         return self.fits.centroids(k)

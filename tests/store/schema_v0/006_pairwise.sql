@@ -32,7 +32,7 @@ create table if not exists prompt_attributes (
 -- difference per cluster; `sampling_difference`: what that mean would be for two draws of one model, from
 -- the prompts (or battles) behind each cell (sqrt(2/pi) * sqrt(q (1 - q) (1/n_a + 1/n_b)), q the pair's mean
 -- accuracy there). A near duplicate (a pool smell: the router tells the two apart by cost only) differs by no
--- more than sampling would. uniroute.routers.similarity computes the same numbers.
+-- more than sampling would. uniroute.routers.cluster.similarity computes the same numbers.
 create or replace view model_similarity as
 with cells as (
     select p.model, p.cluster, p.loss, greatest(p.n, 1) as n

@@ -1,6 +1,6 @@
 -- Psi cells as users read them: the measured error with its 95% Wilson interval and its evidence, the error
 -- routing uses (shrunk toward the model's overall error for count-aware Psi), and a flag on sparse cells (fewer
--- than routers/psi.py's SPARSE_CELL = 10 labelled prompts). The build writes the interval and the flag
+-- than routers/cluster/psi.py's SPARSE_CELL = 10 labelled prompts). The build writes the interval and the flag
 -- (routers/psi.cell_frame); rows written before these columns have a null interval and are flagged by n.
 -- Grain of psi unchanged: one row per (router_id, model, cluster).
 alter table psi add column if not exists error_lo double;

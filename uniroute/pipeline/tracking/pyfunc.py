@@ -23,8 +23,8 @@ import pandas as pd
 
 from uniroute.embed import embedder_from_state, make_embedder, text_hash
 from uniroute.errors import UnirouteError
-from uniroute.pipeline.calibration import VALIDATION, Calibration, TrafficWindow, calibration_at
-from uniroute.pipeline.decisions import (
+from uniroute.pipeline.serving.calibration import VALIDATION, Calibration, TrafficWindow, calibration_at
+from uniroute.pipeline.serving.records import (
     Recording,
     Served,
     decision_records,
@@ -32,7 +32,7 @@ from uniroute.pipeline.decisions import (
     new_decision_ids,
     recording_of,
 )
-from uniroute.pipeline.serving import (
+from uniroute.pipeline.serving.route import (
     RoutingRequest,
     RoutingSource,
     calibrated_lambda,
@@ -40,7 +40,7 @@ from uniroute.pipeline.serving import (
     cluster_of,
     pool_names,
 )
-from uniroute.pipeline.spool import DecisionSpool
+from uniroute.pipeline.serving.spool import DecisionSpool
 from uniroute.routers.serialize import router_from_bytes
 from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.faults import crashpoint, disk_full
-from uniroute.pipeline import registry
+from uniroute.pipeline.pool import registry
 from uniroute.pipeline.tracking.client import (
     CHALLENGER,
     CHAMPION,
@@ -36,8 +36,8 @@ from uniroute.pipeline.tracking.client import (
     model_versions,
     tracking_store,
 )
+from uniroute.pipeline.tracking.curve_png import plot_build_curves
 from uniroute.pipeline.tracking.model import register_router
-from uniroute.pipeline.tracking.plots import plot_build_curves
 from uniroute.pipeline.tracking.relocate import relocate_tracking_store
 from uniroute.routers.tables import routing_tables, validation_proxy, validation_weights
 
@@ -139,7 +139,7 @@ def _log_router(client: MlflowClient, con: store.Connection, row: pd.Series, exp
             if value is not None and np.isfinite(value):
                 flat[f"candidate_{c.kind}_{name}"] = float(value)
     gate = store.query(con, "shadow_gate_of", router_id=row.router_id)
-    for g in gate.itertuples(index=False):  # the shadow gate on recent traffic (pipeline/shadow_gate.py)
+    for g in gate.itertuples(index=False):  # the shadow gate on recent traffic (pipeline/traffic/shadow_gate.py)
         for name in ("n_decisions", "spend", "champion_score", "challenger_score", "difference", "difference_se",
                      "p_worse"):
             value = getattr(g, name)

@@ -1,0 +1,148 @@
+"""`mlflow models serve` on the champion answers a routing request over HTTP, for a K-means router on each embedder.
+
+Each case builds a store with one K-means router (K=3 over real embeddings of hand-written prompts), syncs it
+to a real SQLite tracking store, starts the real `mlflow models serve -m models:/uniroute-router@champion
+--env-manager local` in a subprocess, waits for /ping, posts to /invocations and compares the answer with
+Router.route_names on the same prompts. The fitted embedders (tfidf, static, minilm-onnx) travel inside the
+logged model; minilm is rebuilt from the installed package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests import needs
+from tests.pipeline.topics import COSTS, MODELS, NEW_PROMPTS, PROMPTS, topic_losses
+from uniroute import embed
+from uniroute import store as uniroute_store
+from uniroute.ingest import process_inbox
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, sync_mlflow
+from uniroute.routers.cluster.kmeans import clustering_id_of, fit_centroids
+from uniroute.routers.cluster.psi import psi_from_losses
+from uniroute.routers.router import Router
+
+needs.module("mlflow")
+
+SERVER_START_SECONDS = 240  # a bound for a contended machine (minilm imports torch), not a timing assertion
+
+
+def _embedder(name: str, cache_dir: Path) -> Any:
+    if name == "tfidf":
+        return embed.fit_tfidf(PROMPTS, dim=8, seed=0, progress=False)
+    return embed.make_embedder(name, cache_dir=cache_dir, progress=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.status
+
+
+def _post(url: str, body: dict) -> dict:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group (the mlflow CLI and its uvicorn), SIGKILL if it does not exit."""
+    if server.poll() is not None:
+        return
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("embedder_name", ["tfidf", "static", "minilm-onnx", "minilm"])
+def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, tracking, built_embedders_cache,
+                                                       tmp_path):
+    embedder = _embedder(embedder_name, built_embedders_cache)
+    X = np.asarray(embedder.encode(PROMPTS), dtype=np.float32)
+    centroids = fit_centroids(X, k=3, seed=0)
+    psi = psi_from_losses(centroids.assign(X), topic_losses(), 3, MODELS)
+    router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
+    with uniroute_store.session(db_path, "build") as s:
+        registry.save_router_version(s.con, registry.NewVersion(
+            router, f"kmeans-{embedder_name}", clustering_id_of(centroids), "kmeans", "fp", 0.7, True,
+            "test build", centroids=centroids, embedder=embedder))
+    with uniroute_store.session(db_path, "reconcile") as s:
+        assert sync_mlflow(s.con, *tracking).aliases == {CHAMPION: "1"}
+
+    port = _free_port()
+    bin_dir = Path(sys.executable).parent  # `mlflow models serve` starts uvicorn from PATH (STACK.md)
+    served_home = tmp_path / "served-home"  # the server's UNIROUTE_HOME: its decision spool
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking[0], "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "UNIROUTE_HOME": str(served_home), "UNIROUTE_SPOOL_MAX_SECONDS": "1"}
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(
+            [str(bin_dir / "mlflow"), "models", "serve", "-m", f"models:/{REGISTERED_NAME}@{CHAMPION}",
+             "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path,
+        )
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while True:
+            assert server.poll() is None, f"mlflow models serve exited: {log_path.read_text()[-3000:]}"
+            try:
+                if _get(f"http://127.0.0.1:{port}/ping") == 200:
+                    break
+            except (ConnectionError, urllib.error.URLError):
+                pass
+            assert time.monotonic() < deadline, f"no /ping answer in {SERVER_START_SECONDS} s: {log_path.read_text()}"
+            time.sleep(0.5)
+        body = {"dataframe_records": [{"prompt": p} for p in NEW_PROMPTS], "params": {"lambda": 0.1}}
+        answer = _post(f"http://127.0.0.1:{port}/invocations", body)
+        default = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_split": {
+            "columns": ["prompt"], "data": [[p] for p in NEW_PROMPTS]}})
+        explained = _post(f"http://127.0.0.1:{port}/invocations", {**body, "params": {"lambda": 0.1, "explain": True}})
+        batch = [{"prompt": f"{NEW_PROMPTS[i % len(NEW_PROMPTS)]} {i}"} for i in range(200)]
+        many = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_records": batch})
+        # The server finishes its spool file within UNIROUTE_SPOOL_MAX_SECONDS, idle or not.
+        spool, served = served_home / "spool" / "decisions", 3 * len(NEW_PROMPTS) + 200
+        while sum(len(p.read_text().splitlines()) for p in spool.glob("*.jsonl")) < served:
+            assert time.monotonic() < deadline + 60, f"decisions not spooled: {list(spool.iterdir())}"
+            time.sleep(0.2)
+    finally:
+        _stop(server)
+    assert server.returncode is not None
+    ids = [row["decision_id"] for reply in (answer, default, explained, many) for row in reply["predictions"]]
+    assert process_inbox(served_home / "uniroute.duckdb", spool, settle_seconds=0.0)
+    with uniroute_store.opened(served_home / "uniroute.duckdb", read_only=True) as con:
+        landed = con.execute("select decision_id, source from routing_decisions").fetchall()
+    assert sorted(landed) == sorted((i, "pyfunc") for i in ids) and len(set(ids)) == served
+
+    routed = [row["model"] for row in answer["predictions"]]
+    assert set(routed) <= set(MODELS)
+    assert routed == router.route_names(embedder.encode(NEW_PROMPTS), 0.1).tolist()
+    assert [row["prompt_index"] for row in answer["predictions"]] == list(range(len(NEW_PROMPTS)))
+    assert [row["model"] for row in default["predictions"]] == router.route_names(embedder.encode(NEW_PROMPTS)).tolist()
+    # The served model explains over HTTP: per prompt the candidates' terms, rank 1 the answer, the rest its fall-backs.
+    for row in explained["predictions"]:
+        terms = row["explain"]
+        assert [t["rank"] for t in terms] == list(range(1, len(MODELS) + 1)) and terms[0]["model"] == row["model"]
+        assert [t["model"] for t in terms[1:]] == row["fallbacks"] and "lam_cost" in terms[0]
+    assert "explain" not in answer["predictions"][0]

@@ -1,0 +1,135 @@
+"""Serving operations (the read side, and publishing): the champion, or the published snapshot while the store is busy,
+answers a checked request; every decision is recorded to the spool (pipeline/serving/records.py) unless switched off,
+and the batch is also appended to routing_log in one session when asked (`route --log`). Publishing writes the
+champion's routing tables as a versioned snapshot."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from uniroute.operations.context import Context
+from uniroute.operations.upkeep import reconciled
+from uniroute.pipeline.serving.calibration import Calibration, calibration_at
+from uniroute.pipeline.serving.publish import (
+    PublishResult,
+    publish_champion,
+    switch_current_after_commit,
+)
+from uniroute.pipeline.serving.records import Recording, Served, decision_records
+from uniroute.pipeline.serving.route import RoutingError, RoutingRequest, log_decisions, route_batch, routing_source
+from uniroute.pipeline.serving.spool import DecisionSpool
+from uniroute.routers.explain import EXPLAIN_COLUMNS
+
+
+@dataclass(frozen=True, eq=False)
+class Routed:
+    """The decisions (one row per prompt), where they came from, the logged batch (None: not logged) and the
+    spool file its decision records went to (None: not recorded)."""
+
+    decisions: pd.DataFrame
+    router_id: str
+    source: str  # the store's champion, or the published version answering while the store is busy
+    batch_id: str | None
+    recorded_to: Path | None = None
+    calibration: str | None = None  # which prompt mix a budget or max cost was calibrated on
+
+    @property
+    def from_snapshot(self) -> bool:
+        return self.source.startswith("published")
+
+    def explanation(self) -> pd.DataFrame:
+        """One row per prompt and candidate model (prompt_index, then routers.explain.EXPLAIN_COLUMNS), rank 1
+        the chosen model; empty unless routed with explain=True."""
+        columns = ["prompt_index", *EXPLAIN_COLUMNS]
+        if "explain" not in self.decisions.columns:
+            return pd.DataFrame(columns=columns)
+        rows = [{"prompt_index": int(i), **term}
+                for i, terms in zip(self.decisions["prompt_index"], self.decisions["explain"], strict=True)
+                for term in terms]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool = False,
+          router_id: str | None = None, record: bool = True, source: str = "api", explain: bool = False) -> Routed:
+    """Route texts as requested (RoutingError in one line for a bad request) with the champion, or with the stored
+    version router_id. Each decision is recorded to the spool (ctx.spool_dir, as ctx.recording says; never the
+    store, so routing never waits for its writer) unless record is False; `source` names the serving path (cli,
+    file, api). `log` also appends the batch to the routing_log table, in a store session. With explain, the
+    terms of each argmin (Routed.explanation)."""
+    answering = routing_source(ctx.db_path, ctx.published_dir, router_id)
+    recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
+    calibration = Calibration()
+    if request.budget is not None or request.max_cost is not None:
+        calibration = calibration_at(ctx.db_path, answering.router.embedder_id, ctx.traffic_window)
+    batch = route_batch(answering, texts, lam=request.lam, budget=request.budget, pool=request.pool,
+                        cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None, explain=explain,
+                        max_cost=request.max_cost, calibration=calibration)
+    batch_id = None
+    if log:  # first: a home that refuses the writer says so in one line, before anything is recorded
+        with ctx.session("route-log", inputs=answering.router_id) as s:
+            batch_id = log_decisions(s.con, batch.decisions)
+            s.detail = f"batch {batch_id}"
+    recorded_to = None
+    if recording.enabled:
+        served = Served(source, answering.router_id, batch.embedder_id, answering.publication_version)
+        records = decision_records(batch.decisions, batch.X, answering.router, served,
+                                   texts=list(texts) if recording.keep_prompt else None,
+                                   propensity=batch.propensity, explore=batch.explored)
+        try:
+            with DecisionSpool(ctx.spool_dir) as spool:
+                spool.write(records)
+            recorded_to = spool.finished[-1] if spool.finished else None
+        except OSError as exc:  # a read-only or full home still routes: the answer matters more than its record
+            ctx.warn(f"decisions not recorded: cannot write the spool {ctx.spool_dir} ({exc.strerror or exc})")
+    return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to, calibration.source)
+
+
+def prompts_from_file(path: Path) -> tuple[list[str], list[dict]]:
+    """The prompts of a JSONL file of {"prompt": ...} objects or a CSV with a `prompt` column, and each line's
+    other fields (an id, a user, a session: what the caller wants back beside each decision); RoutingError naming
+    the line for anything else."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RoutingError(f"{path}: cannot read the prompts: {exc}") from exc
+    prompts: list[str] = []
+    extras: list[dict] = []
+    if text.lstrip().startswith("{"):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                raise RoutingError(f"{path}: line {number} is not JSON ({getattr(exc, 'msg', 'nested too deep')})") \
+                    from None
+            if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
+                raise RoutingError(f'{path}: line {number} has no "prompt" text')
+            prompts.append(record.pop("prompt"))
+            extras.append(record)
+        return prompts, extras
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or "prompt" not in reader.fieldnames:
+        raise RoutingError(f"{path}: a CSV of prompts needs a `prompt` column (or give JSON lines)")
+    for row in reader:
+        prompts.append(row.pop("prompt"))
+        extras.append(row)
+    return prompts, extras
+
+
+def publish(ctx: Context, force: bool = False) -> PublishResult:
+    """Write the champion's routing tables for the active pool (a new version unless nothing changed or force);
+    `published/current` switches after the commit."""
+    with ctx.session("publish", inputs="force" if force else "") as s:
+        result = publish_champion(s.con, ctx.published_dir, force=force, window=ctx.traffic_window)
+        switch_current_after_commit(s, ctx.published_dir, result)
+        s.detail = result.line()
+    reconciled(ctx)
+    return result

@@ -1,0 +1,338 @@
+"""Routing new prompts: the champion router from the store, or the published snapshot while the store is busy.
+
+`routing_source` reads the champion and the active pool from the store through a read-only connection. When a
+writer (a build, an ingest, an onboarding) holds the store, it answers from the published `current` snapshot
+instead, which carries the router, its pool and a fitted embedder if any, and says so: which version answered
+and which operation holds the store. Routing itself is a pure function of the router.
+"""
+
+from __future__ import annotations
+
+import csv
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from uniroute import embed, store
+from uniroute.embed import text_hash
+from uniroute.errors import UnirouteError
+from uniroute.pipeline.pool import registry
+from uniroute.pipeline.serving import snapshot
+from uniroute.pipeline.serving.calibration import Calibration
+from uniroute.pipeline.serving.records import Recording, explored, new_decision_ids
+from uniroute.routers.budgets.cost_cap import CostCapError, check_max_cost, check_reachable, lambda_for_max_cost
+from uniroute.routers.rule import check_budget, check_lambda
+from uniroute.routers.serialize import AnyRouter
+from uniroute.routers.tables import DEFAULT_QUALITY_TOLERANCE, default_budget
+
+
+class RoutingError(UnirouteError, ValueError):
+    """A routing request that cannot be answered as asked."""
+
+
+@dataclass(frozen=True)
+class RoutingSource:
+    """The router that answers, the pool it may choose from, and where it came from."""
+
+    router: AnyRouter
+    router_id: str
+    pool: tuple[str, ...]  # active models the router routes
+    retired: frozenset[str]  # models taken out of the pool (refused by name)
+    embedder_state: bytes | None  # the stored embedder (embed.portable), or None when it is built by name
+    source: str  # one line: the store's champion, or the published version answering while the store is busy
+    publication_version: str | None = None  # the publication of this router answering (decision records say it)
+    price_snapshot: str | None = None  # which prices the router's costs came from (registry.price_snapshot)
+
+    def embedder(self, cache_dir: Path | None = None) -> Any:
+        """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
+
+        if self.embedder_state is not None:
+            return embed.embedder_from_state(self.embedder_state, cache_dir)
+        return embed.make_embedder(registry.embedder_name(self.router.embedder_id), progress=False,
+                                   cache_dir=cache_dir)
+
+
+def _from_store(con: store.Connection, router_id: str | None = None) -> RoutingSource:
+    if router_id is None:
+        version, what = registry.load_champion(con), "champion router"
+    else:
+        try:
+            version, what = registry.load_router_version(con, router_id), "router"
+        except LookupError as exc:
+            raise RoutingError(f"{exc}: `uniroute sql \"select router_id, created_at from routers\"` lists them") \
+                from None
+    active = set(store.query(con, "active_models").model)
+    retired = frozenset(store.query(con, "retired_models").model)
+    pool = tuple(m for m in version.router.models if m in active)
+    latest = store.query(con, "latest_publication")
+    published = (str(latest.version.iloc[0]) if len(latest) and latest.router_id.iloc[0] == version.router_id
+                 else None)
+    return RoutingSource(version.router, version.router_id, pool, retired, version.embedder_state,
+                         f"{what} {version.router_id}", published, version.price_snapshot)
+
+
+def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
+    try:
+        snap = snapshot.read_current(published_dir)
+    except snapshot.PublishError as exc:
+        raise RoutingError(f"{why}, and nothing is published to answer from ({exc})") from exc
+    router = snap.router()
+    pool = tuple(snap.manifest["pool"])
+    retired = frozenset(m for m in router.models if m not in pool)
+    return RoutingSource(router, snap.manifest["router_id"], pool, retired, snap.embedder_state(),
+                         f"published snapshot {snap.version} (router {snap.manifest['router_id']}): {why}",
+                         str(snap.version), snap.manifest.get("price_snapshot"))
+
+
+def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None) -> RoutingSource:
+    """The champion (or the stored version router_id) from the store, or, while a writer holds the store, the
+    published `current` snapshot (which carries the champion only: a named version waits for the store)."""
+    try:
+        con = store.open_read_only(db_path)
+    except store.StoreLocked:
+        holder = store.current_holder(db_path)
+        who = holder.line() if holder is not None else "another process"
+        if router_id is not None:
+            raise RoutingError(f"router {router_id} is read from the store, which {who} holds now: try again when it "
+                               "finishes (the published snapshot carries the champion only)") from None
+        return _from_snapshot(published_dir, f"the store is held by {who}")
+    try:
+        return _from_store(con, router_id)
+    finally:
+        con.close()
+
+
+@dataclass(frozen=True)
+class RoutingRequest:
+    """How to route, checked once at the boundary with the same rules and messages on every surface (`uniroute
+    route`, `route --file`, the MLflow pyfunc, the Python API): a lambda, a budget or a max cost, one of them; the
+    pool named."""
+
+    lam: float | None = None  # None: 0 (quality only), unless a budget sets it
+    budget: float | None = None  # (0, 1]: target mean cost as a fraction of the priciest pool model's
+    pool: tuple[str, ...] | None = None  # None: the router's active pool
+    max_cost: float | None = None  # >= 0: a hard cap on the expected mean cost per prompt, in the data's cost unit
+
+    def __post_init__(self) -> None:
+        if self.lam is not None and self.budget is not None:
+            raise RoutingError("give a lambda or a budget, not both")
+        if self.max_cost is not None and (self.lam is not None or self.budget is not None):
+            raise RoutingError(f"give a max cost or a {'lambda' if self.lam is not None else 'budget'}, not both")
+        try:
+            lam = None if self.lam is None else check_lambda(self.lam)
+            budget = None if self.budget is None else check_budget(self.budget)
+            max_cost = None if self.max_cost is None else check_max_cost(self.max_cost)
+        except (TypeError, ValueError) as exc:
+            raise RoutingError(str(exc)) from None
+        pool = None
+        if self.pool is not None:
+            if isinstance(self.pool, str) or not all(isinstance(p, str) for p in self.pool):
+                raise RoutingError(f"the pool must be model names, not {self.pool!r}")
+            pool = tuple(dict.fromkeys(p.strip() for p in self.pool if p.strip()))
+            if not pool:
+                raise RoutingError("the pool is empty: name at least one model")
+        # Frozen: the checked values replace what was given (floats, names stripped and deduplicated).
+        object.__setattr__(self, "lam", lam)
+        object.__setattr__(self, "budget", budget)
+        object.__setattr__(self, "pool", pool)
+        object.__setattr__(self, "max_cost", max_cost)
+
+    def pool_of(self, router_id: str, active: Sequence[str], retired: Collection[str] = ()) -> tuple[str, ...]:
+        """The models to choose among: the named pool checked against the router's active pool, else all of it."""
+        if not active:
+            raise RoutingError(f"router {router_id} has no active model: onboard one first")
+        if self.pool is None:
+            return tuple(active)
+        gone = [m for m in self.pool if m in retired]
+        if gone:
+            raise RoutingError(f"models {gone} are retired and out of the pool (`uniroute onboard --reactivate` brings "
+                               "them back)")
+        unknown = [m for m in self.pool if m not in active]
+        if unknown:
+            raise RoutingError(f"models {unknown} are not in the pool of router {router_id} "
+                               f"(pool: {', '.join(active)})")
+        return self.pool
+
+
+def pool_names(text: str) -> list[str]:
+    """The model names of a pool given as text: comma-separated, CSV quoting for a name with a comma or quote."""
+    return next(csv.reader([text], skipinitialspace=True), [])
+
+
+def checked_prompts(texts: Sequence[Any]) -> list[str]:
+    """The prompts of a request; RoutingError when there is none, or one is not text or blank."""
+    texts = list(texts)
+    if not texts:
+        raise RoutingError("no prompt given")
+    for i, text in enumerate(texts, start=1):
+        if not isinstance(text, str) or not text.strip():
+            raise RoutingError(f"prompt {i} is empty: give the text to route")
+    return texts
+
+
+def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | None, budget: float | None,
+                    pool: Sequence[str] | None, max_cost: float | None = None) -> tuple[list[str], tuple[str, ...]]:
+    """The prompts and the pool of a request, checked; RoutingError in one line for anything off (a max cost
+    below the cheapest pool model's cost too: nothing routes within it)."""
+    texts = checked_prompts(texts)
+    request = RoutingRequest(lam, budget, None if pool is None else tuple(pool), max_cost)
+    chosen = request.pool_of(source.router_id, source.pool, source.retired)
+    if request.max_cost is not None:
+        index = source.router.pool_indices(chosen)
+        try:
+            check_reachable(request.max_cost, chosen if request.pool is not None else
+                            [source.router.models[i] for i in index], source.router.costs[index])
+        except CostCapError as exc:
+            raise RoutingError(str(exc)) from None
+    return texts, chosen
+
+
+DEFAULT_SETTING = "default budget"
+MAX_COST_SETTING = "max cost"
+# Columns of every routed decisions frame beside the choice, read by name by the decision records.
+DECISION_EXTRAS = ("fallbacks", "expected_score", "expected_cost", "price_snapshot")
+
+
+def resolved_setting(router: AnyRouter, pool: Sequence[str], lam: float | None,
+                     budget: float | None) -> tuple[float | None, float | None, str]:
+    """(lambda, budget, which setting): a request naming neither routes at the default budget, the cheapest
+    published budget whose expected score is within DEFAULT_QUALITY_TOLERANCE of the best, at that budget's
+    published lambda (routers.tables); lambda 0 would send nearly every prompt to the priciest model for the
+    last hundredth of quality. Only a named budget still needs its lambda."""
+    if lam is None and budget is None:
+        budget, lam, _, _ = default_budget(router, tuple(pool))
+        return lam, budget, DEFAULT_SETTING
+    return lam, budget, "lambda" if lam is not None else "budget"
+
+
+def default_setting_line(budget: float) -> str:
+    """What a user is told when the default setting answered."""
+    return (f"routed at the default budget {budget:g}: the cheapest budget whose expected score is within "
+            f"{DEFAULT_QUALITY_TOLERANCE:g} of the best (choose with --budget or --lambda)")
+
+
+@dataclass(frozen=True, eq=False)
+class RoutedBatch:
+    """A routed batch: the decisions (one row per prompt, each with its decision_id), the prompts' embeddings
+    (what a decision record keeps for replay), and per prompt the probability of the logged choice and whether
+    exploration drew it (all 1 and False unless exploration is on)."""
+
+    decisions: pd.DataFrame
+    X: np.ndarray
+    propensity: np.ndarray
+    explored: np.ndarray
+    embedder_id: str
+
+
+def route_batch(
+    source: RoutingSource,
+    texts: Sequence[str],
+    lam: float | None = None,
+    budget: float | None = None,
+    pool: Sequence[str] | None = None,
+    embedder: Any = None,
+    cache_dir: Path | None = None,
+    recording: Recording | None = None,
+    explain: bool = False,
+    max_cost: float | None = None,
+    calibration: Calibration | None = None,
+) -> RoutedBatch:
+    """Route texts (lambda, or the lambda that meets a budget): per prompt its decision_id, the chosen model, its
+    ranked fall-backs, expected score and cost, and its cluster; with exploration on in `recording`, a share of
+    prompts goes to a near-best model drawn at random, its probability kept; with explain, an `explain` column of
+    the argmin's terms per candidate (routers.explain). A budget or a max cost is turned into lambda on the
+    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts)."""
+    texts, pool = checked_request(source, texts, lam, budget, pool, max_cost)
+    router = source.router
+    embedder = embedder or source.embedder(cache_dir)
+    router.check_embedder(embedder.embedder_id)
+    X = embedder.encode(texts)
+    lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration or Calibration())
+    # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
+    # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
+    terms = router.route_terms(X, lam, pool)
+    served, propensity, explore = explored(router, X, lam, pool, terms.chosen(), recording or Recording())
+    decided = terms.summary(served)
+    frame = pd.DataFrame(
+        {
+            "decision_id": new_decision_ids(len(texts)),
+            "prompt_index": np.arange(len(texts), dtype=np.int32),
+            "text_hash": [text_hash(t) for t in texts],
+            "cluster": cluster_of(router, X),
+            "model": decided["model"],
+            "fallbacks": decided["fallbacks"],
+            "expected_score": decided["expected_score"],
+            "expected_cost": decided["expected_cost"],
+            "lam": lam,
+            "budget": budget,
+            "setting": setting,
+            "max_cost": max_cost,
+            "router_id": source.router_id,
+            "price_snapshot": source.price_snapshot,
+        }
+    )
+    if explain:
+        frame["explain"] = terms.explained()
+    return RoutedBatch(frame, X, propensity, explore, embedder.embedder_id)
+
+
+def calibrated_lambda(router: AnyRouter, pool: Sequence[str], lam: float | None, budget: float | None,
+                      max_cost: float | None, calibration: Calibration) -> tuple[float, float | None, str]:
+    """(lambda, budget, which setting) of a checked request: a max cost or a budget turned into lambda on the
+    calibration's mix, the default budget's published lambda when none is named."""
+    if max_cost is not None:
+        try:
+            return lambda_for_max_cost(router, calibration.prompts(router), max_cost, pool), None, MAX_COST_SETTING
+        except ValueError as exc:
+            raise RoutingError(str(exc)) from None
+    lam, budget, setting = resolved_setting(router, pool, lam, budget)
+    if setting == "budget":
+        try:
+            lam = router.lambda_for_budget(calibration.prompts(router), budget, pool)
+        except ValueError as exc:
+            raise RoutingError(str(exc)) from exc
+    return (0.0 if lam is None else float(lam)), budget, setting
+
+
+def route_texts(
+    source: RoutingSource,
+    texts: Sequence[str],
+    lam: float | None = None,
+    budget: float | None = None,
+    pool: Sequence[str] | None = None,
+    embedder: Any = None,
+    cache_dir: Path | None = None,
+    explain: bool = False,
+    max_cost: float | None = None,
+    calibration: Calibration | None = None,
+) -> pd.DataFrame:
+    """The decisions of route_batch, nothing recorded: one row per prompt (see route_batch)."""
+    return route_batch(source, texts, lam, budget, pool, embedder, cache_dir, explain=explain, max_cost=max_cost,
+                       calibration=calibration).decisions
+
+
+def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
+    """Each prompt's cluster (nullable Int32): nearest centroid, the LearnedMap's likeliest cluster, or null for a
+    kind without clusters (K-NN routes by neighbours)."""
+    clusters = router.prompt_clusters(X)
+    if clusters is None:
+        return pd.Series(pd.NA, index=range(X.shape[0]), dtype="Int32")
+    return pd.Series(clusters.astype(np.int32), dtype="Int32")
+
+
+def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
+    """Append a batch of decisions to routing_log (in the caller's session); the batch id."""
+    batch_id = uuid.uuid4().hex
+    # routing_log keeps lambda and budget; which setting chose them (`setting`), the fall-backs, the expectations
+    # and an explanation are said to the user, not stored here (decision records keep them).
+    rows = decisions.drop(columns=["setting", "decision_id", "max_cost", *DECISION_EXTRAS, "explain"],
+                          errors="ignore")
+    store.write_frame(con, "routing_log", rows.assign(batch_id=batch_id,
+                                                      routed_at=datetime.now(UTC).replace(tzinfo=None)))
+    return batch_id

@@ -1,0 +1,1 @@
+"""Baselines the routers are measured against: ZeroRouter and the clairvoyant oracles."""

@@ -1,0 +1,1 @@
+"""What a budget means for the rule: the path over lambda and the hard cap on mean cost."""
