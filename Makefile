@@ -8,7 +8,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: env run test bench mutation serve stop status lint clean
+.PHONY: env run test test-fast bench mutation serve stop status lint clean
 
 env: $(STAMP)
 
@@ -37,6 +37,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+# While working: the tests the change's files map to (tests/changed.py), without the slow ones; CI runs them all.
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m tests.changed
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.runner
