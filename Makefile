@@ -47,9 +47,9 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.runner
 
 # Mutation testing of the core modules (slow, so not in `make test`): one module at a time, nice'd, results in
-# benchmarks/results/mutation.json and docs/results.md. `make mutation MODULES=uniroute.routers.rule` runs one.
+# tools/mutation/results.json and docs/results.md. `make mutation MODULES=uniroute.routers.rule` runs one.
 mutation: $(STAMP)
-	nice -n 10 $(BIN)/python -m benchmarks.mutation $(MODULES)
+	nice -n 10 $(BIN)/python -m tools.mutation $(MODULES)
 
 # Prefect on 4200 and MLflow on 5000 (UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT) in the background, with a
 # runner serving prefect.yaml's deployments; logs and pid files in $UNIROUTE_HOME/logs. `make serve

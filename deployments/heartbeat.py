@@ -1,5 +1,5 @@
 """A line every few seconds while the demo waits on something that says nothing itself (a server starting, a
-runner registering a deployment): a user who sees no output for 10 s thinks it is stuck (issue 23)."""
+runner registering a deployment): a user who sees no output for 10 s thinks it is stuck."""
 
 from __future__ import annotations
 

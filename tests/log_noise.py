@@ -1,4 +1,4 @@
-"""What must not appear in a log on the normal path (issue 23): tracebacks, warnings, asyncio's cancellations, a
+"""What must not appear in a log on the normal path: tracebacks, warnings, asyncio's cancellations, a
 coroutine never awaited, and DuckDB's nanobind leak report."""
 
 from __future__ import annotations

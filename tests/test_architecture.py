@@ -172,6 +172,11 @@ def test_no_import_cycles_between_benchmark_modules() -> None:
     _assert_no_import_cycles(sorted((REPO / "benchmarks").rglob("*.py")))
 
 
+def test_no_import_cycles_between_tool_modules() -> None:
+    # tools/ (page generators, mutation testing) reads benchmarks/ and the library, never the other way.
+    _assert_no_import_cycles(sorted((REPO / "tools").rglob("*.py")))
+
+
 def test_every_package_says_what_it_owns_and_docs_name_it() -> None:
     architecture = (REPO / "docs" / "architecture.md").read_text()
     for init in sorted(LIBRARY.glob("*/__init__.py")):
@@ -183,7 +188,8 @@ def test_every_package_says_what_it_owns_and_docs_name_it() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    sorted(p for folder in ("uniroute", "flows", "deployments", "benchmarks") for p in (REPO / folder).rglob("*.py")),
+    sorted(p for folder in ("uniroute", "flows", "deployments", "benchmarks", "tools")
+           for p in (REPO / folder).rglob("*.py")),
     ids=lambda p: str(p.relative_to(REPO)),
 )
 def test_rooms_stay_small(path: Path) -> None:

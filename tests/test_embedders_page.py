@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmarks.quality import embedders_table as table
+from tools.pages import embedders_table as table
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The mutation runner's own parts (benchmarks/mutation): which mutants a file has, that a mutant reaches the
+"""The mutation runner's own parts (tools/mutation): which mutants a file has, that a mutant reaches the
 functions other modules imported by name, and the score it reports."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.mutation import patch
-from benchmarks.mutation.__main__ import MODULES, summarise
-from benchmarks.mutation.operators import mutants, mutated_tree
-from benchmarks.mutation.runner import ModuleRun, Outcome, run_module
+from tools.mutation import patch
+from tools.mutation.__main__ import MODULES, summarise
+from tools.mutation.operators import mutants, mutated_tree
+from tools.mutation.runner import ModuleRun, Outcome, run_module
 
 SOURCE = '''"""A module to mutate."""
 import logging

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.quality.quality_only import as_default, merged, rule_as_default
+from tools.pages.quality_only import as_default, merged, rule_as_default
 
 
 def _report(methods: dict[str, list[float]], best: list[float], seed: int = 0) -> dict:

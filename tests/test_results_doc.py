@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.quality import results_doc
-from benchmarks.quality.readme_block import rewrite_block
+from tools.pages import results_doc
+from tools.pages.readme_block import rewrite_block
 from uniroute.settings import DEFAULT_BUILD_EMBEDDER
 
 
@@ -48,7 +48,7 @@ def test_the_readme_table_is_measured_on_the_build_default_embedder(reports, tmp
 
 def test_the_studies_commands_name_the_embedder_their_runs_were_measured_with() -> None:
     # Their runs are not re-measured when the build default moves, so their commands keep their own embedder.
-    from benchmarks.quality import onboarding_set_doc, quality_only
+    from tools.pages import onboarding_set_doc, quality_only
 
     for module, folders in ((onboarding_set_doc, (onboarding_set_doc.OUT_DIR, onboarding_set_doc.ADAPTIVE_DIR)),
                             (quality_only, (quality_only.OUT_DIR,))):
@@ -93,7 +93,7 @@ def test_a_readme_without_the_block_is_an_error(tmp_path: Path) -> None:
 
 
 def test_the_onboarding_set_section_and_its_verdict_come_from_the_study_files() -> None:
-    from benchmarks.quality import onboarding_set_doc as doc
+    from tools.pages import onboarding_set_doc as doc
 
     text = doc.section(plots=False)  # the PNGs are the generator's to write, not a test's
     study = json.loads((doc.OUT_DIR / "routerbench_subset_valsize.json").read_text())["onboarding_set"]
@@ -107,51 +107,16 @@ def test_the_onboarding_set_section_and_its_verdict_come_from_the_study_files() 
     assert "beats random at N = 25 and 50 (p < 0.05): allocated" in doc.verdict(won)
 
 
-def test_the_estimator_pilot_note_comes_from_its_results_file(tmp_path: Path) -> None:
-    from benchmarks.quality import onboarding_set_doc as doc
+def test_the_onboarding_set_section_points_at_the_estimators_decision_record() -> None:
+    from tools.pages import onboarding_set_doc as doc
 
-    assert doc.estimator_note(tmp_path / "absent.json") == []
-    entry = {"difference": 0.0123, "half_width": 0.01, "wins": 17, "losses": 8, "p": 0.11, "gap_closed": 0.4}
-    pilot = tmp_path / "pilot.json"
-    table = {"all_prompts_area": 0.5, "anchored": {"ref0": {"25": entry, "50": {**entry, "difference": -0.002}}}}
-    pilot.write_text(json.dumps({"mixed_x": {"command": "python -m x", "trials": 25, "seed": 0,
-                                             "against_random_paper": table}}))
-    text = "\n".join(doc.estimator_note(pilot))
-    assert "`mixed_x`: `python -m x` (25 trials, seed 0)" in text
-    assert "| anchored | pool-referenced | +0.0123 (17/8, p 0.11) | -0.0020 (17/8, p 0.11) |" in text
-
-
-def test_the_regression_pilot_note_and_its_verdict_come_from_its_results_file(tmp_path: Path) -> None:
-    from benchmarks.quality import onboarding_set_doc as doc
-
-    assert doc.regression_note(tmp_path / "absent.json") == []
-    win = {"difference": 0.006, "wins": 18, "losses": 6, "p": 0.02, "area": 0.7712}
-    lose = {**win, "difference": -0.001, "wins": 10, "losses": 12, "p": 0.83}
-    records = {}
-    for d in ("routerdc_model7", "routerbench_subset"):  # the table follows the doc's dataset order, not the file's
-        table = {"random": {"paper": {"25": win, "50": win}},
-                 "anchored": {"ridge30": {"25": win, "50": lose if d == "routerdc_model7" else win}}}
-        records[f"pilot_{d}"] = {"command": f"python -m x --data ../shared/datasets/{d}/long.parquet",
-                                 "trials": 25, "seed": 0, "all_prompts_area": 0.8, **table}
-    records["check100_routerdc_model7"] = {**records["pilot_routerdc_model7"], "trials": 100,
-                                           "anchored": {"ridge30": {"25": lose, "50": lose}}}
-    pilot = tmp_path / "pilot.json"
-    pilot.write_text(json.dumps(records))
-    text = "\n".join(doc.regression_note(pilot))
-    assert "`check100_routerdc_model7` (`python -m x --data ../shared/datasets/routerdc_model7/long.parquet`, " \
-           "100 trials): anchored + ridge30 -0.0010 (10/12, p 0.830) at 25; anchored + ridge30 -0.0010" in text
-    assert "| strategy | estimator | RouterBench subset N = 25 | RouterBench subset N = 50 | RouterDC" in text
-    assert "| anchored | regression, ridge 30 | +0.0060 (18/6 *) | +0.0060 (18/6 *) | +0.0060 (18/6 *) | " \
-           "-0.0010 (10/12) |" in text
-    assert "RouterBench subset 0.7712 / 0.7712 / 0.8000; RouterDC, 7 LLMs 0.7712 / 0.7712 / 0.8000." in text
-    assert "Verdict: no combination beats random" in text  # random + paper's mean is the baseline, not a winner
-    records["pilot_routerdc_model7"]["anchored"]["ridge30"]["50"] = win
-    pilot.write_text(json.dumps(records))
-    assert "on every dataset (p < 0.05): anchored + ridge30" in "\n".join(doc.regression_note(pilot))
+    record = doc.ROOT / "docs" / "decisions" / doc.ESTIMATORS_RECORD
+    assert record.exists(), f"{record} is what the section links to"
+    assert f"(decisions/{doc.ESTIMATORS_RECORD})" in doc.section(plots=False)
 
 
 def test_the_onboarding_set_section_is_written_once_even_where_a_copy_ends_the_doc() -> None:
-    from benchmarks.quality import onboarding_set_doc as doc
+    from tools.pages import onboarding_set_doc as doc
 
     old = f"{doc.HEADING}\n\nold\n\n"
     text = doc.replace_section(f"# R\n\n{old}## Other\n\nkeep\n\n{old}", f"{doc.HEADING}\n\nnew\n\n")
@@ -160,7 +125,7 @@ def test_the_onboarding_set_section_is_written_once_even_where_a_copy_ends_the_d
 
 
 def test_the_adaptive_note_comes_from_its_study_files(tmp_path: Path) -> None:
-    from benchmarks.quality import onboarding_set_doc as doc
+    from tools.pages import onboarding_set_doc as doc
 
     assert doc.adaptive_note(tmp_path, plots=False) == []
     entries = [{"size": n, "area": 0.8, "random_area": 0.79, "all_prompts_area": 0.82, "difference": d,

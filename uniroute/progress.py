@@ -17,7 +17,7 @@ from typing import Any
 # flows/common.py) still shows these, so no long step is silent there.
 PROGRESS = "uniroute_progress"
 MARK = {PROGRESS: True}
-# Off a terminal, a line at most this often: half of the 10 s a user waits before a step looks stuck (issue 23),
+# Off a terminal, a line at most this often: half of the 10 s a user waits before a step looks stuck,
 # so a step's own pauses between updates still leave no 10 s silence.
 EVERY_SECONDS = 5.0
 

@@ -32,8 +32,9 @@ OFFLINE_ENVIRONMENT = {
 }
 
 
-# The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set: minilm-onnx, by issue 28's
-# rule (not significantly worse than the best measured embedder on any shared dataset; docs/results/embedders.md).
+# The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set: minilm-onnx, by the rule of
+# docs/decisions/0001-build-embedder-default.md (not significantly worse than the best measured embedder on any
+# shared dataset; docs/results/embedders.md).
 # Over 100 paired trials static's served router (auto) is below minilm-onnx's on every shared dataset: RouterBench
 # 35-63 (p = .006), RouterDC 32-67 (p = .0006), MMLU-Pro 29-70 (p = 5e-5). Embeddings are cached per embedder, so a
 # nightly build pays its ~12 prompts/s (one thread) once per new prompt; interactive work keeps static

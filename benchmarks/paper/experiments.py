@@ -1,5 +1,5 @@
 """The paper's further experiments: each one's command (pairwise preferences, battle density, transfer, prompt
-attributes, LLM similarity), as `extensions run` executes it and `page` prints it."""
+attributes, LLM similarity), as `extensions run` executes it and tools/pages/paper_extensions.py prints it."""
 
 from __future__ import annotations
 

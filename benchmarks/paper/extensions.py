@@ -1,14 +1,14 @@
-"""The paper's further experiments on the shared datasets, and the Markdown page that reports them.
+"""The paper's further experiments on the shared datasets, run one after the other.
 
 `run` executes every experiment of `experiments` in turn (20 trials, seed 0, the `static` embedder, the default,
 which matched MiniLM's routing Area within noise at a fraction of its CPU; one at a time, since they are CPU-heavy),
 writing JSON and PNG files into docs/results/ and its intermediate files (arena-style battles,
 rule-made attribute labels) under $UNIROUTE_HOME/paper_extensions/, and records wall times and the machine's
-load in docs/results/paper_extensions_runs.json. `markdown` writes docs/results/paper_extensions.md from those
-files: nothing in it is typed by hand.
+load in docs/results/paper_extensions_runs.json. The page that reports them, docs/results/paper_extensions.md, is
+written from those files by tools/pages/paper_extensions.py: nothing in it is typed by hand.
 
 Run: `UNIROUTE_HOME=.uniroute OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.paper.extensions run [--only NAME]`
-then `.venv/bin/python -m benchmarks.paper.extensions markdown`.
+then `.venv/bin/python -m tools.pages.paper_extensions`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ import time
 from pathlib import Path
 
 from benchmarks.paper.experiments import EXPERIMENTS, RESULTS, shown
-from benchmarks.paper.page import page
 from benchmarks.runner import REPO, load_average, write_result
 
-PAGE = REPO / RESULTS / "paper_extensions.md"
 RUNS = REPO / RESULTS / "paper_extensions_runs.json"
 
 
@@ -55,14 +53,10 @@ def run(only: list[str] | None) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("run", "markdown"))
+    parser.add_argument("action", nargs="?", default="run", choices=("run",))
     parser.add_argument("--only", nargs="*", help="run only these experiments")
     args = parser.parse_args()
-    if args.action == "run":
-        run(args.only)
-    else:
-        PAGE.write_text(page(REPO, EXPERIMENTS, json.loads(RUNS.read_text()) if RUNS.exists() else {}))
-        print(f"wrote {PAGE}")
+    run(args.only)
 
 
 if __name__ == "__main__":

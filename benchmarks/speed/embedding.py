@@ -19,7 +19,7 @@ last block, as its evaluation embeds it):
   both have: trial t is the same split for every embedder). `--no-evaluate` collects saved results of any length.
 
 Results: benchmarks/results/embedding.json, and docs/results/embedders.md generated from it
-(`benchmarks/quality/embedders_table.py`). Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding
+(`tools/pages/embedders_table.py`). Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.embedding
 [--home DIR] [--repeats 2]`; the evaluations are CPU-heavy (MiniLM embeds about 36k prompts once per home).
 """
 
@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.quality.embedders_table import write_table
 from benchmarks.runner import REPO, RESULTS_DIR, SHARED, load_average, machine_info, now_utc, write_result
 from uniroute import embed
 from uniroute import experiments as ev
@@ -57,7 +56,7 @@ MEASURED = ("minilm", "minilm-onnx", "minilm-onnx-f32", "static")
 ROUTED = ("minilm", "minilm-onnx", "static", "static-tuned")
 STANDALONE = tuple(name for name in ROUTED if not embed.embedder_kind(name).fitted)
 METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
-# The README's quality runs (benchmarks/quality/results_doc.py): 100 trials, same seed and splits, of the default
+# The README's quality runs (tools/pages/results_doc.py): 100 trials, same seed and splits, of the default
 # embedder; collected as that embedder's result where they have more trials than its own file here.
 QUALITY_RUNS = REPO / "docs" / "results"
 TRIALS, SEED = 100, 0
@@ -328,7 +327,7 @@ def main() -> None:
             stamp.update(trials=args.trials, seed=SEED, methods=list(METHODS))
         result[section] = {**stamp, "load_average_after": load_average(), "figures": figures}
         write_result(result, args.out)
-    print(f"wrote {args.out} and {write_table(result)}")
+    print(f"wrote {args.out}; docs/results/embedders.md quotes it: python -m tools.pages.embedders_table")
 
 
 if __name__ == "__main__":

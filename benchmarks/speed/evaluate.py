@@ -11,7 +11,7 @@ embeds them first if the cache is cold). Embedding throughput is benchmarks/spee
 The 2 cores are shared with other work, so the load average before and after the run is recorded beside the
 wall time, and the per-method seconds per trial (mean over trials, measured inside the workers) show where
 the time goes; CPU seconds per trial are recorded too, since they move less with the load than wall time. The
-target is under 8 minutes for 100 trials (issue 12).
+target is under 8 minutes for 100 trials.
 
 Run: `UNIROUTE_HOME=.uniroute OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.evaluate [--trials 100]`;
 results go to benchmarks/results/evaluate.json.
@@ -33,7 +33,7 @@ from uniroute import operations
 from uniroute.settings import Settings, apply_offline_environment
 
 RESULTS = RESULTS_DIR / "evaluate.json"
-VAL_SIZES = (25, 50)  # as benchmarks/quality/results_doc.py runs the study
+VAL_SIZES = (25, 50)  # as tools/pages/results_doc.py runs the study
 
 
 def main() -> None:

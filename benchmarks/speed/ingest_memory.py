@@ -1,4 +1,4 @@
-"""Peak memory of `uniroute ingest` on a large junk log: it should follow a block, not the file (issue 22).
+"""Peak memory of `uniroute ingest` on a large junk log: it should follow a block, not the file.
 
 A file of about --mb MB (default 200) is generated: random prompt text, a few models, every fifth score and cost
 not a number (junk the checks quarantine), as a long-format CSV (--format csv), JSON lines (jsonl), a RouterBench

@@ -1,5 +1,5 @@
-"""`make run` or `uniroute build` as a user watches it: the longest stretch with no new output line (issue 23: no
-phase silent over 10 s).
+"""`make run` or `uniroute build` as a user watches it: the longest stretch with no new output line (target:
+no phase silent over 10 s, the time after which a user thinks it is stuck).
 
 Runs `python -m deployments.demo` (what `make run` runs; `--command build`: `uniroute ingest` of the RouterBench
 subset, then `uniroute build`, timing the build only) in a fresh UNIROUTE_HOME under `--work`, unbuffered, and

@@ -1,4 +1,4 @@
-"""What recording decisions costs serving (issue 25's target: no more than 10% slower with recording on).
+"""What recording decisions costs serving (target: no more than 10% slower with recording on).
 
 Set-up (not timed): the home of `speed.route_command` (synthetic logs, `uniroute build` with `--embedder`, default
 static, `uniroute publish`) and its 10,000 new prompts.

@@ -16,7 +16,7 @@ Measured, each `uniroute` call a fresh process (wall seconds, `time.perf_counter
   and prompts/s, beside the embedder's own encode rate on the same prompts in this process (its full rate).
 
 Results: benchmarks/results/route_command.json. Timings are from a shared 2-core machine: the load average
-before and after is recorded. Target (issue 12): one prompt in under 1.5 s warm.
+before and after is recorded. Target: one prompt in under 1.5 s warm.
 
 Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.route_command [--repeats 7] [--file-prompts 10000]`.
 """

@@ -1,5 +1,5 @@
-"""The embedder split (issue 28): builds and `uniroute evaluate` read UNIROUTE_BUILD_EMBEDDER, interactive work
-UNIROUTE_EMBEDDER; one switch set alone still sets both."""
+"""The embedder split (docs/decisions/0001-build-embedder-default.md): builds and `uniroute evaluate` read
+UNIROUTE_BUILD_EMBEDDER, interactive work UNIROUTE_EMBEDDER; one switch set alone still sets both."""
 
 from __future__ import annotations
 

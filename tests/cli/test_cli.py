@@ -55,7 +55,7 @@ def test_ingest_then_read_only_sql(cli_home, tmp_path):
     assert rows == [{"prompt_id": "p1", "score": 1.0}, {"prompt_id": "p2", "score": 0.0}]
     assert _invoke("sql", "select count(*) as n from prompts", "--csv").output == "n\n2\n"
     refused = _invoke("sql", "delete from results")
-    assert refused.exit_code == 2 and "read-only" in refused.output  # a refusal: exit code 2 (issue 10)
+    assert refused.exit_code == 2 and "read-only" in refused.output  # a refusal: exit code 2, unlike a failure's 1
     assert _invoke("sql", "select count(*) from results").exit_code == 0  # nothing was deleted
     assert json.loads(_invoke("sql", "select count(*) as n from results", "--json").stdout) == [{"n": 2}]
 

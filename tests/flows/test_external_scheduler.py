@@ -26,7 +26,7 @@ N_PROMPTS = 300
 def external_scheduler(tmp_path, prefect_harness):
     """A scheduler and one worker with ONE thread started outside the flow; yields the scheduler's address.
 
-    One thread in the whole cluster is where a task that waits for tasks it submitted deadlocks (issue 24).
+    One thread in the whole cluster is where a task that waits for tasks it submitted deadlocks.
     The worker imports the flow's task by reference (flows.build), and reports task states to the same API."""
     with external_cluster(tmp_path, workers=1, threads=1, env={"PREFECT_API_URL": prefect_harness}) as cluster:
         yield cluster.address

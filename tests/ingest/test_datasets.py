@@ -26,7 +26,7 @@ def as_records(frame: pd.DataFrame, columns: list[str]) -> set[tuple]:
 
 def same_text_conflicts(db_path: Path) -> set[tuple[str, str]]:
     """(prompt_id, model) of rows quarantined because the same text under another prompt_id got another score
-    from the same model: two answers to one question cannot both stand (issue 10; the first one seen stays)."""
+    from the same model: two answers to one question cannot both stand (the first one seen stays)."""
     import json
 
     rows = stored(db_path, "select reason, raw from quarantine")

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATE_FORMAT = "uniroute-static-tuned-embedder"
-# The residual's ridge strength (benchmarks/results/static_tuned_pilot.json, RouterDC): 0.1 is within 0.02 of
+# The residual's ridge strength (docs/decisions/0007-static-tuned-opt-in.md, RouterDC): 0.1 is within 0.02 of
 # 0.01's held-out agreement with the teacher (Spearman .78 vs .81) at a third of the fit time, and fits the prompts
 # it saw much less tightly than 0.01 (.81 vs .90): `uniroute evaluate` fits on every prompt, test prompts included,
 # so a loose fit keeps its Areas closer to what a build (fitted on training prompts only) serves.

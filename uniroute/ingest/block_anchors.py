@@ -3,9 +3,9 @@
 Read whole, a row that gives a prompt another text than the prompt's first row is quarantined and the rows that
 agree with the first are kept. Read in blocks, a prompt's rows can fall in two blocks: its first row's text is then
 already stored by an earlier block, and the later block's checks took that block's own first row as the anchor. A
-conflicting row first in the later block quarantined the block's agreeing rows (issue 22). Before a later block is
-checked, its rows that disagree with what an earlier block of the same file stored for their prompt get that reason,
-so they cannot anchor the block: the same rows are kept and quarantined as when the file is read whole.
+conflicting row first in the later block quarantined the block's agreeing rows, which a whole-file read keeps. Before a
+later block is checked, its rows that disagree with what an earlier block of the same file stored for their prompt get
+that reason, so they cannot anchor the block: the same rows are kept and quarantined as when the file is read whole.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A large file read in blocks, so ingest memory follows a block, not the file (issue 22).
+"""A large file read in blocks, so ingest memory follows a block, not the file.
 
 A file of at most BATCH_BYTES is read whole, as before. A larger text file is first checked as UTF-8 without NUL
 bytes in one streaming pass (the same one-line errors naming the offset and line). A long CSV is then read by

@@ -1,4 +1,4 @@
-"""A large pairwise file read in blocks of battles, so ingest memory follows a block, not the file (issue 22).
+"""A large pairwise file read in blocks of battles, so ingest memory follows a block, not the file.
 
 CSV by Arrow's streaming reader (only the columns the reader uses), Parquet by its batches, JSON lines by lines and
 a JSON list entry by entry (uniroute/ingest/json_stream.py). Which columns a JSON file has is a fact of the whole

@@ -1,4 +1,4 @@
-"""A large RouterBench wide CSV read in blocks of rows, so ingest memory follows a block, not the file (issue 22).
+"""A large RouterBench wide CSV read in blocks of rows, so ingest memory follows a block, not the file.
 
 The wide reader merges the rows of one prompt that RouterBench split over several rows with the same sample_id
 (routerbench._merge_split_rows); those rows need not be adjacent (the shared arc_challenge_train.csv pairs row 75

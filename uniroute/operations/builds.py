@@ -43,7 +43,7 @@ def build(ctx: Context, embedder: str, seed: int = 0, kinds: Sequence[str] = (),
             embedded = embed_new_prompts(ctx, inputs.embedder.name, client=client, progress=progress)
             on_dask = f"prompts embedded on the Dask scheduler at {dask_address} ({embedded.prompts:,} looked up)"
         # One progress line to the end: committing the build and following it in MLflow and `published/` take
-        # half a minute after the last stage of run_build (a silence issue 23 measured).
+        # half a minute after the last stage of run_build, a silence users took for a hang.
         stage = stack.enter_context(ticking("build", log, enabled=progress))
         with ctx.session("build", inputs=inputs.line()) as s:
             result = run_build(s.con, inputs.embedder.name, inputs.seed, cache_dir=ctx.cache_dir, kinds=inputs.kinds,

@@ -46,7 +46,7 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) 
     if operation == "reconcile":
         for finding in report.findings:
             if finding.status in NOTEWORTHY:
-                # "mlflow: <what is wrong>" for what stays broken (the CLI's words since issue 10), the status
+                # "mlflow: <what is wrong>" for what stays broken (the words the CLI has always used), the status
                 # named for what was repaired
                 ctx.warn(f"{finding.check}: {finding.detail}" if finding.status == "broken"
                          else f"{finding.check} {finding.status}: {finding.detail}")

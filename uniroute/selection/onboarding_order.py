@@ -42,49 +42,11 @@ cancels in the routing decision, and `anchored` can be measured there; serving i
 estimated relative to the pool on the same prompts (the pool's cell plus the newcomer's mean difference from the
 pool on the prompts it answered), which onboarding does not do yet.
 
-**What that pool-referenced estimator does not change** (pilot: benchmarks/quality/onboarding_estimator_pilot.py,
-results in benchmarks/results/onboarding_estimator_pilot.json). In the evaluation protocol every test LLM answers
-the same prompts, so the pool-referenced cell differs from the paper's mean by a shift per cluster shared by every
-test LLM; the routing decision (argmin over the test LLMs of Psi_mk + lambda c_m) ignores it, and the study's
-Areas are the same but for clipping, empty cells and shrinkage. So the estimator cannot make a chosen set beat
-random in the study (measured: identical Areas with random prompts, no strategy significant at 25 or 50); it
-matters only where a newcomer is set beside models measured on other prompts, the serving case. Measured there
-too (test LLMs beside the training LLMs' cells on every validation prompt, RouterDC, 25 trials): it helps random
-sets a little at 10 answers (+0.006 Area, n.s.) and does not rescue `anchored` (at 50 answers significantly worse
-than random with it), so onboarding keeps the paper's mean and `best` stays `allocated`. What did move the Area
-in the pilot is shrinkage, not the reference: on RouterBench (100 trials) plain K-means (strength 0) with random
-prompts gains +0.011 Area at 25 answers and +0.006 at 50 from a fixed strength of 5, toward the pool prior or
-toward the pool-referenced prior alike; the study's tables measure plain K-means, not the default router
-(count-aware K-means, strength tuned). With the default router (RouterBench, 100 trials) that gain is already
-taken, the pool-referenced cells with the tuned strength match the paper's (+0.001 Area at 25 and 50, n.s.),
-and against random on the same estimator `anchored` wins at 10 answers (+0.023, 64/34) but not at 25 (+0.008,
-55/45) or 50 (+0.002, 57/43): no strategy meets "beats random at 25 and 50". Choosing each next batch from
-the newcomer's own answers (where its decision is still open) does not either: selection/adaptive_onboarding.py,
-measured in experiments/adaptive_study.py.
-
-**A regression estimator does not either** (pilot: benchmarks/quality/onboarding_regression_pilot.py, results in
-benchmarks/results/onboarding_regression_pilot.json; the default router, 25 trials, seed 0, static embedder). The
-pool-referenced shift cancelled because every test LLM shares it; a newcomer's cell as its loss on EVERY validation
-prompt of the cluster, observed where it answered and predicted elsewhere from the training LLMs' losses on that
-prompt (survey sampling's regression estimator), differs per newcomer and does not cancel. Three predictors: ridge
-regression of its answered losses on the pool LLMs' (intercept free, weights shrunk toward the pool mean, strength
-by leave-one-out on its own answers, or fixed at 30) and a softmax over the pool LLMs by the likelihood of its
-answers. Four orders: random, `allocated`, `anchored`, and `disagree` (allocated, the pool's most contested prompts
-first: the ones that tell whom a newcomer resembles). Against random prompts with the default router's cells, no
-pair wins at both 25 and 50 answers on the three shared datasets (p < 0.05). With random prompts the regression
-cells are no better than the default's (LOO ridge: RouterBench -0.0055 / -0.0011 at 25 / 50, RouterDC -0.0006 /
--0.0056, MMLU-Pro +0.0061 / +0.0006, none significant); the best pair on RouterBench, `anchored` + LOO ridge
-(+0.0020, +0.0129, n.s.), loses on RouterDC (-0.0014, -0.0059); `disagree` is significantly worse than random on
-RouterDC at 50 with every estimator but softmax (the paper's mean -0.0065, 4/20) and on MMLU-Pro at 50 with the LOO
-ridge (-0.0106, 6/17); and `allocated` (today's `best`) is significantly worse than random on MMLU-Pro at 50 with
-the default router's cells (-0.0126, 5/17; softmax -0.0229, 3/19). Of the 90 cells against the baseline, 8 are
-significant at p < 0.05 (about 4-5 expected by chance): one win (`allocated` + LOO ridge, RouterBench at 50, 19/6)
-and seven losses, all at 50 answers. A 100-trial re-run on MMLU-Pro (random and `allocated`) does not confirm
-`allocated`'s loss (-0.0036 at 50, 45/50, p 0.68; +0.0021 at 25) and finds the nearest thing to a gain in the
-estimator alone, random + ridge 30 at 25 answers (+0.0107, 48/30, p 0.054), gone at 50 (+0.0015, 46/40). A likely
-reason: the training pools are small (RouterBench 5 LLMs, RouterDC 3, MMLU-Pro 19) and the losses 0/1, so 25-50
-answers tell whom a newcomer resembles little beyond its mean offset from the pool, which is shared by the test LLMs
-and cancels. Not wired: `best` stays `allocated`, onboarding keeps the default router's cells.
+**Measured** (docs/decisions/0005-onboarding-set.md, with the figures and commands): no strategy, adaptive batches
+chosen from the newcomer's own answers (selection/adaptive_onboarding.py, the study only) included, beats random at
+both 25 and 50 answers on the shared datasets; neither does estimating the newcomer's cells relative to the pool or
+by a regression on the pool LLMs' losses. So `best` stays `allocated` and onboarding keeps the default router's
+cells.
 """
 
 from __future__ import annotations

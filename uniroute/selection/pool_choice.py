@@ -1,11 +1,10 @@
 """At equal costs: re-decide the served kind by cross-validation on the served pool's own validation answers.
 
-Why (issue 28, docs/results/quality_only.md): `auto` (selection.select_kind) compares kinds by simulated
-onboarding of the TRAINING LLMs, another pool than the one it serves, and at equal costs which kind is better
-depends on the pool: on RouterBench validation put the quality-only rule 0.0021 below count-aware K-means while on
-the test LLMs it was 0.0093 above (GPT-4 dominates and moves between pools); on RouterDC K-means' specialist
-clusters win. The served pool's validation answers (what onboarding already sees, never a test label) say which
-it is for that pool.
+Why (docs/results/quality_only.md, docs/decisions/0002-auto-rule.md): `auto` (selection.select_kind) compares kinds by
+simulated onboarding of the TRAINING LLMs, another pool than the one it serves, and at equal costs which kind is better
+depends on the pool: on RouterBench validation put the quality-only rule 0.0021 below count-aware K-means while on the
+test LLMs it was 0.0093 above (GPT-4 dominates and moves between pools); on RouterDC K-means' specialist clusters win.
+The served pool's validation answers (what onboarding already sees, never a test label) say which it is for that pool.
 
 How: the validation prompts are split into FOLDS seeded folds. Per fold, each candidate's served router
 (selection.served_router, the code every surface builds from) is fitted on the pool's answers with the fold's

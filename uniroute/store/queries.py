@@ -92,7 +92,7 @@ def copied(con: duckdb.DuckDBPyConnection, name: str, frame: pa.Table) -> Iterat
 
     For a transaction that goes on after the block: inside one, DuckDB keeps an unregistered view, and the frame it
     scans, until the commit, so a file written block by block in one transaction held every block's frames (about
-    7 MB a block, issue 22). The copy is DuckDB's, under its memory limit and spilled beyond it; the frame is free
+    7 MB a block). The copy is DuckDB's, under its memory limit and spilled beyond it; the frame is free
     once the copy is made.
     """
     if not name.replace("_", "").isalnum():

@@ -1,15 +1,15 @@
 """The quality-only rule's per-cluster decision by empirical Bayes: switch a cluster away from the overall best
 model only as far as the pool's own validation answers say per-cluster differences are real.
 
-Why (issue 28, docs/results/quality_only.md): at equal costs every cluster router sends a cluster to the model of
-least estimated loss there. Which is better, the per-cluster argmin (K-means) or the overall best everywhere,
-depends on the pool: where one LLM dominates (RouterBench with GPT-4 among the served LLMs) most cluster "wins" of
-another LLM are noise; where LLMs specialise (RouterDC: a math model, a code model) they are real. The kind is
-chosen on the training LLMs (simulated onboarding), a different pool: on RouterBench validation said K-means beat
-the rule by 0.007 while on the test LLMs the rule beat K-means by 0.005. And the count-aware shrinkage cannot help
-at equal costs: every model answered the same validation prompts, so shrinking each cluster's cells toward the
-pool prior with one strength leaves their order, hence the argmin, unchanged; its strength is tuned on the
-training pool anyway (0 in 85 of 100 RouterBench trials).
+Why (docs/results/quality_only.md, docs/decisions/0002-auto-rule.md): at equal costs every cluster router sends a
+cluster to the model of least estimated loss there. Which is better, the per-cluster argmin (K-means) or the overall
+best everywhere, depends on the pool: where one LLM dominates (RouterBench with GPT-4 among the served LLMs) most
+cluster "wins" of another LLM are noise; where LLMs specialise (RouterDC: a math model, a code model) they are real. The
+kind is chosen on the training LLMs (simulated onboarding), a different pool: on RouterBench validation said K-means
+beat the rule by 0.007 while on the test LLMs the rule beat K-means by 0.005. And the count-aware shrinkage cannot help
+at equal costs: every model answered the same validation prompts, so shrinking each cluster's cells toward the pool
+prior with one strength leaves their order, hence the argmin, unchanged; its strength is tuned on the training pool
+anyway (0 in 85 of 100 RouterBench trials).
 
 So the decision is made from the served pool's own answers. Each cell (model m, cluster k) is shrunk toward the
 pool prior (routers.cluster.psi.pool_prior: the cluster's pool loss plus the model's overall lead, an additive model

@@ -4,7 +4,7 @@ Each row quotes one JSON written by a benchmark (the command that wrote it is in
 the machine's load average while it ran: the 2 cores are shared, so a figure without its load says little.
 The table sits between the markers `<!-- speed-table -->` and `<!-- /speed-table -->` in README.md.
 
-Run: `.venv/bin/python -m benchmarks.speed.table` (after `make bench` or any single benchmark).
+Run: `.venv/bin/python -m tools.pages.speed_table` (after `make bench` or any single benchmark).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from benchmarks.quality.readme_block import README, rewrite_block
 from benchmarks.runner import RESULTS_DIR as RESULTS
+from tools.pages.readme_block import README, rewrite_block
 
 
 def _load(name: str) -> dict[str, Any] | None:

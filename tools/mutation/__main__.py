@@ -1,5 +1,5 @@
-"""`make mutation` / `python -m benchmarks.mutation [MODULE ...]`: run the core modules' mutants, one module at a
-time, and write benchmarks/results/mutation.json and the table in docs/results.md.
+"""`make mutation` / `python -m tools.mutation [MODULE ...]`: run the core modules' mutants, one module at a
+time, and write tools/mutation/results.json and the table in docs/results.md.
 
 MODULES maps each core module to its FAST tests (seconds, no Prefect server, no shared datasets; options as
 --name=value): a mutant is killed when one of them fails. A mutant that survives is either killed by a new test
@@ -17,11 +17,11 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchmarks.mutation.runner import ModuleRun, run_module
-from benchmarks.quality.readme_block import rewrite_block
-from benchmarks.runner import REPO
+from tools.mutation.runner import ModuleRun, run_module
+from tools.pages import REPO
+from tools.pages.readme_block import rewrite_block
 
-RESULTS = REPO / "benchmarks" / "results" / "mutation.json"
+RESULTS = Path(__file__).with_name("results.json")
 EQUIVALENT = Path(__file__).with_name("equivalent.json")
 DOC = REPO / "docs" / "results.md"
 

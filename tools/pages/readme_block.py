@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from benchmarks.runner import REPO
+from tools.pages import REPO
 
 README = REPO / "README.md"
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.mutation import patch
-from benchmarks.mutation.operators import Mutant, mutants, mutated_tree
+from tools.mutation import patch
+from tools.mutation.operators import Mutant, mutants, mutated_tree
 
 PYTEST_ARGS = ["-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=", "--no-header", "-W", "ignore"]
 

@@ -6,7 +6,7 @@ trials (the paper's protocol; UniRoute K-means; 100 trials, seed 0).
 Everything between the `## Onboarding set` heading and the next `## ` heading is rewritten. With --run, the
 three studies run first (sequentially), with the commands the section prints.
 
-Run: `UNIROUTE_HOME=.uniroute-eval OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.quality.onboarding_set_doc [--run]`
+Run: `UNIROUTE_HOME=.uniroute-eval OMP_NUM_THREADS=1 .venv/bin/python -m tools.pages.onboarding_set_doc [--run]`
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is chosen
 
-from benchmarks.quality.results_doc import DATASETS, SEED, TRIALS  # noqa: E402
-from benchmarks.runner import REPO as ROOT  # noqa: E402
+from tools.pages import REPO as ROOT  # noqa: E402
+from tools.pages.results_doc import DATASETS, SEED, TRIALS  # noqa: E402
 from uniroute.experiments.onboarding_study import selection_table  # noqa: E402
 
 # What the runs in docs/results/onboarding_set/ and onboarding_adaptive/ were measured with, printed in their
@@ -37,13 +37,7 @@ OUT_DIR = ROOT / "docs" / "results" / "onboarding_set"
 ADAPTIVE_DIR = ROOT / "docs" / "results" / "onboarding_adaptive"  # the adaptive strategies with the default router
 ADAPTIVE_STRATEGIES = "adaptive,adaptive_shared"
 ADAPTIVE_METHOD = "kmeans_shrunk"  # the default router (count-aware K-means)
-PILOT = ROOT / "benchmarks" / "results" / "onboarding_estimator_pilot.json"
-ESTIMATORS = {"paper": "paper's mean", "paper5": "paper's mean, shrunk (5) toward the pool prior",
-              "ref0": "pool-referenced", "ref5": "pool-referenced, shrunk (5)",
-              "refA": "pool-referenced, tuned shrinkage"}
-REGRESSION_PILOT = ROOT / "benchmarks" / "results" / "onboarding_regression_pilot.json"
-REGRESSION_ESTIMATORS = {"paper": "paper's mean (default router)", "regression": "regression, ridge by LOO",
-                         "ridge30": "regression, ridge 30", "softmax": "softmax over pool LLMs"}
+ESTIMATORS_RECORD = "0005-onboarding-set.md"  # the verdict on the pilots' estimators (docs/decisions/)
 DOC = ROOT / "docs" / "results.md"
 HEADING = "## Onboarding set: which validation prompts a new LLM answers"
 SIZES = "10,25,50,100"
@@ -103,105 +97,13 @@ def verdict(report: dict[str, Any], sizes: tuple[int, ...] = (25, 50), alpha: fl
     return f"Verdict: {beat}; significantly worse than random at some N: {', '.join(worse) or 'none'}."
 
 
-def estimator_note(pilot: Path = PILOT, sizes: tuple[str, ...] = ("25", "50")) -> list[str]:
-    """The pool-referenced estimator's pilot (benchmarks/quality/onboarding_estimator_pilot.py): per recorded run,
-    each strategy and estimator against random with the paper's mean at 25 and 50 answers."""
-    if not pilot.exists():
-        return []
-    runs = json.loads(pilot.read_text())
-    parts = ["", "### A pool-referenced estimator for the newcomer (pilot)", "", (
-        "A newcomer's cell as the pool's cell (training LLMs, every validation prompt of the cluster) plus its "
-        "mean difference from the pool on the prompts it answered there (shrunk toward its overall difference). "
-        "In the study every test LLM answers the same prompts, so the shift from the paper's mean is shared by "
-        "every test LLM in a cluster and the routing decision ignores it: the study cannot reward the "
-        "estimator (random rows: the same Area). `mixed` runs set the test LLMs beside the training LLMs "
-        "measured on every validation prompt (the serving case), where it can matter. `balanced` (pilot only): "
-        "`allocated` across clusters, within a cluster a systematic sample along the pool's mean loss. "
-        "`default_router` runs measure count-aware K-means (the default router, strength tuned per trial; "
-        "its 'paper's mean' rows are the default router itself); the others plain K-means, as the tables above. "
-        "Difference of test Area from random prompts with the paper's mean (wins/losses, sign test p).")]
-    for name, run in runs.items():
-        table = run["against_random_paper"]
-        parts += ["", f"`{name}`: `{run['command']}` ({run['trials']} trials, seed {run['seed']})", "",
-                  "| strategy | estimator | " + " | ".join(f"N = {n}" for n in sizes) + " |",
-                  "|---|---|" + "---:|" * len(sizes)]
-        for strategy, rows in table.items():
-            if strategy == "all_prompts_area":
-                continue
-            for est, entries in rows.items():
-                if est == "refA" and "ref0" in rows:  # plain K-means tunes no strength: the same Areas as ref0
-                    continue
-                cells = [f"{e['difference']:+.4f} ({e['wins']}/{e['losses']}, p {e['p']:.2f})"
-                         for e in (entries[n] for n in sizes if n in entries)]
-                parts.append(f"| {strategy} | {ESTIMATORS.get(est, est)} | " + " | ".join(cells) + " |")
-    return parts
-
-
-def regression_note(pilot: Path = REGRESSION_PILOT, sizes: tuple[str, ...] = ("25", "50")) -> list[str]:
-    """The regression estimator's pilot (benchmarks/quality/onboarding_regression_pilot.py): one table, each
-    (strategy, estimator) against random prompts with the default router's cells, per dataset and size."""
-    if not pilot.exists():
-        return []
-    records = json.loads(pilot.read_text())
-    pilots = [run for name, run in records.items() if name.startswith("pilot")]  # "check...": longer re-runs
-    runs = {d: run for d in DATASETS for run in pilots if f"/{d}/" in run["command"]}  # the doc's dataset order
-    if not runs:
-        return []
-    first = next(iter(runs.values()))
-    parts = ["", "### A regression estimator for the newcomer (pilot, default router)", "", (
-        "A newcomer's cell as its loss on every validation prompt of the cluster: observed where it answered, "
-        "predicted elsewhere from the training LLMs' losses on that prompt, averaged over the cluster (survey "
-        "sampling's regression estimator). The prediction differs per newcomer, so unlike the pool-referenced "
-        "cell it does not cancel between test LLMs. `regression`: ridge regression of the newcomer's answered "
-        "losses on the pool LLMs' losses (intercept free, weights shrunk toward the pool mean, strength by "
-        "leave-one-out on its own answers); `ridge30`: the same with a fixed strength of 30; `softmax`: the pool "
-        "LLMs mixed by the likelihood of the newcomer's answers (miss rate 0.3) plus its mean residual. "
-        "`disagree`: `allocated` across clusters, within a cluster the prompts the training LLMs disagree on most "
-        "first (they tell whom a newcomer resembles). Only the "
-        "newcomer's answered labels are read. Count-aware K-means (the default router, K and strength tuned per "
-        "trial, static embedder). Difference of test Area from random prompts with the default router's own "
-        f"cells (wins/losses, sign test p, `*` p < 0.05); {first['trials']} trials, seed {first['seed']}.")]
-    parts += ["", "Commands: " + "; ".join(f"`{run['command']}`" for run in runs.values()), "",
-              "| strategy | estimator | " + " | ".join(f"{DATASETS[d]['title']} N = {n}" for d in runs
-                                                     for n in sizes) + " |",
-              "|---|---|" + "---:|" * (len(runs) * len(sizes))]
-    winners = []
-    for strategy, rows in first.items():
-        if not isinstance(rows, dict):  # the header entries (command, trials, the all-prompts Area)
-            continue
-        for est in rows:
-            cells, wins_all = [], True
-            for run in runs.values():
-                for n in sizes:
-                    e = run.get(strategy, {}).get(est, {}).get(n)
-                    if e is None:
-                        cells.append("")
-                        wins_all = False
-                        continue
-                    star = " *" if e["p"] < 0.05 else ""
-                    cells.append(f"{e['difference']:+.4f} ({e['wins']}/{e['losses']}{star})")
-                    wins_all &= e["wins"] > e["losses"] and e["p"] < 0.05
-            if wins_all and (strategy, est) != ("random", "paper"):
-                winners.append(f"{strategy} + {est}")
-            parts.append(f"| {strategy} | {REGRESSION_ESTIMATORS.get(est, est)} | " + " | ".join(cells) + " |")
-    at = " and ".join(sizes)
-    parts += ["", "Test Area with random prompts (" + " / ".join(f"N = {n}" for n in sizes) + " / all validation "
-              "prompts), the gap a choice could close: " + "; ".join(
-                  f"{DATASETS[d]['title']} " + " / ".join(f"{run['random']['paper'][n]['area']:.4f}" for n in sizes)
-                  + f" / {run['all_prompts_area']:.4f}" for d, run in runs.items()) + "."]
-    for name, run in records.items():
-        if not name.startswith("pilot"):  # a re-run of a few cells with more trials, printed beside the table
-            cells = [f"{strategy} + {est} {entries[n]['difference']:+.4f} ({entries[n]['wins']}/"
-                     f"{entries[n]['losses']}, p {entries[n]['p']:.3f}) at {n}"
-                     for strategy, rows in run.items() if isinstance(rows, dict)
-                     for est, entries in rows.items() if (strategy, est) != ("random", "paper")
-                     for n in sizes if n in entries]
-            parts += ["", f"`{name}` (`{run['command']}`, {run['trials']} trials): " + "; ".join(cells) + "."]
-    parts += ["", (f"Verdict: beats random + the default router's cells at N = {at} on every dataset (p < 0.05): "
-                   + ", ".join(winners)) if winners else
-              f"Verdict: no combination beats random + the default router's cells at both N = {at} on every "
-              "dataset (p < 0.05)."]
-    return parts
+def estimators_note() -> list[str]:
+    """Where the verdict on other estimators of a newcomer's cells stands: a decision record, not a pilot's tables."""
+    return ["", "### Other estimators of a newcomer's cells", "", (
+        "Two pilots estimated a newcomer's Psi cell otherwise than by the mean of its answers: relative to the pool "
+        "on the same prompts, and by survey sampling's regression estimator. Neither made a chosen onboarding set "
+        "beat random at both N = 25 and 50; their figures, commands and the decision are in "
+        f"[decisions/{ESTIMATORS_RECORD}](decisions/{ESTIMATORS_RECORD}).")]
 
 
 def adaptive_note(out_dir: Path = ADAPTIVE_DIR, plots: bool = True) -> list[str]:
@@ -264,8 +166,7 @@ def section(out_dir: Path = OUT_DIR, plots: bool = True) -> str:
     missing = [a["title"] for d, a in DATASETS.items() if not (out_dir / f"{d}_valsize.json").exists()]
     if missing:
         parts += ["", f"Not measured yet: {', '.join(missing)}."]
-    parts += estimator_note()
-    parts += regression_note()
+    parts += estimators_note()
     parts += adaptive_note(plots=plots)
     return "\n".join(parts) + "\n\n"
 
