@@ -4,11 +4,11 @@
   seconds, load average, peak memory, machine and commit, and the JSON each benchmark writes to
   benchmarks/results/.
 - `speed/`: how fast one thing is (routing, `uniroute route`, ingest, the embedders, the evaluation) and the
-  README's speed table generated from their results (`speed.table`).
+  speed table of docs/results.md generated from their results (`speed.table`).
 - `scale/`: the whole pipeline at size (`scale.pipeline`: the mmlu_pro_cot29 build, onboarding and publish, a
   1M x 100 synthetic build, start-up imports) and the library operations its sections call.
-- `quality/`: routing quality as the docs report it (docs/results.md and the README's quality table from the
-  evaluation JSONs; docs/results/embedders.md) and the README-block rewriter both tables use.
+- `quality/`: routing quality as the docs report it (docs/results.md and its headline quality table from the
+  evaluation JSONs; docs/results/embedders.md) and the block rewriter both generated tables use.
 - `paper/`: the paper's further experiments (pairwise preferences, transfer, prompt attributes, LLM
   similarity), their rule-made attribute labels, and the page docs/results/paper_extensions.md.
 

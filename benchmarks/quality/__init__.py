@@ -1,2 +1,2 @@
-"""Routing quality as the docs report it: docs/results.md and the README's quality table (`results_doc`), the
-embedders page (`embedders_table`), and the README-block rewriter (`readme_block`)."""
+"""Routing quality as the docs report it: docs/results.md and its headline quality table (`results_doc`),
+the embedders page (`embedders_table`), and the generated-block rewriter (`readme_block`)."""
