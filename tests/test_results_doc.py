@@ -1,15 +1,17 @@
-"""The README's quality table and its verdict on `auto` are generated from the evaluation JSONs, never typed."""
+"""The headline quality table (docs/results.md) and its verdict on `auto` are generated from the evaluation JSONs,
+never typed, and the README's headline figures are theirs."""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from tools.pages import results_doc
-from tools.pages.readme_block import rewrite_block
+from tools.pages.readme_block import PAGE, rewrite_block
 from uniroute.settings import DEFAULT_BUILD_EMBEDDER
 
 
@@ -31,6 +33,27 @@ def test_the_quality_block_is_rewritten_from_the_reports(reports, tmp_path: Path
         row = next(line for line in text.splitlines() if line.startswith(f"| {short} ("))
         assert row.startswith(f"| {short} ({report['trials']}) |")
         assert f"{report['methods']['auto']['area']:.4f}".lstrip("0") in row
+
+
+def test_the_results_page_holds_the_generated_block(reports) -> None:
+    # The block moved from the README to docs/results.md: what the page shows is what the generator writes.
+    page = PAGE.read_text()
+    start, end = "<!-- quality-table -->\n", "<!-- /quality-table -->"
+    assert page[page.index(start) + len(start):page.index(end)] == results_doc.readme_quality(reports)
+    assert page.index(end) < page.index("## Quality")  # above the section the generator rewrites whole
+
+
+def test_the_readme_headline_quotes_the_reports(reports) -> None:
+    readme = (PAGE.parents[1] / "README.md").read_text()
+    assert f"`{results_doc.EMBEDDER}` embedder" in readme
+    quoted = dict((name, (auto, zero)) for name, auto, zero in
+                  re.findall(r"(RouterBench|MMLU-Pro|RouterDC) (\.\d{4}) \((\.\d{4})\)", readme))
+    assert len(quoted) == len(reports) == 3
+    for dataset, (report, _) in reports.items():
+        methods = report["methods"]
+        assert report["trials"] == 100 and "100 trials" in readme
+        assert quoted[results_doc.DATASETS[dataset]["short"]] == (
+            f"{methods['auto']['area']:.4f}".lstrip("0"), f"{methods['zero']['area']:.4f}".lstrip("0")), dataset
 
 
 def test_the_readme_table_is_measured_on_the_build_default_embedder(reports, tmp_path: Path) -> None:

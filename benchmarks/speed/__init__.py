@@ -1,2 +1,2 @@
-"""How fast one thing is: routing, `uniroute route`, ingest, the embedders, the evaluation; and the README's speed
-table from their results (`table`)."""
+"""How fast one thing is: routing, `uniroute route`, ingest, the embedders, the evaluation; and the speed table
+of docs/results.md from their results (`table`)."""

@@ -261,7 +261,7 @@ def test_costs_from_a_file_all_or_none_and_models_list_shows_the_results_costs(c
 
 
 def test_every_command_takes_json():
-    """The README promises --json on every command; a command without it is a broken promise."""
+    """docs/cli.md promises --json on every command; a command without it is a broken promise."""
     for command in (*COMMANDS, "inbox", "doctor", "arena-battles", "annotate"):
         words = ["models", "list"] if command == "models" else [command]
         assert "--json" in _invoke(*words, "--help").output, command

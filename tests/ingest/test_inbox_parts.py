@@ -28,7 +28,7 @@ from uniroute.ingest.staging import IngestError
 
 
 def test_a_copied_file_settles_after_two_seconds():
-    # The README tells writers that copy in place: a file is taken once it has stood still for 2 s.
+    # docs/cli.md and docs/settings.md tell writers that copy in place: a file is taken once it has stood still for 2 s.
     assert inbox.SETTLE_SECONDS == SETTLE_SECONDS == 2.0
     assert inspect.signature(inbox.process_inbox).parameters["settle_seconds"].default == 2.0
 

@@ -1,4 +1,4 @@
-"""Rewrite one generated block of the README, between `<!-- NAME -->` and `<!-- /NAME -->`, leaving the rest."""
+"""Rewrite one generated block of docs/results.md, between `<!-- NAME -->` and `<!-- /NAME -->`, leaving the rest."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 from tools.pages import REPO
 
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "results.md"  # the generated tables' page (the README links it)
 
 
-def rewrite_block(name: str, body: str, path: Path = README) -> None:
+def rewrite_block(name: str, body: str, path: Path = PAGE) -> None:
     """Replace the block's content with body (which ends with a newline); a missing block is an error."""
     start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
     text = path.read_text()

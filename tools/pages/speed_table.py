@@ -1,8 +1,8 @@
-"""Regenerate the README's speed table from the speed and scale results in benchmarks/results/.
+"""Regenerate docs/results.md's speed table from the speed and scale results in benchmarks/results/.
 
 Each row quotes one JSON written by a benchmark (the command that wrote it is in the JSON), with its target and
 the machine's load average while it ran: the 2 cores are shared, so a figure without its load says little.
-The table sits between the markers `<!-- speed-table -->` and `<!-- /speed-table -->` in README.md.
+The table sits between the markers `<!-- speed-table -->` and `<!-- /speed-table -->` in docs/results.md.
 
 Run: `.venv/bin/python -m tools.pages.speed_table` (after `make bench` or any single benchmark).
 """
@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from benchmarks.runner import RESULTS_DIR as RESULTS
-from tools.pages.readme_block import README, rewrite_block
+from tools.pages.readme_block import PAGE, rewrite_block
 
 
 def _load(name: str) -> dict[str, Any] | None:
@@ -146,7 +146,7 @@ def speed_table() -> str:
 
 def main() -> None:
     rewrite_block("speed-table", speed_table())
-    print(f"rewrote the speed table in {README}")
+    print(f"rewrote the speed table in {PAGE}")
 
 
 if __name__ == "__main__":

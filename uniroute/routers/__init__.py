@@ -1,18 +1,14 @@
 """Router learning: the router kinds behind one routing surface and one registry, their fits, and Psi.
 
-Owns the rule r(x) = argmin_m gamma(x, m) + lambda * c(m) with its pool, budgets, embedder check and what a router
-answers about itself (`rule`), the routers that supply gamma: the cluster router gamma = Phi(x) . Psi(m)
-(`router`) with its maps Phi (`kmeans`: nearest centroid; `learned_map`: the paper's LearnedMap, trained in numpy
-by `learned_map_net` with `adam`), and K-NN over the validation prompts (`knn`: its label table plays Psi).
-A router kind is one object (`kinds`: the RouterKind protocol, Tuned and the one registry; one module per kind:
-`kind_kmeans`, `kind_learnedmap`, `kind_knn`; their ladders in `ladders`): its label, ladder, tuning (through the
-selection engine passed in), simulated onboarding, held-out gamma, served router and storage. Also the LLM
-features Psi (`psi`: per-cluster mean loss from labels or from the results' group-by, count-aware shrinkage;
-from pairwise
-preferences: `bradley_terry` strengths per cluster and `psi_battles` rows beside the pointwise ones), how alike
-the LLMs' Psi rows are (`similarity`), the baselines (`zero`: ZeroRouter; `oracles`: clairvoyant MLP and
-MatFac), routers as npz bytes (`serialize`, dispatching through the registry) and the routing tables a router
-publishes (`tables`); one lambda path behind budgets and deferral curves (`lambda_path`). Plain numpy on plain
-values: it never touches the store (pipeline.pool.psi_data reads Psi's evidence and hands it over as frames), embeds
-or tracks.
+The core at the root: the rule r(x) = argmin_m gamma(x, m) + lambda * c(m) with its pool, budgets, embedder check
+and what a router answers about itself (`rule`), the cluster router gamma = Phi(x) . Psi(m) (`router`), the one
+registry of kinds (`kinds`: the RouterKind protocol, Tuned, the ladders), routers as npz bytes (`serialize`,
+dispatching through the registry), the routing tables a router publishes (`tables`) and the terms of one decision
+(`explain`). The families below: `cluster/` (the maps Phi: `kmeans`, nearest centroid, and `learned_map`, the
+paper's LearnedMap trained in numpy by `learned_map_net` with `adam`; Psi from labels or the results' group-by
+with count-aware shrinkage, `psi`; from pairwise preferences, `bradley_terry` and `psi_battles`; `similarity` of
+Psi rows; their kinds), `knn/` (K-NN over the validation prompts, its label table playing Psi), `quality_rule/`
+(pools whose models cost the same), `baselines/` (ZeroRouter, the clairvoyant MLP and MatFac) and `budgets/` (one
+lambda path behind budgets and deferral curves, the hard cost cap). Plain numpy on plain values: it never touches
+the store (pipeline.pool.psi_data reads Psi's evidence and hands it over as frames), embeds or tracks.
 """
