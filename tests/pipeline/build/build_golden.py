@@ -56,9 +56,10 @@ def observe(db: Path, result: build_module.BuildResult) -> dict:
             psi = registry.psi_table(version.router)
             clustering = registry.router_clustering_id(version.router)
             if clustering not in names and (centroids := registry.router_centroids(version.router)) is not None:
-                # a clustering no prompt was stored under (the sampled build's refit): its centres to 6 decimals
-                rounded = np.round(np.asarray(centroids.centers, dtype=np.float64), 6) + 0.0  # no -0.0
-                names[clustering] = "centres-" + hashlib.sha256(rounded.tobytes()).hexdigest()[:16]
+                # A clustering no prompt was stored under (the sampled build's refit) is named by its size: its
+                # centres' digits differ between CPUs (even rounded to 6 decimals, seen on an AVX-512 machine),
+                # and what it assigns is checked through its Psi rows (each cluster's n and loss) below.
+                names[clustering] = f"unstored-k{len(centroids.centers)}"
             routers[version.kind] = {
                 "clustering_id": names.get(clustering, clustering),
                 "models": list(version.router.models),
