@@ -79,6 +79,10 @@ class Gateway:
                 tried.append(model)
         return tried, above, cap
 
+    def spend_of(self, decision_id: str) -> dict[str, Any]:
+        """The real cost and tokens of a decision served lately (empty when forgotten or unknown)."""
+        return {k: v for k, v in self._spent.get(decision_id, {}).items() if v is not None}
+
     def remember_spend(self, decision_id: str, spend: dict[str, Any]) -> None:
         self._spent[decision_id] = spend
         while len(self._spent) > REMEMBERED:
@@ -136,7 +140,7 @@ def gateway_app(gateway: Gateway) -> FastAPI:
             return _error(400, f"score must be a number in [0, 1], not {score!r}", "invalid_request_error")
         if gateway.inbox_dir is None:
             return _error(503, "this gateway has no inbox to record outcomes in", "uniroute_error")
-        spend = {k: v for k, v in gateway._spent.get(body["decision_id"], {}).items() if v is not None}
+        spend = gateway.spend_of(body["decision_id"])
         path = await anyio.to_thread.run_sync(write_outcome, gateway.inbox_dir, body["decision_id"], score, spend)
         return JSONResponse({"recorded": True, "file": path.name})
 

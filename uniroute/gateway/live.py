@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -211,8 +210,3 @@ class Conversations:
             self._models.move_to_end(key)
             while len(self._models) > self._limit:
                 self._models.popitem(last=False)
-
-
-def now_ms(start: float) -> float:
-    """Milliseconds since a time.perf_counter() start."""
-    return (time.perf_counter() - start) * 1000.0
