@@ -93,13 +93,14 @@ class Running:
                 backend.kill()
 
 
-def start(home: Path, latency: float = 0.0, spool_seconds: float = 60.0) -> Running:
-    """A toy store published under home, backends for cheap, big and mid, and a gateway serving them."""
+def start(home: Path, latency: float = 0.0, spool_seconds: float = 60.0,
+          deployed: tuple[str, ...] = ("cheap", "big", "mid")) -> Running:
+    """A toy store published under home, backends for the deployed models, and a gateway serving them."""
     home.mkdir(parents=True, exist_ok=True)
     db_path = save_toy_champion(home / "uniroute.duckdb")
     set_prices(db_path)
     publish_current(db_path, home / "published")
-    backends = {name: Backend(name, latency=latency).start() for name in ("cheap", "big", "mid")}
+    backends = {name: Backend(name, latency=latency).start() for name in deployed}
     places = GatewayPlaces(home / "published", db_path, home / "spool" / "decisions", home / "inbox",
                            deployments_yaml(home / "deployments.yaml", backends))
     gateway = open_gateway(places, embedder_of=lambda source: ToyEmbedder(), spool_seconds=spool_seconds)

@@ -148,3 +148,18 @@ def test_a_switch_of_published_current_is_served_within_five_seconds(running: Ru
         time.sleep(0.1)
     assert ask(running, "a hard question")[0].model == "big"
     assert spooled(running)[-1]["router_id"] == "r-002"
+
+
+def test_a_model_without_a_deployment_is_an_attempt_that_falls_back(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VAR, KEY)
+    running = start(tmp_path / "home", deployed=("cheap", "retired-one"))
+    try:
+        line = running.gateway.coverage()
+        assert "without a deployment: big" in line and "naming no pool model: retired-one" in line
+        assert ask(running, "a hard question")[0].model == "cheap"
+        attempts = spooled(running)[0]["attempts"]
+        assert attempts[0]["model"] == "big" and attempts[0]["error"].startswith("no deployment")
+        assert attempts[1] == {**attempts[1], "model": "cheap", "error": None}
+    finally:
+        running.stop()

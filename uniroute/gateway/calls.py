@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,13 +59,21 @@ def error_line(exc: BaseException, secrets: Sequence[str] = ()) -> str:
     return text[:ERROR_CHARS]
 
 
+NO_DEPLOYMENT = "no deployment: the deployments file does not say how to call this model"
+
+
 async def first_answer(router: Any, candidates: Sequence[str], messages: list[dict[str, Any]],
-                       params: dict[str, Any], stream: bool, secrets: Sequence[str] = ()) -> Answer:
+                       params: dict[str, Any], stream: bool, secrets: Sequence[str] = (),
+                       deployed: Collection[str] | None = None) -> Answer:
     """Call candidates in order until one answers (streamed: sends its first chunk); the Answer says who, or, with
-    no model set, that every candidate failed (its attempts say how)."""
+    no model set, that every candidate failed (its attempts say how). A candidate outside `deployed` (when given)
+    is an attempt that failed at once, never a call."""
     answer = Answer()
     started = time.perf_counter()
     for model in candidates:
+        if deployed is not None and model not in deployed:
+            answer.attempts.append(Attempt(model, NO_DEPLOYMENT, 0.0))
+            continue
         t0 = time.perf_counter()
         try:
             if stream:

@@ -66,8 +66,8 @@ class Gateway:
     def candidates(self, loaded: Loaded, request: RoutingRequest, chosen: str, fallbacks: list[str],
                    pinned: str | None) -> tuple[list[str], list[str], float | None]:
         """(models to try in order, models left out for being above the cap, the cap): the conversation's model
-        first when it has one, then the decision's model and its fall-backs; deployed models only; a fall-back
-        above a named budget's or max cost's cap never (the decision's own model always is tried)."""
+        first when it has one, then the decision's model and its fall-backs; a fall-back above a named budget's or
+        max cost's cap never (the decision's own model always is tried)."""
         cap = loaded.cap(request)
         order = list(dict.fromkeys([*([pinned] if pinned in loaded.source.pool else []), chosen, *fallbacks]))
         tried, above = [], []
@@ -75,7 +75,7 @@ class Gateway:
             cost = loaded.model_cost(model)
             if cap is not None and model != chosen and (cost is None or cost > cap):
                 above.append(model)
-            elif model in self.deployed:
+            else:
                 tried.append(model)
         return tried, above, cap
 
@@ -174,12 +174,13 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         fallbacks = [] if row["fallbacks"] is None else [str(m) for m in row["fallbacks"]]
         tried, above, cap = gateway.candidates(loaded, setting, str(row["model"]), fallbacks,
                                                gateway.conversations.model_of(key))
-        answer = await first_answer(gateway.llm, tried, body["messages"], params, stream, gateway.secrets)
+        answer = await first_answer(gateway.llm, tried, body["messages"], params, stream, gateway.secrets,
+                                    gateway.deployed)
         if answer.model is None:
             failure = _failure_line(answer, above, cap, str(row["setting"]))
             gateway.record(loaded, batch, text, Happened(None, answer.attempts, None, _ms(started), failure=failure,
                                                          conversation=conversation_hash(key)))
-            return _error(503 if above or not tried else 502, failure, "uniroute_no_answer", decision_id)
+            return _error(503 if above else 502, failure, "uniroute_no_answer", decision_id)
         gateway.conversations.remember(key, answer.model)
         headers = {DECISION_HEADER: decision_id}
         if not stream:
