@@ -10,7 +10,14 @@ import pytest
 from tests.gateway.harness import ToyEmbedder, publish_current, set_prices
 from tests.pipeline.toy_store import save_toy_champion
 from uniroute.gateway.calls import error_line, secrets_of
-from uniroute.gateway.deployments import DeploymentsError, coverage_line, deployments_of, read_deployments, redacted
+from uniroute.gateway.deployments import (
+    DeploymentsError,
+    coverage_line,
+    deployments_of,
+    published_coverage,
+    read_deployments,
+    redacted,
+)
 from uniroute.gateway.live import LiveRouter, Price, requested_setting
 from uniroute.pipeline.serving.route import RoutingError
 
@@ -74,3 +81,14 @@ def test_a_named_cap_leaves_pricier_fallbacks_out(tmp_path: Path) -> None:
     assert set(loaded.prices) == {"cheap", "big"}
     batch = loaded.decide("a hard question", requested_setting("uniroute/lambda-0"))
     assert batch.decisions["model"].iloc[0] == "big" and list(batch.decisions["fallbacks"].iloc[0]) == ["cheap"]
+
+
+def test_doctor_names_the_published_pool_models_without_a_deployment(tmp_path: Path) -> None:
+    db = save_toy_champion(tmp_path / "uniroute.duckdb")
+    path = tmp_path / "deployments.yaml"
+    path.write_text("model_list:\n  - model_name: cheap\n    litellm_params: {model: openai/cheap}\n")
+    assert published_coverage(path, tmp_path / "published") is None  # nothing published yet
+    publish_current(db, tmp_path / "published")
+    assert published_coverage(path, tmp_path / "published") == "deployments: pool models without a deployment: big"
+    path.write_text("model_list: []\n")
+    assert "non-empty `model_list`" in published_coverage(path, tmp_path / "published")

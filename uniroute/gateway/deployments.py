@@ -98,6 +98,20 @@ def coverage_line(pool: Sequence[str], deployed: Collection[str]) -> str:
     return "deployments: " + "; ".join(parts)
 
 
+def published_coverage(path: Path, published_dir: Path) -> str | None:
+    """The coverage line of a deployments file against the published pool (what `uniroute doctor` prints); None
+    when there is no deployments file or nothing published; the file's problem in one line when it is unusable."""
+    from uniroute.pipeline.serving.snapshot import current_manifest
+
+    manifest = current_manifest(published_dir) if Path(path).exists() else None
+    if manifest is None:
+        return None
+    try:
+        return coverage_line(manifest["pool"], read_deployments(path).names)
+    except DeploymentsError as exc:
+        return f"deployments: {exc}"
+
+
 def redacted(entry: dict[str, Any]) -> dict[str, Any]:
     """A model_list entry safe to show: secret values replaced (an os.environ/VAR reference kept, it names no key)."""
     params = {k: (v if not isinstance(v, str) or v.startswith("os.environ/") or k not in _SECRET_KEYS else "***")
