@@ -92,3 +92,15 @@ def test_doctor_names_the_published_pool_models_without_a_deployment(tmp_path: P
     assert published_coverage(path, tmp_path / "published") == "deployments: pool models without a deployment: big"
     path.write_text("model_list: []\n")
     assert "non-empty `model_list`" in published_coverage(path, tmp_path / "published")
+
+
+def test_a_setting_is_resolved_once_per_router_and_each_decision_still_names_it(tmp_path: Path) -> None:
+    db = save_toy_champion(tmp_path / "uniroute.duckdb")
+    publish_current(db, tmp_path / "published")
+    loaded = LiveRouter(tmp_path / "published", db, lambda source: ToyEmbedder()).loaded
+    columns = ["model", "lam", "budget", "setting", "max_cost"]
+    for name in ("uniroute", "uniroute/max-cost-2", "uniroute/budget-0.5", "uniroute/lambda-0"):
+        first = loaded.decide("a hard question", requested_setting(name)).decisions[columns]
+        again = loaded.decide("a hard question", requested_setting(name)).decisions[columns]
+        assert again.to_dict("records") == first.to_dict("records")
+    assert len(loaded.resolved) == 4

@@ -88,6 +88,8 @@ class Loaded:
     calibration: Calibration
     prices: dict[str, Price] = field(default_factory=dict)
     version: str | None = None  # the publication `current` pointed at
+    # Each setting asked for, as (lambda, budget, setting, max cost): filled by the first request of the setting.
+    resolved: dict[RoutingRequest, tuple[float, Any, Any, Any]] = field(default_factory=dict)
 
     def model_cost(self, model: str) -> float | None:
         """The router's expected per-call cost of a model (the unit budgets and max costs are in)."""
@@ -105,9 +107,20 @@ class Loaded:
         return None
 
     def decide(self, text: str, request: RoutingRequest) -> RoutedBatch:
-        """The router's decision for one prompt (its ranked fall-backs included), nothing recorded."""
-        return route_batch(self.source, [text], lam=request.lam, budget=request.budget, embedder=self.embedder,
-                           max_cost=request.max_cost, calibration=self.calibration)
+        """The router's decision for one prompt (its ranked fall-backs included), nothing recorded. A setting's
+        lambda is found once per router version (the default budget, a budget or a max cost calibrated on the
+        prompt mix: tens of milliseconds), then each request routes at it and says which setting it was."""
+        resolved = self.resolved.get(request)
+        if resolved is None:
+            batch = route_batch(self.source, [text], lam=request.lam, budget=request.budget, embedder=self.embedder,
+                                max_cost=request.max_cost, calibration=self.calibration)
+            row = batch.decisions.iloc[0]
+            self.resolved[request] = (float(row["lam"]), row["budget"], row["setting"], row["max_cost"])
+            return batch
+        lam, budget, setting, max_cost = resolved
+        batch = route_batch(self.source, [text], lam=lam, embedder=self.embedder)
+        batch.decisions["budget"], batch.decisions["setting"], batch.decisions["max_cost"] = budget, setting, max_cost
+        return batch
 
 
 def prices_in_force(db_path: Path, models: list[str]) -> dict[str, Price] | None:
