@@ -72,7 +72,8 @@ def test_streams_server_sent_events_from_the_routed_model(running: Running) -> N
     assert record["ttft_ms"] is not None and record["ttft_ms"] <= record["latency_ms"]
 
 
-def test_a_killed_backend_falls_back_by_the_table_and_cools_down(running: Running) -> None:
+def test_a_killed_backend_falls_back_by_the_table_and_cools_down(running: Running, capfd: pytest.CaptureFixture,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
     running.backends["big"].kill()
     answers = [ask(running, f"a hard question {i}")[0] for i in range(6)]
     assert {a.model for a in answers} == {"cheap"}  # big's fall-back in the toy table
@@ -83,6 +84,8 @@ def test_a_killed_backend_falls_back_by_the_table_and_cools_down(running: Runnin
     # LiteLLM's cooldown: after a few failures big is skipped at once instead of being called again.
     assert "cooldown" in records[-1]["attempts"][0]["error"]
     assert all(KEY not in json.dumps(r) for r in records)
+    out, err = capfd.readouterr()
+    assert KEY not in out + err + caplog.text  # no key in LiteLLM's or the gateway's logs either
 
 
 def test_a_fallback_never_goes_above_a_max_cost_cap(running: Running) -> None:
