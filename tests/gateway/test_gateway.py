@@ -137,7 +137,8 @@ def test_records_load_with_what_happened_and_outcomes_post_to_the_inbox(running:
     assert outcome[0][0] == ids[0] and outcome[0][1] == 1.0 and outcome[0][2] is not None
 
 
-def test_a_switch_of_published_current_is_served_within_five_seconds(running: Running) -> None:
+def test_a_switch_of_published_current_is_served_within_five_seconds(running: Running,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
     assert running.gateway.live.loaded.source.router_id == "r-001"
     router = Router("toy-embedder", ("cheap", "big", "mid"), np.array([1.0, 10.0, 5.0]),
                     np.array([[0.1, 0.9], [0.5, 0.1], [0.6, 0.6]]),
@@ -151,6 +152,7 @@ def test_a_switch_of_published_current_is_served_within_five_seconds(running: Ru
         time.sleep(0.1)
     assert ask(running, "a hard question")[0].model == "big"
     assert spooled(running)[-1]["router_id"] == "r-002"
+    assert "now serving router r-002; deployment coverage: deployments naming no pool model: mid" in caplog.text
 
 
 def test_a_model_without_a_deployment_is_an_attempt_that_falls_back(tmp_path: Path,

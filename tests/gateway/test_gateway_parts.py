@@ -89,7 +89,8 @@ def test_doctor_names_the_published_pool_models_without_a_deployment(tmp_path: P
     path.write_text("model_list:\n  - model_name: cheap\n    litellm_params: {model: openai/cheap}\n")
     assert published_coverage(path, tmp_path / "published") is None  # nothing published yet
     publish_current(db, tmp_path / "published")
-    assert published_coverage(path, tmp_path / "published") == "deployments: pool models without a deployment: big"
+    assert published_coverage(path, tmp_path / "published") == \
+        "deployment coverage: pool models without a deployment: big"
     path.write_text("model_list: []\n")
     assert "non-empty `model_list`" in published_coverage(path, tmp_path / "published")
 

@@ -89,13 +89,13 @@ def coverage_line(pool: Sequence[str], deployed: Collection[str]) -> str:
     uncovered = [m for m in pool if m not in deployed]
     strays = [m for m in deployed if m not in pool]
     if not uncovered and not strays:
-        return f"deployments: every pool model ({len(pool)}) has one"
+        return f"deployment coverage: every pool model ({len(pool)}) has a deployment"
     parts = []
     if uncovered:
         parts.append(f"pool models without a deployment: {', '.join(uncovered)}")
     if strays:
         parts.append(f"deployments naming no pool model: {', '.join(strays)}")
-    return "deployments: " + "; ".join(parts)
+    return "deployment coverage: " + "; ".join(parts)
 
 
 def published_coverage(path: Path, published_dir: Path) -> str | None:

@@ -58,6 +58,12 @@ class Gateway:
         self.secrets = secrets_of(self.deployments.model_list)
         self.deployed = set(self.deployments.names)
         self._spent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.live.on_switch = self._switched
+
+    def _switched(self, loaded: Loaded) -> None:
+        """A new router serves: its pool may have gained a model without a deployment (or lost one), said once."""
+        log.warning("gateway: now serving router %s; %s", loaded.source.router_id,
+                    coverage_line(loaded.source.pool, self.deployments.names))
 
     def coverage(self) -> str:
         """One line: pool models without a deployment, deployments naming no pool model."""

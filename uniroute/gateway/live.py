@@ -159,6 +159,7 @@ class LiveRouter:
         self._check_seconds = check_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.on_switch: Callable[[Loaded], None] | None = None  # told after each switch to a new router version
         self.loaded: Loaded = self._load(snapshot.current_version(self.published_dir))
 
     def _load(self, version: str | None) -> Loaded:
@@ -184,6 +185,8 @@ class LiveRouter:
             log.warning("gateway: keeping router %s: cannot load publication %s (%s)", self.loaded.source.router_id,
                         version, exc)
             return False
+        if self.on_switch is not None:
+            self.on_switch(self.loaded)
         return True
 
     def start(self) -> None:
