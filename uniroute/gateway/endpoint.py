@@ -133,7 +133,8 @@ def gateway_app(gateway: Gateway) -> FastAPI:
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        names = [ROUTED, *SETTINGS_SHOWN, *gateway.deployments.names]
+        pool = gateway.live.loaded.source.pool  # a retired model's deployment is not offered (it is refused)
+        names = [ROUTED, *SETTINGS_SHOWN, *(n for n in gateway.deployments.names if n in pool)]
         return {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "uniroute"} for n in names]}
 
     @app.post("/v1/uniroute/outcomes")
