@@ -30,6 +30,8 @@ STAGE_RANK = {
     "pipeline": 5,
     # One function per operation, called by the CLI, the flows and the tests.
     "operations": 6,
+    # The request path's edge: it uses the operations and the pipeline; only the CLI starts it.
+    "gateway": 6.5,
     "cli": 7,
     "__main__": 8,
 }

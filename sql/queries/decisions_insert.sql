@@ -3,11 +3,13 @@
 insert into decisions (decision_id, schema_version, decided_at, source, router_id, publication_version, embedder_id,
                        text_hash, cluster, neighbours, centroid_distance, model, fallbacks, lam, budget, setting,
                        expected_score, expected_cost, propensity, explored, embedding, embedding_dim, prompt,
-                       source_file, file_hash, ingested_at)
+                       answered_by, attempts, ttft_ms, latency_ms, input_tokens, output_tokens, cost, failure,
+                       conversation, source_file, file_hash, ingested_at)
 select decision_id, schema_version, cast(decided_at as timestamp), source, router_id, publication_version,
        embedder_id, text_hash, cluster, neighbours, centroid_distance, model, fallbacks, lam, budget, setting,
        expected_score, expected_cost, propensity, coalesce(explored, false), from_base64(embedding),
-       embedding_dim, prompt, $source_file, $file_hash, $now
+       embedding_dim, prompt, answered_by, attempts, ttft_ms, latency_ms, input_tokens, output_tokens, cost, failure,
+       conversation, $source_file, $file_hash, $now
 from (
     select *, row_number() over (partition by decision_id order by decided_at) as copy
     from decisions_staged

@@ -27,6 +27,16 @@ create table if not exists decisions (
     embedding           blob,               -- float16 little-endian, embedding_dim values
     embedding_dim       integer,
     prompt              varchar,            -- the text only when the user opted in (UNIROUTE_RECORD_PROMPTS)
+    -- What happened in the request path (the gateway; null for the other serving paths):
+    answered_by         varchar,            -- the model that answered (null: none did, see failure)
+    attempts            struct(model varchar, error varchar, latency_ms double)[], -- each call, in order
+    ttft_ms             double,             -- time to the first token (the whole answer when not streamed)
+    latency_ms          double,             -- the request's total latency
+    input_tokens        bigint,             -- the backend's usage
+    output_tokens       bigint,
+    cost                double,             -- real cost: the tokens at the answering model's price in force
+    failure             varchar,            -- why no model answered (every candidate failed, or the cap left none)
+    conversation        varchar,            -- sha256 of the conversation's key (header or `user` field)
     source_file         varchar not null,
     file_hash           varchar not null,
     ingested_at         timestamp not null
@@ -50,6 +60,7 @@ create or replace view routing_decisions as
 select decision_id, decided_at, cast(decided_at as date) as day, source, router_id, publication_version,
        embedder_id, text_hash, cluster, neighbours, centroid_distance, model, fallbacks,
        lam, budget, setting, expected_score, expected_cost, propensity, explored, embedding_dim, prompt,
+       answered_by, attempts, ttft_ms, latency_ms, input_tokens, output_tokens, cost, failure, conversation,
        schema_version, source_file, ingested_at
 from decisions;
 

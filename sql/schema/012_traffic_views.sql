@@ -26,14 +26,16 @@ select router_id, cluster, model, decisions,
 from per_cluster;
 
 -- Grain: one row per day (UTC): the spend the router expected for the day's decisions (each chosen model's cost),
--- and, over the decisions with an observed cost, the expected and the realised spend side by side.
+-- and, over the decisions with an observed cost (an outcome's, else the real cost the gateway recorded for the
+-- call), the expected and the realised spend side by side.
 create or replace view traffic_spend_by_day as
 select cast(d.decided_at as date) as day, count(*) as decisions,
        sum(c.cost) as expected_spend,
-       count(o.cost) as decisions_with_cost,
-       sum(c.cost) filter (where o.cost is not null) as expected_spend_with_cost,
-       sum(o.cost) as realized_spend,
-       sum(o.cost) / nullif(sum(c.cost) filter (where o.cost is not null), 0) as realized_over_expected
+       count(coalesce(o.cost, d.cost)) as decisions_with_cost,
+       sum(c.cost) filter (where coalesce(o.cost, d.cost) is not null) as expected_spend_with_cost,
+       sum(coalesce(o.cost, d.cost)) as realized_spend,
+       sum(coalesce(o.cost, d.cost)) / nullif(sum(c.cost) filter (where coalesce(o.cost, d.cost) is not null), 0)
+           as realized_over_expected
 from decisions as d
 left join router_costs as c on c.router_id = d.router_id and c.model = d.model
 left join outcomes as o on o.decision_id = d.decision_id

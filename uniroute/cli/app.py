@@ -31,12 +31,13 @@ COMMAND_MODULES = {
     "route": "serving", "publish": "serving", "sql": "serving", "status": "serving",
     "replay": "traffic",
     "doctor": "upkeep",
+    "gateway": "gateway",
     "evaluate": "evaluation", "report": "evaluation",
     "arena-battles": "paper", "annotate": "paper",
 }
 # One module per wing of the pipeline (build, pool, serving, traffic), data coming in (intake) and upkeep, then the
 # paper's experiments; --help lists the commands in this order.
-MODULE_ORDER = ("intake", "build", "pool", "serving", "traffic", "upkeep", "evaluation", "paper")
+MODULE_ORDER = ("intake", "build", "pool", "serving", "gateway", "traffic", "upkeep", "evaluation", "paper")
 
 
 class _CommandsOnDemand(TyperGroup):

@@ -25,6 +25,16 @@ RECORD_VERSION = 1  # the newest record schema_version this reader knows
 FORMAT_DECISIONS = "decisions-jsonl"
 SOURCES = ("cli", "file", "pyfunc", "api")
 
+# Optional fields of a record written in the request path (uniroute/gateway/traces.py): the model that answered
+# (null: none did), each attempt, time to first token and total latency (ms), the backend's token counts, the real
+# cost at the price in force, why no model answered, and the conversation's hashed key. Absent: null.
+ATTEMPT = pa.struct([("model", pa.string()), ("error", pa.string()), ("latency_ms", pa.float64())])
+GATEWAY_FIELDS = (
+    ("answered_by", pa.string()), ("attempts", pa.list_(ATTEMPT)), ("ttft_ms", pa.float64()),
+    ("latency_ms", pa.float64()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
+    ("cost", pa.float64()), ("failure", pa.string()), ("conversation", pa.string()),
+)
+
 # The record's fields as read (unknown fields of a newer minor writer are ignored).
 RECORD_SCHEMA = pa.schema([
     ("record", pa.string()), ("schema_version", pa.int64()), ("decision_id", pa.string()),
@@ -35,6 +45,8 @@ RECORD_SCHEMA = pa.schema([
     ("lam", pa.float64()), ("budget", pa.float64()), ("setting", pa.string()),
     ("expected_score", pa.float64()), ("expected_cost", pa.float64()), ("propensity", pa.float64()),
     ("explored", pa.bool_()), ("embedding", pa.string()), ("embedding_dim", pa.int64()), ("prompt", pa.string()),
+    # What happened in the request path (the gateway writes them; every other serving path leaves them out).
+    *GATEWAY_FIELDS,
 ])
 REQUIRED = ("decision_id", "decided_at", "source", "router_id", "text_hash", "model", "lam", "propensity")
 

@@ -90,6 +90,12 @@ def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
                          str(snap.version), snap.manifest.get("price_snapshot"))
 
 
+def published_source(published_dir: Path) -> RoutingSource:
+    """The published `current` snapshot's router, whatever holds the store (what a long-running server serves: it
+    never takes the store's file lock, so builds never wait for it)."""
+    return _from_snapshot(published_dir, "served from the published snapshot")
+
+
 def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None) -> RoutingSource:
     """The champion (or the stored version router_id) from the store, or, while a writer holds the store, the
     published `current` snapshot (which carries the champion only: a named version waits for the store)."""

@@ -1,0 +1,107 @@
+"""The gateway's parts without a server: the `model` field's settings, deployments files, the coverage line, the
+cap on fall-backs, error texts without keys, a price's cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.harness import ToyEmbedder, publish_current, set_prices
+from tests.pipeline.toy_store import save_toy_champion
+from uniroute.gateway.calls import error_line, secrets_of
+from uniroute.gateway.deployments import (
+    DeploymentsError,
+    coverage_line,
+    deployments_of,
+    published_coverage,
+    read_deployments,
+    redacted,
+)
+from uniroute.gateway.live import LiveRouter, Price, requested_setting
+from uniroute.pipeline.serving.route import RoutingError
+
+
+def test_the_model_field_names_a_setting_or_a_pool_model() -> None:
+    assert requested_setting("uniroute").budget is None and requested_setting("uniroute").lam is None
+    assert requested_setting("uniroute/budget-0.3").budget == 0.3
+    assert requested_setting("uniroute/max-cost-0.002").max_cost == 0.002
+    assert requested_setting("uniroute/lambda-0.5").lam == 0.5
+    assert requested_setting("gpt-x") is None
+    for bad in ("uniroute/budget", "uniroute/cheap", "uniroute/budget-1.5", "uniroute/lambda--1"):
+        with pytest.raises(RoutingError):
+            requested_setting(bad)
+
+
+def test_a_deployments_file_in_litellm_format_is_read_and_keys_stay_references(tmp_path: Path) -> None:
+    path = tmp_path / "deployments.yaml"
+    path.write_text("model_list:\n  - model_name: cheap\n    litellm_params:\n      model: openai/cheap\n"
+                    "      api_base: http://127.0.0.1:1/v1\n      api_key: os.environ/CHEAP_KEY\n")
+    assert read_deployments(path).names == ("cheap",)
+    with pytest.raises(DeploymentsError, match="os.environ/VAR") as inline:
+        deployments_of({"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/m",
+                                                                              "api_key": "sk-secret-1234"}}]})
+    assert "sk-secret-1234" not in str(inline.value)
+    assert redacted({"model_name": "m", "litellm_params": {"api_key": "sk-secret-1234"}})["litellm_params"] == \
+        {"api_key": "***"}
+    for bad in ({}, {"model_list": []}, {"model_list": [{"model_name": "m"}]}):
+        with pytest.raises(DeploymentsError):
+            deployments_of(bad)
+    with pytest.raises(DeploymentsError, match="no deployments file"):
+        read_deployments(tmp_path / "missing.yaml")
+
+
+def test_the_start_line_names_uncovered_models_and_stray_deployments() -> None:
+    line = coverage_line(["cheap", "big"], ["cheap", "old"])
+    assert "without a deployment: big" in line and "naming no pool model: old" in line
+    assert "every pool model" in coverage_line(["cheap"], ["cheap"])
+
+
+def test_error_texts_never_carry_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GW_PART_KEY", "sk-abcdef123456")
+    secrets = secrets_of([{"litellm_params": {"api_key": "os.environ/GW_PART_KEY"}}])
+    assert error_line(RuntimeError("bad key sk-abcdef123456 given"), secrets) == "RuntimeError: bad key *** given"
+
+
+def test_a_price_costs_tokens_or_a_call() -> None:
+    assert Price(100.0, 200.0).cost(10, 4) == pytest.approx((10 * 100 + 4 * 200) / 1e6)
+    assert Price(per_call=0.5).cost(None, None) == 0.5
+    assert Price(100.0, 200.0).cost(None, 4) is None
+
+
+def test_a_named_cap_leaves_pricier_fallbacks_out(tmp_path: Path) -> None:
+    db = save_toy_champion(tmp_path / "uniroute.duckdb")
+    set_prices(db)
+    publish_current(db, tmp_path / "published")
+    loaded = LiveRouter(tmp_path / "published", db, lambda source: ToyEmbedder()).loaded
+    assert loaded.cap(requested_setting("uniroute/max-cost-2")) == 2.0
+    assert loaded.cap(requested_setting("uniroute/budget-0.5")) == pytest.approx(5.0)  # half of big's 10
+    assert loaded.cap(requested_setting("uniroute")) is None and loaded.cap(requested_setting("uniroute/lambda-1")) \
+        is None
+    assert set(loaded.prices) == {"cheap", "big"}
+    batch = loaded.decide("a hard question", requested_setting("uniroute/lambda-0"))
+    assert batch.decisions["model"].iloc[0] == "big" and list(batch.decisions["fallbacks"].iloc[0]) == ["cheap"]
+
+
+def test_doctor_names_the_published_pool_models_without_a_deployment(tmp_path: Path) -> None:
+    db = save_toy_champion(tmp_path / "uniroute.duckdb")
+    path = tmp_path / "deployments.yaml"
+    path.write_text("model_list:\n  - model_name: cheap\n    litellm_params: {model: openai/cheap}\n")
+    assert published_coverage(path, tmp_path / "published") is None  # nothing published yet
+    publish_current(db, tmp_path / "published")
+    assert published_coverage(path, tmp_path / "published") == \
+        "deployment coverage: pool models without a deployment: big"
+    path.write_text("model_list: []\n")
+    assert "non-empty `model_list`" in published_coverage(path, tmp_path / "published")
+
+
+def test_a_setting_is_resolved_once_per_router_and_each_decision_still_names_it(tmp_path: Path) -> None:
+    db = save_toy_champion(tmp_path / "uniroute.duckdb")
+    publish_current(db, tmp_path / "published")
+    loaded = LiveRouter(tmp_path / "published", db, lambda source: ToyEmbedder()).loaded
+    columns = ["model", "lam", "budget", "setting", "max_cost"]
+    for name in ("uniroute", "uniroute/max-cost-2", "uniroute/budget-0.5", "uniroute/lambda-0"):
+        first = loaded.decide("a hard question", requested_setting(name)).decisions[columns]
+        again = loaded.decide("a hard question", requested_setting(name)).decisions[columns]
+        assert again.to_dict("records") == first.to_dict("records")
+    assert len(loaded.resolved) == 4

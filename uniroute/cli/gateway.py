@@ -1,0 +1,38 @@
+"""`uniroute gateway`: the OpenAI-compatible endpoint in the request path (uniroute/gateway/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from uniroute.cli.app import app, one_line_errors, say, settings_from_env
+from uniroute.pipeline.serving.calibration import TrafficWindow
+
+DEFAULT_PORT = 4000
+DEPLOYMENTS_FILE = "deployments.yaml"
+
+
+@app.command()
+def gateway(
+    deployments: Annotated[
+        Path | None, typer.Option(help="LiteLLM model_list YAML: model_name = pool model, litellm_params say how "
+                                  f"it is called (default: $UNIROUTE_HOME/{DEPLOYMENTS_FILE}).")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = DEFAULT_PORT,
+) -> None:
+    """Serve the OpenAI API: model "uniroute" routes, calls the chosen model through LiteLLM, falls back by the
+    routing table and records every request."""
+    from uniroute.gateway.launch import GatewayPlaces, open_gateway, serve
+
+    settings = settings_from_env()
+    places = GatewayPlaces(
+        settings.published_dir, settings.db_path, settings.spool_dir if settings.record_decisions else None,
+        settings.inbox_dir, deployments or settings.home / DEPLOYMENTS_FILE, settings.record_prompts,
+        TrafficWindow(settings.budget_traffic_days, settings.budget_traffic_min_decisions,
+                      settings.budget_traffic_max_decisions))
+    with one_line_errors(OSError):
+        running = open_gateway(places)
+    serve(running, host, port, say)

@@ -1,0 +1,228 @@
+"""The router the gateway serves, kept live: the published `current` snapshot's router, loaded once per router
+version (with its embedder, its calibration and the prices in force) and swapped when `current` moves, checked at
+most once a second by a background thread, so a build, an onboarding or a rollback reaches requests within
+seconds and a request in flight finishes on the router it started with.
+
+Also what a request's `model` field asks for (`uniroute`, `uniroute/budget-0.3`, `uniroute/max-cost-0.002`,
+`uniroute/lambda-0.5`, or a pool model's own name), the cap a named budget or max cost puts on fall-backs, the real
+cost of a call at the price in force, and the conversations pinned to the model that answered their first turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from uniroute import store
+from uniroute.pipeline.serving import snapshot
+from uniroute.pipeline.serving.calibration import Calibration, TrafficWindow, calibration_at
+from uniroute.pipeline.serving.route import (
+    RoutedBatch,
+    RoutingError,
+    RoutingRequest,
+    RoutingSource,
+    published_source,
+    route_batch,
+)
+
+log = logging.getLogger(__name__)
+
+ROUTED = "uniroute"  # the model name that asks the router to choose
+_SETTING = re.compile(r"^uniroute/(budget|max-cost|lambda)-([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)$")
+CHECK_SECONDS = 1.0  # how often the `current` pointer is looked at
+MAX_CONVERSATIONS = 100_000  # conversations remembered (oldest forgotten first)
+
+
+def requested_setting(model: str) -> RoutingRequest | None:
+    """The routing request a `model` field names: the default setting for `uniroute`, a budget, a max cost or a
+    lambda for `uniroute/<setting>-<value>`; None for any other name (a pool model asked for directly).
+    RoutingError for a `uniroute/...` name that is not one of those forms."""
+    if model == ROUTED:
+        return RoutingRequest()
+    if not model.startswith(ROUTED + "/"):
+        return None
+    found = _SETTING.match(model)
+    if found is None:
+        raise RoutingError(f"model {model!r}: ask for `uniroute`, `uniroute/budget-B`, `uniroute/max-cost-C` or "
+                           "`uniroute/lambda-L` (or a pool model by name)")
+    kind, value = found.group(1), float(found.group(2))
+    if kind == "budget":
+        return RoutingRequest(budget=value)
+    if kind == "max-cost":
+        return RoutingRequest(max_cost=value)
+    return RoutingRequest(lam=value)
+
+
+@dataclass(frozen=True)
+class Price:
+    """A model's price in force: per million input and output tokens, or per call."""
+
+    input_per_mtok: float | None = None
+    output_per_mtok: float | None = None
+    per_call: float | None = None
+
+    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """The real cost of one call, or None when its tokens are unknown for a token price."""
+        if self.per_call is not None:
+            return float(self.per_call)
+        if self.input_per_mtok is None or self.output_per_mtok is None or input_tokens is None \
+                or output_tokens is None:
+            return None
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+@dataclass(frozen=True, eq=False)
+class Loaded:
+    """One router version as served: its source, embedder, calibration, the prices in force when it loaded."""
+
+    source: RoutingSource
+    embedder: Any
+    calibration: Calibration
+    prices: dict[str, Price] = field(default_factory=dict)
+    version: str | None = None  # the publication `current` pointed at
+    # Each setting asked for, as (lambda, budget, setting, max cost): filled by the first request of the setting.
+    resolved: dict[RoutingRequest, tuple[float, Any, Any, Any]] = field(default_factory=dict)
+
+    def model_cost(self, model: str) -> float | None:
+        """The router's expected per-call cost of a model (the unit budgets and max costs are in)."""
+        models = self.source.router.models
+        return float(self.source.router.costs[models.index(model)]) if model in models else None
+
+    def cap(self, request: RoutingRequest) -> float | None:
+        """The per-call cost no fall-back may exceed: a named max cost, or a named budget's share of the priciest
+        pool model's cost; None at the default setting or a lambda (no promise about spend was asked)."""
+        if request.max_cost is not None:
+            return request.max_cost
+        if request.budget is not None:
+            costs = [c for m in self.source.pool if (c := self.model_cost(m)) is not None]
+            return request.budget * max(costs) if costs else None
+        return None
+
+    def decide(self, text: str, request: RoutingRequest) -> RoutedBatch:
+        """The router's decision for one prompt (its ranked fall-backs included), nothing recorded. A setting's
+        lambda is found once per router version (the default budget, a budget or a max cost calibrated on the
+        prompt mix: tens of milliseconds), then each request routes at it and says which setting it was."""
+        resolved = self.resolved.get(request)
+        if resolved is None:
+            batch = route_batch(self.source, [text], lam=request.lam, budget=request.budget, embedder=self.embedder,
+                                max_cost=request.max_cost, calibration=self.calibration)
+            row = batch.decisions.iloc[0]
+            self.resolved[request] = (float(row["lam"]), row["budget"], row["setting"], row["max_cost"])
+            return batch
+        lam, budget, setting, max_cost = resolved
+        batch = route_batch(self.source, [text], lam=lam, embedder=self.embedder)
+        batch.decisions["budget"], batch.decisions["setting"], batch.decisions["max_cost"] = budget, setting, max_cost
+        return batch
+
+
+def prices_in_force(db_path: Path, models: list[str]) -> dict[str, Price] | None:
+    """The prices in force of the models, read through a read-only connection; None while a writer holds the store
+    or when there is none (the caller keeps what it had)."""
+    if not Path(db_path).exists():
+        return None
+    try:
+        con = store.open_read_only(db_path)
+    except (store.StoreLocked, store.StoreError, duckdb.Error):
+        return None
+    try:
+        rows = store.query(con, "prices_for_models", models=models)
+    except duckdb.Error:
+        return None
+    finally:
+        con.close()
+    return {str(r.model): Price(_float(r.input_per_mtok), _float(r.output_per_mtok), _float(r.per_call))
+            for r in rows.itertuples(index=False)}
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+class LiveRouter:
+    """The published router, reloaded when `published/current` moves; `loaded` is what a request routes with."""
+
+    def __init__(self, published_dir: Path, db_path: Path, embedder_of: Callable[[RoutingSource], Any] | None = None,
+                 window: TrafficWindow = TrafficWindow(), check_seconds: float = CHECK_SECONDS) -> None:
+        self.published_dir = Path(published_dir)
+        self.db_path = Path(db_path)
+        self._embedder_of = embedder_of or (lambda source: source.embedder())
+        self._embedders: dict[str, Any] = {}  # by embedder id: a new router on the same embedder reuses it
+        self._window = window
+        self._check_seconds = check_seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.on_switch: Callable[[Loaded], None] | None = None  # told after each switch to a new router version
+        self.loaded: Loaded = self._load(snapshot.current_version(self.published_dir))
+
+    def _load(self, version: str | None) -> Loaded:
+        source = published_source(self.published_dir)
+        embedder_id = source.router.embedder_id
+        if embedder_id not in self._embedders:
+            self._embedders[embedder_id] = self._embedder_of(source)
+        calibration = calibration_at(self.db_path, embedder_id, self._window)
+        prices = prices_in_force(self.db_path, list(source.pool))
+        if prices is None:  # the store is busy: keep the prices known, the record's cost stays null for the rest
+            prices = dict(self.loaded.prices) if hasattr(self, "loaded") else {}
+        log.info("gateway: serving router %s (%s)", source.router_id, source.source)
+        return Loaded(source, self._embedders[embedder_id], calibration, prices, version)
+
+    def refresh(self) -> bool:
+        """Load the router `current` points at if it moved; whether it did. A failed load keeps the old one."""
+        version = snapshot.current_version(self.published_dir)
+        if version is None or version == self.loaded.version:
+            return False
+        try:
+            self.loaded = self._load(version)  # one assignment: a request sees the old router or the new one
+        except (RoutingError, snapshot.PublishError, OSError) as exc:
+            log.warning("gateway: keeping router %s: cannot load publication %s (%s)", self.loaded.source.router_id,
+                        version, exc)
+            return False
+        if self.on_switch is not None:
+            self.on_switch(self.loaded)
+        return True
+
+    def start(self) -> None:
+        """Check `current` every check_seconds in a daemon thread until stop()."""
+        def watch() -> None:
+            while not self._stop.wait(self._check_seconds):
+                self.refresh()
+        self._thread = threading.Thread(target=watch, name="uniroute-gateway-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+class Conversations:
+    """Which model answered each conversation's first turn (bounded, oldest forgotten first); thread-safe."""
+
+    def __init__(self, limit: int = MAX_CONVERSATIONS) -> None:
+        self._models: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+        self._limit = limit
+
+    def model_of(self, key: str | None) -> str | None:
+        if key is None:
+            return None
+        with self._lock:
+            return self._models.get(key)
+
+    def remember(self, key: str | None, model: str) -> None:
+        """Pin a conversation to the model that answered (kept if already pinned to it)."""
+        if key is None:
+            return
+        with self._lock:
+            self._models[key] = model
+            self._models.move_to_end(key)
+            while len(self._models) > self._limit:
+                self._models.popitem(last=False)
