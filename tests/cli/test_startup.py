@@ -56,3 +56,18 @@ def test_a_command_that_needs_no_heavy_stack_loads_none(args: list[str], forbidd
         assert all(name in done.stdout for name in ("ingest", "route", "onboard", "status", "evaluate", "models"))
     if args == ["status"]:
         assert "champion" in done.stdout and not any(home.iterdir())  # status creates nothing
+
+
+def test_the_routing_path_loads_no_heavy_stack() -> None:
+    # What `uniroute route` imports to answer one prompt: the operation, the registry of router kinds (every stored
+    # router is read through it) and the default embedder; scipy alone once cost a second here.
+    code = ("import json, sys\n"
+            "import uniroute.operations.serving, uniroute.embed.static\n"
+            "from uniroute.routers.kinds import kind_names\n"
+            "kind_names()\n"
+            "print(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "uniroute" in loaded and not loaded & HEAVY, sorted(loaded & HEAVY)
