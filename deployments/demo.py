@@ -29,27 +29,48 @@ from pathlib import Path
 import pandas as pd
 
 from deployments.heartbeat import heartbeat
+from uniroute.pipeline.serving.spool import PART, SUFFIX
 from uniroute.progress import EVERY_SECONDS
 from uniroute.settings import Settings, apply_offline_environment
 
 DEMO_MARKER = ".uniroute-demo"
+KEPT_DECISIONS = "decisions-before-demo"  # a reused home's earlier route records, out of the inbox's way
 
 
 def say(message: str) -> None:
     print(f"\n== {message}", flush=True)
 
 
+def route_records_only(settings: Settings) -> list[Path] | None:
+    """The files of a home that holds nothing but decision records a route wrote (its spool; cache/ aside), or None
+    when it holds anything else."""
+    files = [p for p in settings.home.rglob("*") if p.is_file() and not p.is_relative_to(settings.cache_dir)]
+    spooled = [p for p in files if p.parent == settings.spool_dir and p.name.startswith("decisions-")
+               and p.name.endswith((SUFFIX, SUFFIX + PART))]
+    return files if len(spooled) == len(files) else None
+
+
 def fresh_home(settings: Settings) -> None:
-    """Start from an empty UNIROUTE_HOME (but its built embedder models); refuse to wipe one the demo did not create."""
+    """Start from an empty UNIROUTE_HOME (but its built embedder models); refuse to wipe one the demo did not create,
+    unless it holds only the decision records a route wrote: those are set aside in the home, and it is reused."""
     home = settings.home
+    kept = home / KEPT_DECISIONS
     if home.exists() and any(home.iterdir()) and not (home / DEMO_MARKER).exists():
-        sys.exit(f"error: {home} holds state the demo did not create; set UNIROUTE_HOME to an empty folder")
+        records = route_records_only(settings)
+        if records is None:
+            sys.exit(f"error: {home} holds state `make run` did not create and will not wipe; move it aside "
+                     f"(mv {home} {home}.old) or give the demo an empty home: UNIROUTE_HOME=/tmp/demo make run")
+        if records:
+            shutil.move(settings.spool_dir, kept)  # the demo's own traffic goes through a fresh spool
+            print(f"reusing {home}: it held only {len(records)} decision record file(s) a route wrote, kept in {kept}")
     if home.exists():
         for path in home.iterdir():
-            if path != settings.cache_dir:  # models built from the local MiniLM are kept: building takes a minute
+            # models built from the local MiniLM are kept (building takes a minute), and records set aside above
+            if path not in (settings.cache_dir, kept):
                 shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
     home.mkdir(parents=True, exist_ok=True)
-    (home / DEMO_MARKER).write_text("created by `make run`; rerunning `make run` wipes this folder but cache/\n")
+    (home / DEMO_MARKER).write_text("created by `make run`; rerunning `make run` wipes this folder but cache/ "
+                                    f"and {KEPT_DECISIONS}/\n")
 
 
 def demo_logs(settings: Settings, work: Path) -> tuple[pd.DataFrame, str]:

@@ -1,4 +1,4 @@
-"""Shared fixtures: isolated state folders, the shared datasets, single-threaded numerics."""
+"""Shared fixtures: isolated state folders (the session's home too), the shared datasets, single-threaded numerics."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests import needs
-from uniroute.settings import Settings, apply_offline_environment
+from tests import home_guard, needs
+
+# Before anything reads the settings (the offline environment below points PREFECT_HOME under the home): a test
+# that forgets its own home writes into this session's temporary one, never into the repository's .uniroute/.
+home_guard.isolate_home()
+
+from uniroute.settings import Settings, apply_offline_environment  # noqa: E402 - after the home is isolated
 
 # Tests never reach the network, and numerics stay single-threaded (the cores are shared).
 apply_offline_environment()
@@ -55,6 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """With CI=true, refuse to start (one line) when a shared dataset, pinned dependency or program is missing."""
     given = [Path(arg.split("::")[0]) for arg in config.args]
     needs.check_ci(SHARED_DATASETS, [Path(__file__).parent, *(p for p in given if p.exists())])
+    home_guard.pytest_configure(config)
 
 
 @pytest.fixture

@@ -141,7 +141,7 @@ def test_route_picks_per_topic_and_logs_decisions(routed_home):
 
 
 def test_pool_names_take_csv_quoting_for_names_with_commas():
-    from uniroute.cli.serving import pool_names
+    from uniroute.pipeline.serving.route import pool_names
 
     assert pool_names("coder,atlas") == ["coder", "atlas"] and pool_names("coder, atlas") == ["coder", "atlas"]
     assert pool_names('"GPT ""4o"", mini",zero cost model') == ['GPT "4o", mini', "zero cost model"]

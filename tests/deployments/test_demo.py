@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deployments.demo import pin_build_embedder
+from deployments.demo import DEMO_MARKER, KEPT_DECISIONS, fresh_home, pin_build_embedder
 from tests.log_noise import noisy_logs
 from uniroute import settings as settings_module
 from uniroute.settings import Settings
@@ -64,3 +64,36 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
         lines = db.execute("select flow_run_id, message from log where name = ?",
                            ["uniroute.routers.cluster.learned_map"]).fetchall()
     assert lines and len(lines) == len(set(lines)), lines
+
+
+def test_make_run_refuses_a_home_it_did_not_create_in_one_line_that_says_what_to_do(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    settings.home.mkdir()
+    (settings.home / "uniroute.duckdb").write_bytes(b"someone's store")
+    settings.spool_dir.mkdir(parents=True)
+    (settings.spool_dir / "decisions-1.jsonl").write_text("{}\n")
+    with pytest.raises(SystemExit) as refused:
+        fresh_home(settings)
+    message = str(refused.value.code)
+    assert "\n" not in message and "did not create" in message
+    assert f"mv {settings.home} {settings.home}.old" in message and "UNIROUTE_HOME=" in message
+    assert (settings.home / "uniroute.duckdb").read_bytes() == b"someone's store"  # nothing wiped
+
+
+def test_make_run_reuses_a_home_that_holds_only_what_a_route_spooled(tmp_path: Path, capsys) -> None:
+    # `uniroute route` (or a served model) without a home leaves only its decision records in .uniroute/.
+    settings = Settings(home=tmp_path / "home")
+    settings.spool_dir.mkdir(parents=True)
+    (settings.spool_dir / "decisions-1.jsonl").write_text('{"decision_id": "a"}\n')
+    (settings.spool_dir / "decisions-2.jsonl.part").write_text('{"decision_id": "b"}\n')
+    (settings.cache_dir / "static").mkdir(parents=True)
+    fresh_home(settings)
+    assert "reusing" in capsys.readouterr().out
+    kept = settings.home / KEPT_DECISIONS
+    assert sorted(p.name for p in kept.iterdir()) == ["decisions-1.jsonl", "decisions-2.jsonl.part"]
+    assert not settings.spool_dir.exists()  # the demo's own traffic starts from an empty spool
+    assert (settings.home / DEMO_MARKER).exists() and (settings.cache_dir / "static").is_dir()
+    (settings.home / "uniroute.duckdb").write_bytes(b"the demo's store")
+    fresh_home(settings)  # a rerun wipes what the demo made, and keeps the records and the cache
+    assert not (settings.home / "uniroute.duckdb").exists()
+    assert (kept / "decisions-1.jsonl").exists() and (settings.cache_dir / "static").is_dir()

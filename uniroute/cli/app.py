@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
-import pandas as pd
 import typer
 import typer.main
+import typer.models
+from typer._click.utils import make_default_short_help
 from typer.core import TyperGroup
 
 from uniroute.errors import UnirouteError
-from uniroute.frame_output import render
-from uniroute.operations.context import Context
-from uniroute.settings import Settings, SettingsError, apply_offline_environment, settings_from_environment
 
-if TYPE_CHECKING:  # Typer's own copy of click, whose types its groups use
-    from typer._click import Command, Context
+if TYPE_CHECKING:
+    import pandas as pd
+    from typer._click import Command, Context, HelpFormatter  # Typer's own copy of click, whose types its groups use
+
+    from uniroute.operations.context import Context as OperationsContext
+    from uniroute.settings import Settings
+
+# This module and every command module load when the app starts (`--help` lists every command): each imports
+# only Typer at its top and what a command needs inside that command (pandas, the store, the settings' pydantic,
+# the operations), so `uniroute --help` answers at once (tests/cli/test_startup.py keeps it so).
 
 # Which module registers each command: a command loads its own module only, so `uniroute route` does not pay
 # for the evaluation harness or the ingest readers; --help (and any name not listed) loads them all.
@@ -41,30 +48,61 @@ MODULE_ORDER = ("intake", "build", "pool", "serving", "gateway", "traffic", "upk
 
 
 class _CommandsOnDemand(TyperGroup):
-    """The app's command group, importing a command's module when the command is asked for."""
+    """The app's command group, importing a command's module and building its click command when it is asked for;
+    the list of commands (--help) is written from the registered functions' docstrings without building any."""
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if cmd_name not in self.commands or cmd_name in app_groups():
             _load(*([COMMAND_MODULES[cmd_name]] if cmd_name in COMMAND_MODULES else MODULE_ORDER))
-            self._convert()
+            self._convert(cmd_name)
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx: Context) -> list[str]:
         _load(*MODULE_ORDER)
-        self._convert()
-        return super().list_commands(ctx)
+        return list(_registered())
 
-    def _convert(self) -> None:
-        """Click commands for every command registered so far, in registration order, groups last."""
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        """The commands with the first sentence of their help, as click prints them."""
+        _load(*MODULE_ORDER)
+        shown = {name: info for name, info in _registered().items() if info.hidden is not True}
+        if not shown:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in shown)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, make_default_short_help(_help_of(info), limit)) for name, info in shown.items()])
+
+    def _convert(self, name: str) -> None:
+        """The click command of one registered command or group (a group is rebuilt: its commands may live in a
+        module loaded since); building one reads its parameters' annotations, which is slow for twenty."""
+        info = _registered().get(name)
         options = {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
-        converted: dict[str, Command] = {}
-        for info in app.registered_commands:
-            command = typer.main.get_command_from_info(info, **options)
-            converted[str(command.name)] = self.commands.get(str(command.name), command)
-        for group in app.registered_groups:
-            command = typer.main.get_group_from_info(group, suggest_commands=app.suggest_commands, **options)
-            converted[str(command.name)] = command  # rebuilt: its commands may live in a module loaded since
-        self.commands = converted
+        if isinstance(info, typer.models.CommandInfo):
+            self.commands[name] = typer.main.get_command_from_info(info, **options)
+        elif info is not None:
+            self.commands[name] = typer.main.get_group_from_info(info, suggest_commands=app.suggest_commands,
+                                                                 **options)
+
+
+def _registered() -> dict[str, typer.models.CommandInfo | typer.models.TyperInfo]:
+    """The app's commands by name, in registration order, groups last."""
+    out: dict[str, typer.models.CommandInfo | typer.models.TyperInfo] = {}
+    for info in app.registered_commands:
+        out[info.name or typer.main.get_command_name(info.callback.__name__)] = info
+    for group in app.registered_groups:
+        out[str(group.name)] = group
+    return out
+
+
+def _help_of(info: typer.models.CommandInfo | typer.models.TyperInfo) -> str:
+    """A command's help as Typer shows it: its short help, its help, else the docstring of its function."""
+    candidates = [info.short_help, info.help]
+    if isinstance(info, typer.models.TyperInfo) and info.typer_instance is not None:
+        candidates += [info.typer_instance.info.short_help, info.typer_instance.info.help]
+    for text in candidates:
+        if isinstance(text, str):
+            return inspect.cleandoc(text)
+    callback = getattr(info, "callback", None)
+    return (inspect.getdoc(callback) or "") if callback is not None else ""
 
 
 def _load(*modules: str) -> None:
@@ -86,8 +124,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # click's plain help: Rich's formatter alone doubles the start-up of `--help`
 )
-models_app = typer.Typer(help="Inspect and edit the model registry.", no_args_is_help=True)
+models_app = typer.Typer(help="Inspect and edit the model registry.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(models_app, name="models")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
@@ -95,6 +134,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON
 
 def settings_from_env() -> Settings:
     """Settings from the UNIROUTE_ variables (a bad value: one line naming it), every download switch off."""
+    from uniroute.settings import SettingsError, apply_offline_environment, settings_from_environment
+
     try:
         settings = settings_from_environment()
     except SettingsError as exc:
@@ -103,9 +144,12 @@ def settings_from_env() -> Settings:
     return settings
 
 
-def context(settings: Settings) -> Context:
+def context(settings: Settings) -> OperationsContext:
     """The operations' context: waits and the reconciliation's findings as lines on stderr."""
-    return Context.of(settings, on_wait=say, on_warning=lambda line: say(f"warning: {line} (see `uniroute doctor`)"))
+    from uniroute.operations.context import Context as OperationsContext
+
+    return OperationsContext.of(settings, on_wait=say,
+                                on_warning=lambda line: say(f"warning: {line} (see `uniroute doctor`)"))
 
 
 # Exit codes: 1 for an error, 2 for a refusal (a request that is not allowed, e.g. SQL that would write).
@@ -148,4 +192,6 @@ def _main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log pro
 
 
 def print_frame(frame: pd.DataFrame, as_json: bool) -> None:
+    from uniroute.frame_output import render
+
     typer.echo(render(frame, "json" if as_json else "table"))

@@ -9,7 +9,6 @@ import typer
 
 from uniroute import operations
 from uniroute.cli.app import JsonFlag, app, context, one_line_errors, print_frame, say, settings_from_env
-from uniroute.settings import comma_separated
 
 
 @app.command("build")
@@ -29,6 +28,8 @@ def build_command(
 
     With UNIROUTE_DASK_ADDRESS set, new prompts are embedded on that Dask scheduler's workers first (the build's
     line says so), as the nightly flow does."""
+    from uniroute.settings import comma_separated
+
     settings = settings_from_env()
     with one_line_errors():  # a bad name fails before the build opens the store
         result = operations.build(

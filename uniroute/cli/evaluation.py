@@ -11,18 +11,11 @@ from typing import Annotated
 
 import typer
 
-from uniroute import experiments as ev
-from uniroute import operations, store
+from uniroute import operations  # a facade importing each operation's module on first use
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, settings_from_env
-from uniroute.embed.attributes import read_attribute_labels
-from uniroute.embed.kinds import embedder_kind
-from uniroute.experiments.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
-from uniroute.ingest import IngestError, is_pairwise_file
-from uniroute.pipeline.pool import registry
-from uniroute.pipeline.serving.budget_report import load_budget_report, write_budget_plot
-from uniroute.progress import progress_bar
-from uniroute.routers.cluster.psi import Psi
-from uniroute.routers.cluster.similarity import model_similarity
+
+# The evaluation harness (scipy, matplotlib, the ingest readers) is imported inside the command that runs it:
+# every other command, and --help, loads this module (cli/app.py says why).
 
 
 def _check_out(out: Path) -> None:
@@ -101,6 +94,10 @@ def evaluate(
 
     Without costs in the data, the comparison is quality-only: mean test score at lambda = 0 next to the best
     single LLM and the oracle. With --test-data, the transfer protocol (train on one log, test on another)."""
+    from uniroute import experiments as ev
+    from uniroute.embed.kinds import embedder_kind
+    from uniroute.ingest import is_pairwise_file
+    from uniroute.progress import progress_bar
 
     settings = settings_from_env()
     method_list = tuple(m.strip() for m in methods.split(",") if m.strip())
@@ -156,7 +153,6 @@ def evaluate(
     typer.echo(f"{data}: {eval_data.routing.n_prompts} prompts, {len(eval_data.routing.models)} models, "
                f"embedder {embedder_id}; {trials} trials on {workers or 'in-process'} workers", err=True)
 
-
     # A bar with rate and ETA on a terminal; a line every tenth of the trials in a file or a pipe.
     bar = progress_bar(trials, "trials", "trial", logging.getLogger(__name__),
                        enabled=not as_json and sys.stderr.isatty())
@@ -187,6 +183,7 @@ def evaluate(
 
 
 def _print_report(report: dict, study: dict | None, paths: list[Path], as_json: bool) -> None:
+    from uniroute import experiments as ev
 
     if as_json:
         typer.echo(json.dumps(report))
@@ -205,10 +202,10 @@ class _AttributeOptions:
 def _embeddings(settings, texts: list[str], prompt_ids, name: str, attributes: _AttributeOptions | None, seed: int,
                 fit_ids=None) -> tuple:
     """(X, embedder id, report fields): the named embedder through the cache, or attribute heads on its base."""
-
     if attributes is None:
         X, embedder_id = operations.prompt_embeddings(context(settings), texts, name, seed)
         return X, embedder_id, {}
+    from uniroute.embed.attributes import read_attribute_labels
 
     labels = read_attribute_labels(attributes.labels)
     X, embedder_id, info = operations.attribute_embeddings(context(settings), texts, list(prompt_ids), labels,
@@ -222,6 +219,8 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
               train_benchmarks: str | None, test_benchmarks: str | None, test_fraction: float,
               as_json: bool) -> None:
     """`uniroute evaluate --test-data`: the transfer protocol (evaluation.transfer)."""
+    from uniroute import experiments as ev
+    from uniroute.ingest import IngestError
 
     def names(text: str | None) -> list[str]:
         return [part.strip() for part in (text or "").split(",") if part.strip()]
@@ -275,6 +274,7 @@ def report(
     """Print a saved evaluation as Markdown (method table, sign tests, validation-size study), and/or write the
     LLM-similarity map, flagging near-duplicate LLMs, and/or what each published budget buys.
     --json: {"markdown": ..., "similarity": {...}, "budgets": {...}}."""
+    from uniroute import experiments as ev
 
     if result is None and similarity is None and budgets is None:
         fail("give a saved evaluation to print, --similarity PNG to draw the LLM-similarity map, or --budgets PNG "
@@ -306,6 +306,9 @@ def report(
 
 def _budget_report(png: Path, version: str | None, quiet: bool = False) -> dict:
     """`uniroute report --budgets`: print the publication's budget table, draw its plot; what it wrote."""
+    from uniroute import store
+    from uniroute.pipeline.serving.budget_report import load_budget_report, write_budget_plot
+
     settings = settings_from_env()
     if not settings.db_path.exists():
         fail(f"no store at {settings.db_path}: ingest, build and publish first")
@@ -323,11 +326,13 @@ def _budget_report(png: Path, version: str | None, quiet: bool = False) -> dict:
 def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, prompt_part: str, seed: int,
                     quiet: bool = False) -> dict:
     """`uniroute report --similarity`: the map of a log's LLMs, or of the champion router's; what it wrote."""
+    from uniroute import experiments as ev
+    from uniroute.experiments.similarity_map import log_psi, near_duplicate_lines, write_similarity_outputs
+    from uniroute.routers.cluster.similarity import model_similarity
 
     settings = settings_from_env()
     try:
         if data is not None:
-
             log = ev.unit_cost_data(ev.long_frame(data))  # costs play no part in Psi: every LLM is kept
             X, embedder_id = operations.prompt_embeddings(context(settings), ev.prompt_texts(log.prompts, prompt_part),
                                                           embedder or settings.embedder, seed)
@@ -351,6 +356,9 @@ def _similarity_map(png: Path, data: Path | None, k: int, embedder: str | None, 
 
 def _champion_psi(settings):
     """The champion router's Psi, read from the store (read-only)."""
+    from uniroute import store
+    from uniroute.pipeline.pool import registry
+    from uniroute.routers.cluster.psi import Psi
 
     if not settings.db_path.exists():
         raise ValueError(f"no store at {settings.db_path}: build a router first, or give --data")

@@ -21,12 +21,8 @@ from uniroute.cli.app import (
     settings_from_env,
 )
 from uniroute.errors import UnirouteError
-from uniroute.ingest import IngestError
-from uniroute.ingest.cost_file import costs_from_file
-from uniroute.ingest.load import regular_file
-from uniroute.ingest.prices import checked_price, prices_from_file
-from uniroute.store import query_text, read_only_query
-from uniroute.synth import write_synthetic_logs
+
+# What a command needs beyond Typer is imported inside it (cli/app.py says why).
 
 
 @app.command()
@@ -39,6 +35,8 @@ def ingest(
     as_json: JsonFlag = False,
 ):
     """Validate benchmark logs and load them into the store (one transaction per file)."""
+    from uniroute.ingest import IngestError
+
     settings = settings_from_env()
     if split is not None and split not in ("train", "val", "test"):
         fail(f"--split must be train, val or test, not {split!r}")
@@ -67,6 +65,8 @@ def _say_models_without_cost(settings, models: set[str]) -> None:
     """A note on stderr for the models of these files that have no cost anywhere: a build leaves them out."""
     if not models:
         return
+    from uniroute.store import query_text, read_only_query
+
     try:
         lacking = [m for m in read_only_query(settings.db_path, query_text("build_excluded_models")).model
                    if m in models]
@@ -81,6 +81,8 @@ def _say_models_without_cost(settings, models: set[str]) -> None:
 def files_to_ingest(paths: list[Path]) -> list[Path]:
     """The files named, a folder standing for its files (name order; hidden files and unfinished NAME.part left
     out); a one-line error for a path that does not exist or a folder with no file."""
+    from uniroute.ingest.load import regular_file
+
     out: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -146,6 +148,8 @@ def synth(
     as_json: JsonFlag = False,
 ):
     """Write synthetic benchmark logs (long format) with latent topics, per-model skills and skill-priced costs."""
+    from uniroute.synth import write_synthetic_logs
+
     try:
         summary = write_synthetic_logs(out, n_prompts=prompts, n_models=models, n_topics=topics, seed=seed,
                                        format=fmt, with_split=split, missing_rate=missing_rate)
@@ -169,6 +173,8 @@ def models_set_price(
 ):
     """Record a model's price from a date: --input X --output Y (per million tokens) or --per-call C, and --from
     DATE; or --file. The next build or onboarding routes with the prices in force (its price_snapshot)."""
+    from uniroute.ingest.prices import checked_price, prices_from_file
+
     settings = settings_from_env()
     if (file is None) == (model is None):
         fail("give MODEL with --input/--output or --per-call and --from, or --file")
@@ -182,6 +188,8 @@ def models_set_price(
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False):
     """List the models with their status, default cost, their results' mean cost and count."""
+    from uniroute.store import query_text, read_only_query
+
     with one_line_errors():
         frame = read_only_query(settings_from_env().db_path, query_text("models_list"))
     print_frame(frame, as_json)
@@ -197,6 +205,8 @@ def models_set_cost(
     as_json: JsonFlag = False,
 ):
     """Set models' default costs, used where their result rows carry no cost: one MODEL COST, or --file."""
+    from uniroute.ingest.cost_file import costs_from_file
+
     settings = settings_from_env()
     if (file is None) == (model is None or cost is None) or (file is not None and model is not None):
         fail("give MODEL COST, or --file with a cost per model")

@@ -8,13 +8,10 @@ from typing import Annotated
 
 import typer
 
-from uniroute import experiments as ev
-from uniroute import operations
+from uniroute import operations  # a facade importing each operation's module on first use
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, settings_from_env
-from uniroute.embed.annotator import AnnotatorConfig
-from uniroute.experiments.pairwise_protocol import arena_battles_frame
-from uniroute.experiments.transfer_run import only_benchmarks
-from uniroute.ingest import IngestError, is_pairwise_file, pairs_frame
+
+# The experiments are imported inside the command that runs them (cli/app.py says why).
 
 
 @app.command("arena-battles")
@@ -25,6 +22,8 @@ def arena_battles(
     as_json: JsonFlag = False,
 ):
     """Turn a pointwise log into Chatbot Arena-style battles: per prompt, two random LLMs, the better score wins."""
+    from uniroute import experiments as ev
+    from uniroute.experiments.pairwise_protocol import arena_battles_frame
 
     suffix = out.suffix.lower()
     if suffix not in (".parquet", ".jsonl", ".csv"):
@@ -59,6 +58,8 @@ def annotate(
     """Label prompts with the seven difficulty attributes by asking the chat endpoint of UNIROUTE_ANNOTATOR_URL
     (OpenAI-compatible) with UNIROUTE_ANNOTATOR_MODEL; answers are cached in the store, so a rerun asks only
     about prompts it has not labelled yet."""
+    from uniroute.embed.annotator import AnnotatorConfig
+    from uniroute.experiments.transfer_run import only_benchmarks
 
     settings = settings_from_env()
     if not settings.annotator_url or not settings.annotator_model:
@@ -84,6 +85,8 @@ def annotate(
 
 def _prompts_of(path: Path):
     """The distinct prompts (prompt_id, prompt, benchmark) of a pointwise or pairwise log."""
+    from uniroute import experiments as ev
+    from uniroute.ingest import IngestError, is_pairwise_file, pairs_frame
 
     try:
         frame = pairs_frame(path) if not path.is_dir() and is_pairwise_file(path) else ev.long_frame(path)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from uniroute import operations
+from uniroute import operations  # a facade importing each operation's module on first use
 from uniroute.cli.app import (
     EXIT_INTERRUPTED,
     EXIT_REFUSED,
@@ -23,14 +23,9 @@ from uniroute.cli.app import (
     say,
     settings_from_env,
 )
-from uniroute.cli.explain_output import explanation_text
 from uniroute.cli.sql_output import DEFAULT_MAX_ROWS, ctrl_c_cancels, cut_off_notice, write_rows
-from uniroute.frame_output import FORMATS, exact_records
-from uniroute.pipeline.serving.route import DEFAULT_SETTING, RoutingRequest, default_setting_line, pool_names
-from uniroute.pipeline.serving.user_sql import run_user_sql
-from uniroute.pipeline.status import pool_status
-from uniroute.store import Sandbox, SqlInterrupted, SqlRefused, private_temp_dir
-from uniroute.store.sql_stream import size_bytes
+
+# What a command needs beyond Typer is imported inside it (cli/app.py says why).
 
 
 @app.command()
@@ -70,6 +65,9 @@ def route(
     as_json: JsonFlag = False,
 ):
     """Route prompts with the champion router (the published snapshot while the store is busy)."""
+    from uniroute.frame_output import exact_records
+    from uniroute.pipeline.serving.route import DEFAULT_SETTING, RoutingRequest, default_setting_line, pool_names
+
     if texts and file is not None:
         fail("give prompts as arguments or --file, not both")
     settings = settings_from_env()
@@ -97,6 +95,8 @@ def route(
             sys.stdout.write(json.dumps({**kept, **record}, default=str) + "\n")
         return
     if explain and not as_json:
+        from uniroute.cli.explain_output import explanation_text
+
         typer.echo(explanation_text(shown, texts or []))
     elif as_json:  # exact floats: a reader can recompute each argmin from what was printed
         typer.echo(json.dumps(exact_records(shown)))
@@ -135,6 +135,11 @@ def sql(
     ingest or onboarding holds the store, the query runs on the published snapshot's tables instead, and a line
     on stderr says which version answered.
     """
+    from uniroute.frame_output import FORMATS
+    from uniroute.pipeline.serving.user_sql import run_user_sql
+    from uniroute.store import Sandbox, SqlInterrupted, SqlRefused, private_temp_dir
+    from uniroute.store.sql_stream import size_bytes
+
     flagged = [name for name, on in (("json", as_json), ("csv", as_csv)) if on]
     if fmt is not None and fmt not in FORMATS:
         fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -178,6 +183,8 @@ def sql(
 def status(as_json: JsonFlag = False) -> None:
     """The pool on one screen: champion, active and retired models, the current publication, the last build,
     onboarding and publish, and what waits in the inbox. Never waits for a running operation."""
+    from uniroute.pipeline.status import pool_status
+
     settings = settings_from_env()
     with one_line_errors():
         result = pool_status(settings.home, settings.db_path, settings.published_dir, settings.inbox_dir)

@@ -11,8 +11,6 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from uniroute.frame_output import render
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -23,6 +21,7 @@ def write_rows(frames: Iterator[pd.DataFrame], fmt: str, out: TextIO | None = No
     """Print the frames in fmt as they arrive (a table or Markdown needs every row first); the rows printed."""
     import pandas as pd
 
+    from uniroute.frame_output import render
 
     out = out or sys.stdout
     rows = 0

@@ -11,8 +11,6 @@ import typer
 
 from uniroute import operations
 from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, settings_from_env
-from uniroute.pipeline.serving.route import pool_names
-from uniroute.pipeline.traffic.replay import ReplaySetting, ReplayWindow
 
 
 def _since(text: str | None) -> datetime | None:
@@ -49,6 +47,9 @@ def replay_command(
     """Re-route logged decisions (their stored embeddings, no prompt text) with a stored router version, at other
     prices, with models added or removed: per model its traffic share, expected quality and cost with 95% intervals
     and the difference from what was served; with outcomes, the replayed policy's realised quality three ways."""
+    from uniroute.pipeline.serving.route import pool_names
+    from uniroute.pipeline.traffic.replay import ReplaySetting, ReplayWindow
+
     settings = settings_from_env()
     with one_line_errors(OSError):
         window = ReplayWindow(last, _since(since))

@@ -90,10 +90,25 @@ def save_embedder(con: store.Connection, embedder: Any) -> None:
             [{"embedder_id": embedder.embedder_id, "state": state, "created_at": _now()}]))
 
 
+# States read in this process, by store file and embedder id: an id ends with the fingerprint of the embedder's
+# files and a stored state is never rewritten, so the pair names one content. An onboarding read the same 30 MB
+# state three times (champion, evidence gate, MLflow sync): a second of its own work. The newest few are kept.
+_STATES: dict[tuple[str, str], bytes] = {}
+_STATES_KEPT = 2
+
+
 def stored_embedder_state(con: store.Connection, embedder_id: str) -> bytes | None:
     """The stored state of an embedder id, or None (embedders rebuilt by name are not stored)."""
+    key = (str(store.query_row(con, "database_path")[0]), embedder_id)
+    if key in _STATES:
+        return _STATES[key]
     row = store.query_row(con, "fitted_embedder", embedder_id=embedder_id)
-    return None if row is None else bytes(row[1])
+    if row is None:
+        return None
+    _STATES[key] = bytes(row[1])
+    while len(_STATES) > _STATES_KEPT:
+        del _STATES[next(iter(_STATES))]
+    return _STATES[key]
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import logging
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +55,26 @@ def _model_requirements() -> list[str]:
         except importlib.metadata.PackageNotFoundError:
             log.debug("%s is not installed; not listed in the model's requirements", package)
     return pins
+
+
+@contextlib.contextmanager
+def requirements_taken_as_pinned() -> Iterator[None]:
+    """MLflow's check that this environment satisfies the model's requirements, skipped while a model is logged
+    (and loaded back to route its input example): they are this environment's own versions (_model_requirements),
+    so it can never warn, and it scans the files of every installed distribution to map modules to packages
+    (seconds: most of an onboarding's MLflow sync)."""
+    import mlflow.pyfunc
+    import mlflow.utils.environment
+
+    modules = (mlflow.utils.environment, mlflow.pyfunc)  # each calls the name it imported
+    checks = [module.warn_dependency_requirement_mismatches for module in modules]
+    for module in modules:
+        module.warn_dependency_requirement_mismatches = lambda requirements: None
+    try:
+        yield
+    finally:
+        for module, check in zip(modules, checks, strict=True):
+            module.warn_dependency_requirement_mismatches = check
 
 
 def _router_signature() -> Any:
@@ -112,7 +134,6 @@ def register_router(
     the new version number."""
     import mlflow
 
-
     with tempfile.TemporaryDirectory(prefix="uniroute-model-") as tmp:
         folder = Path(tmp)
         (folder / "router.npz").write_bytes(router_to_bytes(router))
@@ -126,7 +147,7 @@ def register_router(
             rows, counts = compact_val(val_embeddings)
             np.savez(folder / "val_embeddings.npz", rows=rows, counts=counts)
             files["val_embeddings"] = str(folder / "val_embeddings.npz")
-        with not_recorded():
+        with not_recorded(), requirements_taken_as_pinned():
             info = mlflow.pyfunc.log_model(
                 name=LOGGED_MODEL_NAME,
                 python_model=str(MODEL_CODE),

@@ -25,7 +25,6 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +56,8 @@ def one_sided_sign_p(challenger: np.ndarray, incumbent: np.ndarray) -> float:
     losses = int((challenger[both] > incumbent[both]).sum())
     if wins + losses == 0:
         return 1.0
+    from scipy.stats import binomtest  # here, not at the top: every router load registers this kind (a second)
+
     return float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue)
 
 
