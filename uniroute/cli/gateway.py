@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from uniroute.cli.app import app, one_line_errors, say, settings_from_env
-from uniroute.pipeline.serving.calibration import TrafficWindow
 
 DEFAULT_PORT = 4000
 DEPLOYMENTS_FILE = "deployments.yaml"
@@ -26,6 +25,7 @@ def gateway(
     """Serve the OpenAI API: model "uniroute" routes, calls the chosen model through LiteLLM, falls back by the
     routing table and records every request."""
     from uniroute.gateway.launch import GatewayPlaces, open_gateway, serve
+    from uniroute.pipeline.serving.calibration import TrafficWindow
 
     settings = settings_from_env()
     places = GatewayPlaces(
