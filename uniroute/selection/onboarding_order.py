@@ -225,6 +225,6 @@ def facility_order(similarity: np.ndarray, done: np.ndarray, weights: np.ndarray
     while left and (limit is None or len(order) < limit):
         gains = weights @ np.maximum(similarity[:, left] - best[:, None], 0.0)
         pick = left.pop(int(np.argmax(gains)))
-        order.append(pick)
+        order.append(pick)  # type: ignore[arg-type]  # an np.int64 index, kept as the callers have it
         best = np.maximum(best, similarity[:, pick])
     return order
