@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import pandas as pd
 import typer
@@ -20,7 +20,8 @@ from uniroute.operations.context import Context
 from uniroute.settings import Settings, SettingsError, apply_offline_environment, settings_from_environment
 
 if TYPE_CHECKING:  # Typer's own copy of click, whose types its groups use
-    from typer._click import Command, Context
+    from typer._click import Command
+    from typer._click import Context as ClickContext
 
 # Which module registers each command: a command loads its own module only, so `uniroute route` does not pay
 # for the evaluation harness or the ingest readers; --help (and any name not listed) loads them all.
@@ -42,20 +43,21 @@ MODULE_ORDER = ("intake", "build", "pool", "serving", "traffic", "upkeep", "eval
 class _CommandsOnDemand(TyperGroup):
     """The app's command group, importing a command's module when the command is asked for."""
 
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+    def get_command(self, ctx: ClickContext, cmd_name: str) -> Command | None:
         if cmd_name not in self.commands or cmd_name in app_groups():
             _load(*([COMMAND_MODULES[cmd_name]] if cmd_name in COMMAND_MODULES else MODULE_ORDER))
             self._convert()
         return super().get_command(ctx, cmd_name)
 
-    def list_commands(self, ctx: Context) -> list[str]:
+    def list_commands(self, ctx: ClickContext) -> list[str]:
         _load(*MODULE_ORDER)
         self._convert()
         return super().list_commands(ctx)
 
     def _convert(self) -> None:
         """Click commands for every command registered so far, in registration order, groups last."""
-        options = {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
+        options: dict[str, Any] = {"pretty_exceptions_short": app.pretty_exceptions_short,
+                                   "rich_markup_mode": app.rich_markup_mode}
         converted: dict[str, Command] = {}
         for info in app.registered_commands:
             command = typer.main.get_command_from_info(info, **options)
@@ -130,7 +132,7 @@ def one_line_errors(*builtins: type[OSError]) -> Iterator[None]:
     adds the file system's own errors where a command writes files the library cannot check ahead."""
     try:
         yield
-    except (UnirouteError, *builtins) as exc:
+    except (UnirouteError, *builtins) as exc:  # type: ignore[misc]  # mypy cannot read a starred tuple here
         fail(str(exc))
 
 
