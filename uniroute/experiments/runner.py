@@ -130,8 +130,8 @@ def evaluate(
         m in config.methods for m in VAL_SIZE_METHODS
     ) else None
     chosen_sets = selection_report(results, config) if study is not None else None
-    if chosen_sets is not None:  # only with a study
-        study["onboarding_set"] = chosen_sets  # type: ignore[index]
+    if chosen_sets is not None:
+        study["onboarding_set"] = chosen_sets  # type: ignore[index]  # chosen sets come only with a study
     return report, study, results
 
 

@@ -206,13 +206,15 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
     with np.errstate(invalid="ignore"):
         # One pass finds whether any score or cost needs a closer look (NaN fails every comparison).
         if not ((score >= 0) & (score <= 1)).all():
-            flag(score_unreadable,  # its texts are None only when no row gives one
+            # Its texts are None only when no row gives one, and then no row is flagged.
+            flag(score_unreadable,
                  lambda i: f"score {json.dumps(score_text[i])} is not a number")  # type: ignore[index]
             flag(~score_given, lambda i: "score is missing")
             flag(score_given & np.isnan(score), lambda i: "score NaN is not a number in [0, 1]")
             flag((score < 0) | (score > 1), lambda i: f"score {_number_text(score[i])} is outside [0, 1]")
         if not ((cost >= 0) & (cost <= COST_CEILING) | ~(cost_given | cost_unreadable)).all():
-            flag(cost_unreadable,  # its texts are None only when no row gives one
+            # Its texts are None only when no row gives one, and then no row is flagged.
+            flag(cost_unreadable,
                  lambda i: f"cost {json.dumps(cost_text[i])} is not a number")  # type: ignore[index]
             flag(cost_given & np.isnan(cost), lambda i: "cost NaN is not a number (leave it empty for no cost)")
             flag(np.isinf(cost), lambda i: f"cost {_number_text(cost[i])} is not finite")

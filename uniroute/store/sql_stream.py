@@ -146,6 +146,7 @@ class StreamedQuery:
         if self._spill_limit is None or now - self._spill_checked < SPILL_CHECK_SECONDS:
             return
         self._spill_checked = now
+        # A spill limit is set only with a temp_directory.
         if spilled_bytes(Path(self._sandbox.temp_directory)) > self._spill_limit:  # type: ignore[arg-type]
             self._halt(StoreError(f"the query spilled more than {self._sandbox.max_temp_size} to disk and was "
                                   "stopped (UNIROUTE_SQL_TEMP_LIMIT raises the cap; or sort or join fewer rows)"))

@@ -105,10 +105,10 @@ def check_drift(con: store.Connection, thresholds: DriftThresholds, now: datetim
     # The router has centroids (checked above), so its prompt clusters and distances are not None.
     k = int(max(training.cluster.max(), router.psi_centroids().centers.shape[0] - 1)) + 1  # type: ignore[union-attr]
     train_counts = np.bincount(training.cluster.to_numpy(), weights=training.prompts.to_numpy(), minlength=k)
-    traffic_counts = np.bincount(router.prompt_clusters(X), minlength=k)  # type: ignore[arg-type]
+    traffic_counts = np.bincount(router.prompt_clusters(X), minlength=k)  # type: ignore[arg-type]  # has clusters
     p, q = traffic_counts / traffic_counts.sum(), train_counts / train_counts.sum()
     mix = total_variation(p, q)
-    far = float((centroid_distances(router, X)  # type: ignore[operator, union-attr]
+    far = float((centroid_distances(router, X)  # type: ignore[operator, union-attr]  # has centroids
                  > float(training.far_threshold.iloc[0])).mean())
     drifted = mix > thresholds.mix or far > thresholds.far
     fingerprint = training_fingerprint(con)
