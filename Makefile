@@ -33,9 +33,9 @@ $(STAMP): pyproject.toml requirements.lock
 run: $(STAMP)
 	$(BIN)/python -m deployments.demo
 
-# Both cores: two xdist workers; tests sharing a costly session fixture run on one (tests/conftest.py, GROUPS).
-test: $(STAMP)
-	$(BIN)/ruff check .
+# Lint first, then both cores: two xdist workers; tests sharing a costly session fixture run on one
+# (tests/conftest.py, GROUPS).
+test: lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 # While working: the tests the change's files map to (tests/changed.py), without the slow ones; CI runs them all.
@@ -63,8 +63,12 @@ stop:
 status:
 	@$(BIN)/python -m deployments.service status
 
+# Python style (ruff), types over uniroute/ and flows/ (mypy, [tool.mypy] in pyproject.toml) and the SQL in sql/
+# (sqlfluff, .sqlfluff); .pre-commit-config.yaml runs the same three before a commit.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/sqlfluff lint sql
 
 clean:
 	rm -rf $(VENV) .uniroute

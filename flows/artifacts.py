@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -180,7 +181,7 @@ def publish_markdown(result: PublishResult, changes: pd.DataFrame, traffic: pd.D
     return "\n".join(lines)
 
 
-def inbox_run_name(outcomes: list[InboxOutcome]) -> str:
+def inbox_run_name(outcomes: Sequence[InboxOutcome]) -> str:
     if not outcomes:
         return "inbox: nothing new"
     counts = Counter(o.status for o in outcomes)

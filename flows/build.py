@@ -57,7 +57,9 @@ def nightly_build() -> dict:
         inputs = operations.build_inputs(embedder, settings.seed, settings.build_kinds)
         on_dask = 0
         if operations.embeds_ahead(inputs):  # TF-IDF is fitted on this build's training prompts, inside the build
-            on_dask = embed_on_dask.with_options(task_runner=dask_task_runner(settings))(settings, embedder)
+            # A TaskRunner of Dask futures, which Prefect's invariant annotation does not accept as of PrefectFuture.
+            runner = dask_task_runner(settings)
+            on_dask = embed_on_dask.with_options(task_runner=runner)(settings, embedder)  # type: ignore[arg-type]
         # The build itself runs here; with an external scheduler its K-means refit (a large build) runs there.
         result = operations.build(ctx, embedder, settings.seed, settings.build_kinds,
                                   dask_address=settings.dask_address, progress=True)

@@ -79,7 +79,7 @@ def library_log_in_run() -> Iterator[None]:
         library.removeHandler(to_api)
 
 
-def release_frames(exc: BaseException) -> None:
+def release_frames(exc: BaseException | None) -> None:
     """Drop the locals of the finished frames in a failing run's tracebacks (the printed traceback keeps its lines).
 
     They held the store's DuckDB connection and the values it returned; Prefect keeps the exception in the run's

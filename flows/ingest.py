@@ -28,7 +28,9 @@ def ingest_inbox() -> list[dict]:
             if outcome.landed_models:
                 emit_event(
                     event=RESULTS_LANDED,
-                    resource={"prefect.resource.id": f"uniroute.results.{outcome.summary.file_hash[:16]}",
+                    # Models landed: the file was ingested, so it has a summary.
+                    resource={"prefect.resource.id":
+                              f"uniroute.results.{outcome.summary.file_hash[:16]}",  # type: ignore[union-attr]
                               MODELS_LABEL: ",".join(outcome.landed_models)},
                     payload={"file": outcome.name, "models": list(outcome.landed_models)},
                 )

@@ -8,6 +8,8 @@ need no retry: their next run comes within minutes.
 
 from __future__ import annotations
 
+from typing import Any
+
 from uniroute.store import StoreBusy
 
 
@@ -23,4 +25,5 @@ def store_was_busy(task, task_run, state) -> bool:
 
 
 # With the session's own wait (120 s by default) between attempts, this covers a store held for about 12 minutes.
-RETRY_WHEN_STORE_BUSY = {"retries": 2, "retry_delay_seconds": [60, 300], "retry_condition_fn": store_was_busy}
+RETRY_WHEN_STORE_BUSY: dict[str, Any] = {"retries": 2, "retry_delay_seconds": [60, 300],
+                                         "retry_condition_fn": store_was_busy}

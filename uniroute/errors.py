@@ -26,7 +26,7 @@ class DiskFull(UnirouteError, OSError):
         return str(self.strerror)
 
 
-def is_disk_full(exc: BaseException) -> bool:
+def is_disk_full(exc: BaseException | None) -> bool:
     """Whether exc (or what it was raised from) is the file system saying the device is full."""
     while exc is not None:
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -17,7 +17,7 @@ with training as (
     where r.router_id in (select distinct router_id from decisions where centroid_distance is not null)
     group by 1
 )
-select cast(d.decided_at as date) as day, d.router_id, count(*) as decisions,
+select d.decided_at::date as day, d.router_id, count(*) as decisions,
        avg((d.centroid_distance > t.far_threshold)::int) as far_share,
        t.far_threshold, avg(d.centroid_distance) as mean_distance, t.training_mean_distance
 from decisions as d join training as t on t.router_id = d.router_id

@@ -4,7 +4,8 @@
 -- were routed beside the request path, where none of it was seen. A store from before the traffic tables has no
 -- decisions table yet: the schema files create it in its current shape.
 alter table if exists decisions add column if not exists answered_by varchar;
-alter table if exists decisions add column if not exists attempts struct(model varchar, error varchar, latency_ms double)[];
+alter table if exists decisions add column if not exists attempts
+    struct(model varchar, error varchar, latency_ms double)[];
 alter table if exists decisions add column if not exists ttft_ms double;
 alter table if exists decisions add column if not exists latency_ms double;
 alter table if exists decisions add column if not exists input_tokens bigint;

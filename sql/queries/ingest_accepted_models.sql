@@ -6,6 +6,6 @@ select
     a.mid,
     count(*) as results,
     bool_or(ps.effective_split is null or ps.effective_split = 'val') as landed
-from ingest_accepted a
-join ingest_prompt_state ps on ps.pid = a.pid
+from ingest_accepted as a
+join ingest_prompt_state as ps on ps.pid = a.pid
 group by a.mid

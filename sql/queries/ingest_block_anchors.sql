@@ -6,9 +6,9 @@
 -- Grain: one row per block row that disagrees.
 select
     b.idx,
-    b.prompt is distinct from p.text as other_text,
+    (b.prompt is distinct from p.text) as other_text,
     p.split as stored_split
-from ingest_block_rows b
-join prompts p on p.prompt_id = b.prompt_id and p.source_file = $source_file and p.first_seen = $now
+from ingest_block_rows as b
+join prompts as p on p.prompt_id = b.prompt_id and p.source_file = $source_file and p.first_seen = $now
 where b.prompt is distinct from p.text or b.split is distinct from p.split
 order by b.idx

@@ -7,9 +7,9 @@
 create or replace temp table ingest_exceptions as
 with stored_results as (
     select p.pid, m.mid, r.score, r.cost, r.raw_score, r.source_file
-    from results r
-    join ingest_prompts p on p.prompt_id = r.prompt_id
-    join ingest_models m on m.model = r.model
+    from results as r
+    join ingest_prompts as p on p.prompt_id = r.prompt_id
+    join ingest_models as m on m.model = r.model
 ),
 compared as (
     -- only prompts already stored can clash or have stored results: joining on them first keeps the
@@ -25,9 +25,9 @@ compared as (
         r.cost as stored_cost,
         r.raw_score as stored_raw_score,
         r.source_file as stored_result_source
-    from ingest_candidates c
-    join ingest_prompt_state ps on ps.pid = c.pid and ps.prompt_stored
-    left join stored_results r on r.pid = c.pid and r.mid = c.mid
+    from ingest_candidates as c
+    join ingest_prompt_state as ps on ps.pid = c.pid and ps.prompt_stored
+    left join stored_results as r on r.pid = c.pid and r.mid = c.mid
     where ps.text_differs or ps.split_clash or r.pid is not null
 ),
 same_text as (
@@ -36,12 +36,12 @@ same_text as (
            'quarantine' as status, 'same_text' as conflict,
            r.score as stored_score, r.cost as stored_cost, r.raw_score as stored_raw_score,
            r.source_file as stored_result_source, s.prompt_id as other_prompt_id
-    from ingest_candidates c
-    join ingest_prompt_state ps on ps.pid = c.pid and not ps.prompt_stored
-    join ingest_prompts p on p.pid = c.pid
-    join prompts s on s.text_hash = sha256(p.text) and s.prompt_id <> p.prompt_id
-    join ingest_models m on m.mid = c.mid
-    join results r on r.prompt_id = s.prompt_id and r.model = m.model and r.score <> c.score
+    from ingest_candidates as c
+    join ingest_prompt_state as ps on ps.pid = c.pid and not ps.prompt_stored
+    join ingest_prompts as p on p.pid = c.pid
+    join prompts as s on s.text_hash = sha256(p.text) and s.prompt_id <> p.prompt_id
+    join ingest_models as m on m.mid = c.mid
+    join results as r on r.prompt_id = s.prompt_id and r.model = m.model and r.score <> c.score
     qualify row_number() over (partition by c.pid, c.mid order by s.prompt_id) = 1
 )
 select

@@ -9,8 +9,8 @@ select
     k.prompt_id as stored_prompt_id,
     p.text as stored_text,
     p.split as stored_split,
-    (select list(distinct r.model order by r.model) from results r where r.prompt_id = k.prompt_id) as stored_models
-from ingest_sample_keys s
-join prompt_keys k on k.key_kind = $key_kind and k.key = s.key and k.prompt_id <> s.prompt_id
-join prompts p on p.prompt_id = k.prompt_id
+    (select list(distinct r.model order by r.model) from results as r where r.prompt_id = k.prompt_id) as stored_models
+from ingest_sample_keys as s
+join prompt_keys as k on k.key_kind = $key_kind and k.key = s.key and k.prompt_id <> s.prompt_id
+join prompts as p on p.prompt_id = k.prompt_id
 order by s.key, k.prompt_id

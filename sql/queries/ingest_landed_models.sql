@@ -3,8 +3,8 @@
 -- they must not bring it back into the pool (`uniroute onboard --reactivate` does that, on purpose).
 -- Needs ingest_accepted_models, ingest_models.
 select m.model
-from ingest_accepted_models a
-join ingest_models m on m.mid = a.mid
-left join models s on s.model = m.model
+from ingest_accepted_models as a
+join ingest_models as m on m.mid = a.mid
+left join models as s on s.model = m.model
 where a.landed and coalesce(s.status, 'active') = 'active'
 order by m.model

@@ -25,7 +25,8 @@ compared as (
     -- only prompts already stored can clash or hold stored battles
     select c.*, ps.text_differs, ps.split_clash,
            coalesce(s.oriented = c.oriented, false) as battle_same,
-           s.model_a as stored_model_a, s.model_b as stored_model_b, s.winner as stored_winner, s.preference as stored_preference,
+           s.model_a as stored_model_a, s.model_b as stored_model_b, s.winner as stored_winner,
+           s.preference as stored_preference,
            s.source_file as stored_source
     from candidates as c
     join ingest_prompt_state as ps on ps.pid = c.pid and ps.prompt_stored

@@ -11,5 +11,5 @@ select
     coalesce(s.split, p.split) as effective_split,
     s.split as stored_split,
     s.source_file as stored_source
-from ingest_prompts p
-left join prompts s on s.prompt_id = p.prompt_id
+from ingest_prompts as p
+left join prompts as s on s.prompt_id = p.prompt_id

@@ -14,7 +14,8 @@ with conflicts as (
                 'prompt_id {} is stored with split {} but this file says {}',
                 to_json(p.prompt_id), to_json(ps.stored_split), to_json(p.split))
             when 'same_text' then format(
-                'prompt_id {} has the same text as the stored prompt_id {}, which model {} scored {} (from {}); {} here',
+                'prompt_id {} has the same text as the stored prompt_id {}, '
+                || 'which model {} scored {} (from {}); {} here',
                 to_json(p.prompt_id), to_json(e.other_prompt_id), to_json(m.model),
                 cast(e.stored_score as varchar), e.stored_result_source, cast(e.score as varchar))
             else format(
@@ -31,10 +32,10 @@ with conflicts as (
             'prompt_id': p.prompt_id, 'model': m.model, 'score': coalesce(e.raw_score, e.score), 'cost': e.cost,
             'split': p.split
         }) as varchar) as raw
-    from ingest_exceptions e
-    join ingest_prompts p on p.pid = e.pid
-    join ingest_models m on m.mid = e.mid
-    join ingest_prompt_state ps on ps.pid = e.pid
+    from ingest_exceptions as e
+    join ingest_prompts as p on p.pid = e.pid
+    join ingest_models as m on m.mid = e.mid
+    join ingest_prompt_state as ps on ps.pid = e.pid
     where e.status = 'quarantine'
 ),
 everything as (

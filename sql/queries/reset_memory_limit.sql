@@ -1,2 +1,2 @@
 -- DuckDB's default memory limit (80% of RAM) back on this connection.
-RESET memory_limit
+reset memory_limit

@@ -1,4 +1,5 @@
--- Raw benchmark logs as ingested. Append-only except models.status (retire) (models.default_cost is superseded by prices).
+-- Raw benchmark logs as ingested. Append-only except models.status (retire) (models.default_cost is superseded by
+-- prices).
 
 -- Grain: one row per prompt (prompt_id is unique; the same text under two ids is two prompts).
 create table if not exists prompts (

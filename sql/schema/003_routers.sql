@@ -85,7 +85,8 @@ create table if not exists psi (
                                         -- shrunk toward it by evidence for count-aware Psi (kmeans_shrunk)
     error_lo     double,                -- 95% Wilson interval of loss; null in rows written before it was stored
     error_hi     double,
-    sparse       boolean,               -- fewer labelled prompts behind the cell than routers/cluster/psi.py SPARSE_CELL
+    sparse       boolean,               -- fewer labelled prompts behind the cell than routers/cluster/psi.py's
+                                        -- SPARSE_CELL
     primary key (router_id, model, cluster)
 );
 

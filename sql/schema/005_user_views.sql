@@ -93,7 +93,7 @@ join best on best.version = b.version;
 -- Grain: one row per (router_id, model) where the router routes a model that its nightly build (the ancestor
 -- without a parent) did not: the model was onboarded since that build, by `onboarded_by`.
 create or replace view onboarded_models as
-with recursive lineage(router_id, ancestor_id, depth) as (
+with recursive lineage (router_id, ancestor_id, depth) as (
     select router_id, router_id, 0 from routers
     union all
     select l.router_id, r.parent_id, l.depth + 1

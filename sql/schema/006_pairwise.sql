@@ -34,7 +34,8 @@ create table if not exists prompt_attributes (
 -- (sqrt(2/pi) * sd, sd = sqrt(q (1 - q) (1/n_a + 1/n_b)), q the pair's mean accuracy there); `z`: the overall
 -- paired difference in standard errors; `chi2`: the sum of squared per-cluster differences in standard errors.
 -- A near duplicate (a pool smell: the router tells the two apart by cost only) differs neither overall
--- (|z| <= 1.96) nor in pattern (chi2 within its 95th percentile). uniroute.routers.cluster.similarity computes the same.
+-- (|z| <= 1.96) nor in pattern (chi2 within its 95th percentile). uniroute.routers.cluster.similarity computes the
+-- same.
 create or replace view model_similarity as
 with cells as (
     select p.model, p.cluster, p.loss, greatest(p.n, 1) as n

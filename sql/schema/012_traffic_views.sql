@@ -118,4 +118,3 @@ window w as (partition by coalesce(t.router_id, g.router_id));
 
 -- traffic_drift reads the embeddings, a per-connection view over the Parquet dataset: it is created with it
 -- (sql/connection/traffic_drift.sql, store.embeddings.expose_view), not here.
-

@@ -34,7 +34,9 @@ left join prices_in_force as p on p.model = m.model;
 
 -- The cost of one call of a model on a day, from the price in force that day: its per-call price, or its token
 -- prices times the call's tokens (null when the call's tokens or the model's price are unknown). What views over
--- routed traffic charge a decision or an outcome that carries tokens.
+-- routed traffic charge a decision or an outcome that carries tokens. (The linter reads the macro's parameters as
+-- unqualified columns.)
+-- noqa: disable=RF03
 create or replace macro priced_call_cost(call_model, call_day, input_tokens, output_tokens) as (
     select coalesce(p.per_call, (input_tokens * p.input_per_mtok + output_tokens * p.output_per_mtok) / 1e6)
     from prices as p
@@ -42,3 +44,4 @@ create or replace macro priced_call_cost(call_model, call_day, input_tokens, out
     order by p.valid_from desc, p.set_at desc
     limit 1
 );
+-- noqa: enable=RF03

@@ -1,6 +1,6 @@
--- Replays of logged traffic (uniroute/pipeline/traffic/replay.py): each `uniroute replay` run's inputs and results, and the
--- nightly build's shadow gate (uniroute/pipeline/traffic/shadow_gate.py), which replays the recent traffic with the
--- challenger and the champion at the same expected spend before a challenger is promoted. Append-only.
+-- Replays of logged traffic (uniroute/pipeline/traffic/replay.py): each `uniroute replay` run's inputs and results,
+-- and the nightly build's shadow gate (uniroute/pipeline/traffic/shadow_gate.py), which replays the recent traffic
+-- with the challenger and the champion at the same expected spend before a challenger is promoted. Append-only.
 
 -- Grain: one row per replay run: what was replayed (window, router, pool edits, prices, setting) and what came
 -- out (the result as JSON, the same document `uniroute replay --json` prints).

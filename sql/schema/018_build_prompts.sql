@@ -3,7 +3,8 @@
 -- fill, its K-means sample and its cluster assignments all select from (sql/queries/build_*.sql).
 -- Grain: one row per active model with a cost (per result or a price in force), with its default cost and its mean
 -- known cost (what a result without a cost takes). One group-by over the results: the correlated "exists a result
--- with a cost" this replaced took 6.3 s of DuckDB per query at 20M results against 0.9 s (benchmarks/scale/dask_plane.py).
+-- with a cost" this replaced took 6.3 s of DuckDB per query at 20M results against 0.9 s
+-- (benchmarks/scale/dask_plane.py).
 create or replace view build_costed_models as
 select m.model, m.default_cost, r.mean_cost
 from priced_models as m

@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 import typer.main
@@ -20,7 +20,8 @@ from uniroute.errors import UnirouteError
 
 if TYPE_CHECKING:
     import pandas as pd
-    from typer._click import Command, Context, HelpFormatter  # Typer's own copy of click, whose types its groups use
+    from typer._click import Command, HelpFormatter  # Typer's own copy of click, whose types its groups use
+    from typer._click import Context as ClickContext
 
     from uniroute.operations.context import Context as OperationsContext
     from uniroute.settings import Settings
@@ -51,17 +52,17 @@ class _CommandsOnDemand(TyperGroup):
     """The app's command group, importing a command's module and building its click command when it is asked for;
     the list of commands (--help) is written from the registered functions' docstrings without building any."""
 
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+    def get_command(self, ctx: ClickContext, cmd_name: str) -> Command | None:
         if cmd_name not in self.commands or cmd_name in app_groups():
             _load(*([COMMAND_MODULES[cmd_name]] if cmd_name in COMMAND_MODULES else MODULE_ORDER))
             self._convert(cmd_name)
         return super().get_command(ctx, cmd_name)
 
-    def list_commands(self, ctx: Context) -> list[str]:
+    def list_commands(self, ctx: ClickContext) -> list[str]:
         _load(*MODULE_ORDER)
         return list(_registered())
 
-    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+    def format_commands(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
         """The commands with the first sentence of their help, as click prints them."""
         _load(*MODULE_ORDER)
         shown = {name: info for name, info in _registered().items() if info.hidden is not True}
@@ -75,7 +76,8 @@ class _CommandsOnDemand(TyperGroup):
         """The click command of one registered command or group (a group is rebuilt: its commands may live in a
         module loaded since); building one reads its parameters' annotations, which is slow for twenty."""
         info = _registered().get(name)
-        options = {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
+        options: dict[str, Any] = {"pretty_exceptions_short": app.pretty_exceptions_short,
+                                   "rich_markup_mode": app.rich_markup_mode}
         if isinstance(info, typer.models.CommandInfo):
             self.commands[name] = typer.main.get_command_from_info(info, **options)
         elif info is not None:
@@ -87,7 +89,7 @@ def _registered() -> dict[str, typer.models.CommandInfo | typer.models.TyperInfo
     """The app's commands by name, in registration order, groups last."""
     out: dict[str, typer.models.CommandInfo | typer.models.TyperInfo] = {}
     for info in app.registered_commands:
-        out[info.name or typer.main.get_command_name(info.callback.__name__)] = info
+        out[info.name or typer.main.get_command_name(getattr(info.callback, "__name__", ""))] = info
     for group in app.registered_groups:
         out[str(group.name)] = group
     return out
@@ -175,7 +177,7 @@ def one_line_errors(*builtins: type[OSError]) -> Iterator[None]:
     adds the file system's own errors where a command writes files the library cannot check ahead."""
     try:
         yield
-    except (UnirouteError, *builtins) as exc:
+    except (UnirouteError, *builtins) as exc:  # type: ignore[misc]  # mypy cannot read a starred tuple here
         fail(str(exc))
 
 

@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -16,6 +16,9 @@ from uniroute.cli.app import JsonFlag, app, context, fail, one_line_errors, sett
 
 # The evaluation harness (scipy, matplotlib, the ingest readers) is imported inside the command that runs it:
 # every other command, and --help, loads this module (cli/app.py says why).
+
+if TYPE_CHECKING:
+    from uniroute.routers.router import Router
 
 
 def _check_out(out: Path) -> None:
@@ -207,7 +210,7 @@ def _embeddings(settings, texts: list[str], prompt_ids, name: str, attributes: _
         return X, embedder_id, {}
     from uniroute.embed.attributes import read_attribute_labels
 
-    labels = read_attribute_labels(attributes.labels)
+    labels = read_attribute_labels(attributes.labels)  # type: ignore[arg-type]  # given with attributes (checked)
     X, embedder_id, info = operations.attribute_embeddings(context(settings), texts, list(prompt_ids), labels,
                                                            attributes.base, seed, fit_ids)
     return X, embedder_id, {"attribute_heads": {**info, "labels": str(attributes.labels)}}
@@ -228,7 +231,8 @@ def _transfer(settings, data: Path, test_data: Path, out: Path, trials: int, see
     try:
         train_log, train_costs = ev.read_log(data, names(train_benchmarks))
         test_log, test_costs = ev.read_log(test_data, names(test_benchmarks), allow_pairwise=False)
-        transfer = ev.transfer_data(train_log, test_log, train_costs, test_costs)
+        # allow_pairwise=False: the test log is pointwise
+        transfer = ev.transfer_data(train_log, test_log, train_costs, test_costs)  # type: ignore[arg-type]
         if transfer.pairwise:
             methods = tuple(m for m in methods if m in ev.PAIRWISE_TRANSFER_METHODS)
         config = ev.TransferConfig(seed=seed, methods=tuple(m for m in methods if m in ev.TRANSFER_METHODS),
@@ -366,6 +370,6 @@ def _champion_psi(settings):
         if registry.champion_id(con) is None:
             raise ValueError("the store has no router yet: run `uniroute build`, or give --data")
         champion = registry.load_champion(con)
-    router = champion.router
+    router = cast("Router", champion.router)  # Psi rows: a cluster router
     counts = router.psi_counts if router.psi_counts is not None else 0 * router.psi.astype(int)
     return Psi(router.models, router.psi, counts), champion.router_id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from uniroute.cli.app import (
     settings_from_env,
 )
 from uniroute.errors import UnirouteError
+
+if TYPE_CHECKING:
+    from uniroute.ingest import IngestSummary
 
 # What a command needs beyond Typer is imported inside it (cli/app.py says why).
 
@@ -42,7 +45,7 @@ def ingest(
         fail(f"--split must be train, val or test, not {split!r}")
     paths = files_to_ingest(paths)  # before the store is created: a missing path changes nothing
     ctx = context(settings)
-    summaries = []
+    summaries: list[IngestSummary] = []
     for number, path in enumerate(paths):
         try:
             summary = operations.ingest(ctx, path, split=split, progress=not as_json)
@@ -211,6 +214,7 @@ def models_set_cost(
     if (file is None) == (model is None or cost is None) or (file is not None and model is not None):
         fail("give MODEL COST, or --file with a cost per model")
     with one_line_errors():
-        costs = costs_from_file(file) if file is not None else {model: cost}
+        costs: dict[str, float] = (costs_from_file(file) if file is not None
+                                   else {model: cost})  # type: ignore[dict-item]  # both given (checked above)
         line = operations.set_costs(context(settings), costs, str(file) if file is not None else "")
     typer.echo(json.dumps({"costs": costs, "summary": line}) if as_json else line)

@@ -20,11 +20,15 @@ MINILM_DIM = 384
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Anything that turns texts into (n, dim) float32 unit vectors and names itself."""
+    """Anything that turns texts into (n, dim) float32 unit vectors and names itself (read-only: every embedder
+    is a frozen dataclass)."""
 
-    embedder_id: str
-    dim: int
-    progress: bool
+    @property
+    def embedder_id(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def progress(self) -> bool: ...
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, L2-normalised rows."""

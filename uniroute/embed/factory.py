@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -59,15 +60,16 @@ def make_embedder(
                          "(Settings.cache_dir, under UNIROUTE_HOME)")
     if name == "minilm":
         return load_minilm(batch_size=batch_size, progress=progress)
+    built_in = cast(Path, cache_dir)  # given for every built embedder (checked above)
     if name == "minilm-onnx":
-        return load_minilm_onnx(cache_dir, progress=progress)
+        return load_minilm_onnx(built_in, progress=progress)
     if name == "static":
-        return load_static(cache_dir, progress=progress)
+        return load_static(built_in, progress=progress)
     if name == "static-tuned":
         if fit_texts is None:
             raise ValueError("the static-tuned embedder is fitted on the training prompts: pass fit_texts")
-        return fit_static_tuned(load_static(cache_dir, progress=progress),
-                                load_minilm_onnx(cache_dir, progress=progress), fit_texts,
+        return fit_static_tuned(load_static(built_in, progress=progress),
+                                load_minilm_onnx(built_in, progress=progress), fit_texts,
                                 teacher_vectors=teacher_vectors, progress=progress)
     if name == "tfidf":
         if fit_texts is None:

@@ -82,7 +82,8 @@ def embed_store_prompts(con: store.Connection, embedder: Embedder, client: Clien
     url = work if "://" not in root else fs.unstrip_protocol(work)
     # Capped too: uncapped (DuckDB's default, 80% of RAM) this count over 20M results took the driver to 1.6 GB.
     with store.memory_limited(con, FILL_DUCKDB_MEMORY):
-        digest = tuple(int(v) for v in store.query_arrow(con, "build_prompt_digest").to_pylist()[0].values())
+        count, xor, total = (int(v) for v in store.query_arrow(con, "build_prompt_digest").to_pylist()[0].values())
+        digest = (count, xor, total)
     n_prompts = digest[0]
     try:
         missing = _write_work(con, embedder.embedder_id, url, TASK_TEXTS if client is not None else CHUNK_TEXTS)

@@ -8,7 +8,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # The vectorizer settings fit_tfidf uses; a saved embedder records them so it is rebuilt exactly.
-VECTORIZER_SETTINGS = {"lowercase": True, "ngram_range": [1, 2], "sublinear_tf": True}
+VECTORIZER_SETTINGS: dict[str, Any] = {"lowercase": True, "ngram_range": [1, 2], "sublinear_tf": True}
 STATE_FORMAT = "uniroute-tfidf-embedder"
 
 

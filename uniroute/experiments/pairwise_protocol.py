@@ -73,7 +73,8 @@ def sparse_battles(scores: np.ndarray, prompts: np.ndarray, models: np.ndarray, 
         y = np.where(s_a > s_b, 1.0, np.where(s_a < s_b, 0.0, 0.5))
         parts.append((prompts[kept], models[first], models[second], y))
     if not parts:
-        return Battles(*(np.zeros(0, dtype=np.int64) for _ in range(3)), np.zeros(0))
+        # Three empty index arrays, then the empty outcomes (mypy cannot count a starred generator).
+        return Battles(*(np.zeros(0, dtype=np.int64) for _ in range(3)), np.zeros(0))  # type: ignore[call-arg]
     prompt, a, b, y = (np.concatenate(col) for col in zip(*parts, strict=True))
     return Battles(prompt.astype(np.int64), a.astype(np.int64), b.astype(np.int64), y.astype(np.float64))
 

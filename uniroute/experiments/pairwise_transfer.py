@@ -12,7 +12,7 @@ Shapes: M shared LLMs; neighbourhood counts are (Q, M, M) for Q query prompts, b
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class PairwiseTransfer:
         self.names = list(data.routing.models)
         role = np.full(data.n_prompts, -1)
         role[split.train], role[split.val] = 0, 1
-        battles = data.battles
+        battles = cast(Battles, data.battles)  # a pairwise log: it has battles
         self.train = battles.subset(role[battles.prompt] == 0)
         self.val = battles.subset(role[battles.prompt] == 1)
         self._centroids: dict[int, Any] = {}

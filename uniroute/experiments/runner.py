@@ -131,7 +131,7 @@ def evaluate(
     ) else None
     chosen_sets = selection_report(results, config) if study is not None else None
     if chosen_sets is not None:
-        study["onboarding_set"] = chosen_sets
+        study["onboarding_set"] = chosen_sets  # type: ignore[index]  # chosen sets come only with a study
     return report, study, results
 
 

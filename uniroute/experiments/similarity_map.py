@@ -71,7 +71,7 @@ def write_similarity_map(similarity: Similarity, path: Path, title: str) -> None
     ax.set_yticklabels(similarity.models, fontsize=7)
     index = {name: i for i, name in enumerate(similarity.models)}
     for pair in similarity.near_duplicates():
-        i, j = index[pair["model_a"]], index[pair["model_b"]]
+        i, j = index[str(pair["model_a"])], index[str(pair["model_b"])]
         for r, c in ((i, j), (j, i)):
             ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="cosine similarity of centred Psi rows")

@@ -74,7 +74,8 @@ def evaluate_transfer(
     """Run the transfer trials; the report has the fields of `uniroute evaluate` plus the transfer protocol
     (quality-only fields when the test log has no costs)."""
     started = time.perf_counter()
-    results = trial_results(X, data, trials, config, workers, scheduler_address, progress, trial_fn=transfer_trial)
+    results = trial_results(X, data, trials, config,  # type: ignore[arg-type]  # what transfer_trial reads
+                            workers, scheduler_address, progress, trial_fn=transfer_trial)
     report = evaluation_report(results, EvalConfig(seed=config.seed, methods=config.methods))
     report["seconds"] = time.perf_counter() - started
     report.update(seed=config.seed, n_prompts=data.n_prompts, models=list(data.routing.models),

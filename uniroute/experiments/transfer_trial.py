@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from uniroute.experiments.protocol import EvalConfig
 from uniroute.experiments.transfer import TransferConfig, TransferData, transfer_split
 from uniroute.experiments.trial import _single_threaded
 from uniroute.routers.baselines.zero import zero_router_curve_points, zero_router_hull
-from uniroute.routers.kinds import router_kind
+from uniroute.routers.kinds import GridSearch, router_kind
 from uniroute.selection.curves import CURVE_GRID, Curve, curve_metrics, routing_curve, upper_envelope
 from uniroute.selection.grids import search_record
 from uniroute.selection.split import TrialSplit, mean_costs
@@ -63,7 +63,7 @@ def pointwise_method(method: str, state: TrialState, pool: TestPool, n_lambdas: 
     if method == "zero":
         return None, pool.zero_curve(np.nanmean(state.losses[state.split.val], axis=0))
     tuned = state.tuned(method, n_val)
-    record = search_record(tuned.search, tuned.shrinkage)
+    record = search_record(cast(GridSearch, tuned.search), tuned.shrinkage)  # a tuned kind has its search
     return record, pool.curve(router_kind(method).gamma_from_training_labels(state, tuned.value), n_lambdas)
 
 

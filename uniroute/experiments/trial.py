@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from uniroute.experiments.oracle_curve import oracle_curve
 from uniroute.experiments.pairwise_protocol import pairwise_method
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.quality import quality_rule_curve
-from uniroute.routers.kinds import router_kind
+from uniroute.routers.kinds import GridSearch, router_kind
 from uniroute.selection.curves import CURVE_GRID, Curve, curve_area, curve_metrics
 from uniroute.selection.data import RoutingData
 from uniroute.selection.scored_pool import LabelledPool
@@ -44,9 +44,11 @@ def _single_threaded() -> None:
 def _tuning_record(state: TrialState, kind: str, n_val: int, areas: bool = True) -> dict[str, Any]:
     """The chosen value, where it sits on the ladder, and (areas) the validation Area of every searched value."""
     t = state.tuned(kind, n_val)
-    out = {"value": t.value, "shrinkage": t.shrinkage, "at_edge": t.search.at_edge, "at_bound": t.search.at_bound}
+    search = cast(GridSearch, t.search)  # a tuned kind has its search
+    out: dict[str, Any] = {"value": t.value, "shrinkage": t.shrinkage, "at_edge": search.at_edge,
+                           "at_bound": search.at_bound}
     if areas:
-        out.update(areas={str(v): a for v, a in t.search.areas.items()},
+        out.update(areas={str(v): a for v, a in search.areas.items()},
                    strengths={f"{s:g}": a for s, a in t.strengths.items()})
         out.update(router_kind(kind).test_record(state, t, n_val))
     return out

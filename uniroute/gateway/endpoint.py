@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -217,15 +218,17 @@ async def _events(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: st
             gateway.record(loaded, batch, text, happened)
             gateway.remember_spend(str(batch.decisions["decision_id"].iloc[0]), _spend(happened))
 
+    # a streamed answer always carries its model and the rest of its stream (calls.py)
+    model, stream = str(answer.model), cast(AsyncIterator[Any], answer.stream)
     chunk = answer.first_chunk
     try:
         while True:
             if getattr(chunk, "usage", None) is not None:
                 last_usage = chunk
             if getattr(chunk, "choices", None) or include_usage:
-                yield b"data: " + orjson.dumps(_dump(chunk, answer.model)) + b"\n\n"
+                yield b"data: " + orjson.dumps(_dump(chunk, model)) + b"\n\n"
             try:
-                chunk = await answer.stream.__anext__()
+                chunk = await stream.__anext__()
             except StopAsyncIteration:
                 break
         record()  # before the end marker: a client that has read it finds the record written
@@ -248,12 +251,14 @@ async def _direct(gateway: Gateway, body: dict[str, Any], params: dict[str, Any]
     if not stream:
         return Response(orjson.dumps(_dump(answer.response, model)), media_type="application/json")
 
+    rest = cast(AsyncIterator[Any], answer.stream)  # a streamed answer carries the rest of its stream
+
     async def events():  # noqa: ANN202
         chunk = answer.first_chunk
         while True:
             yield b"data: " + orjson.dumps(_dump(chunk, model)) + b"\n\n"
             try:
-                chunk = await answer.stream.__anext__()
+                chunk = await rest.__anext__()
             except StopAsyncIteration:
                 break
         yield b"data: [DONE]\n\n"
@@ -264,7 +269,7 @@ async def _direct(gateway: Gateway, body: dict[str, Any], params: dict[str, Any]
 def _happened(loaded: Loaded, answer: Answer, usage_from: Any, started: float, key: str | None,
               failure: str | None = None) -> Happened:
     tokens_in, tokens_out = usage_of(usage_from) if usage_from is not None else (None, None)
-    price = loaded.prices.get(answer.model)
+    price = loaded.prices.get(answer.model) if answer.model is not None else None
     cost = None if price is None else price.cost(tokens_in, tokens_out)
     return Happened(answer.model, answer.attempts, answer.ttft_ms, _ms(started), tokens_in, tokens_out, cost,
                     failure, conversation_hash(key))

@@ -153,6 +153,7 @@ def _blocks(path: Path, header: list[str], split: str | None) -> Iterator[Staged
 def _jsonl_blocks(path: Path, split: str | None) -> Iterator[Staged]:
     """A long JSON-lines file's blocks of non-blank lines (BLOCK_BYTES of text or BLOCK_ROWS lines), parsed as
     when it is read whole: the same line numbers, problems and one-line refusals naming the line."""
+    found: dict[str, None]  # the keys seen, in order
     first, found = 1, dict.fromkeys(())
     with one_line_errors(path), open(path, encoding="utf-8-sig", newline="\n") as handle:
         block: list[str] = []

@@ -7,7 +7,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat, SupportsInt
 
 import numpy as np
 import pyarrow as pa
@@ -108,14 +108,14 @@ class _Names:
     def __init__(self, values: pa.Array) -> None:
         self.values = values
 
-    def __getitem__(self, code: int) -> str | None:
+    def __getitem__(self, code: SupportsInt) -> str | None:
         return self.values[int(code)].as_py()
 
     def __iter__(self) -> Iterator[str | None]:
         return iter(self.values.to_pylist())
 
 
-def _number_text(value: float) -> str:
+def _number_text(value: SupportsFloat | None) -> str:
     """A float as the reasons print it (repr: 1.5, 1e+308, inf)."""
     return "null" if value is None or (isinstance(value, float) and math.isnan(value)) else repr(float(value))
 
@@ -172,7 +172,7 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
     reason: dict[int, str] = {}  # staged index -> the first problem found on that row
     open_rows = np.ones(n, dtype=bool)  # no problem found yet
 
-    def flag(mask: np.ndarray, message: Any) -> None:
+    def flag(mask: np.ndarray | None, message: Any) -> None:
         """Give rows in `mask` without a reason yet the reason message(i) (the first problem wins)."""
         if mask is None or not mask.any():
             return
@@ -184,7 +184,7 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
     def each_value(values: pa.Array, test: Any) -> np.ndarray:
         return test(values).fill_null(False).to_numpy(zero_copy_only=False)
 
-    flag(pre_given, lambda i: pre_reason[i])
+    flag(pre_given, lambda i: pre_reason[i])  # type: ignore[index]  # None only when no row gives one
     pid_text = _Names(pid_values)
     mid_text = _Names(mid_values)
     flag(_lookup(each_value(pid_values, lambda v: pc.equal(v, "")), pid, null=True), lambda i: "empty prompt_id")
@@ -206,12 +206,16 @@ def checked_rows(rows: pa.Table, per_model: bool = False) -> Checked:
     with np.errstate(invalid="ignore"):
         # One pass finds whether any score or cost needs a closer look (NaN fails every comparison).
         if not ((score >= 0) & (score <= 1)).all():
-            flag(score_unreadable, lambda i: f"score {json.dumps(score_text[i])} is not a number")
+            # Its texts are None only when no row gives one, and then no row is flagged.
+            flag(score_unreadable,
+                 lambda i: f"score {json.dumps(score_text[i])} is not a number")  # type: ignore[index]
             flag(~score_given, lambda i: "score is missing")
             flag(score_given & np.isnan(score), lambda i: "score NaN is not a number in [0, 1]")
             flag((score < 0) | (score > 1), lambda i: f"score {_number_text(score[i])} is outside [0, 1]")
         if not ((cost >= 0) & (cost <= COST_CEILING) | ~(cost_given | cost_unreadable)).all():
-            flag(cost_unreadable, lambda i: f"cost {json.dumps(cost_text[i])} is not a number")
+            # Its texts are None only when no row gives one, and then no row is flagged.
+            flag(cost_unreadable,
+                 lambda i: f"cost {json.dumps(cost_text[i])} is not a number")  # type: ignore[index]
             flag(cost_given & np.isnan(cost), lambda i: "cost NaN is not a number (leave it empty for no cost)")
             flag(np.isinf(cost), lambda i: f"cost {_number_text(cost[i])} is not finite")
             flag(cost < 0, lambda i: f"cost {_number_text(cost[i])} is negative")
@@ -323,7 +327,7 @@ def _result_text(score: np.ndarray, raw_score: np.ndarray, cost: np.ndarray, i: 
 
 
 def _prompt_table(rows: pa.Table, pid: np.ndarray, pid_values: pa.Array, tid: np.ndarray, text_values: pa.Array,
-                  first: np.ndarray, keep: np.ndarray) -> pa.Table:
+                  first: np.ndarray, keep: np.ndarray | slice) -> pa.Table:
     """The prompts of the kept rows, with the text, benchmark, split and key of each prompt's first row."""
     pids = _present(pid[keep], len(pid_values))
     at = pa.array(first[pids])  # staged index of each kept prompt's first row

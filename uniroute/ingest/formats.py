@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa
 
@@ -89,8 +90,9 @@ def one_line_errors(path: Path) -> Iterator[None]:
         raise IngestError(f"{path}: JSON nested too deeply to be a log (an array or object inside another "
                           "about a thousand times)") from None
     except UnicodeError as exc:
-        raise IngestError(f"{path}: text that cannot be UTF-8 ({exc.reason}, e.g. a lone surrogate "
-                          f"{exc.object[exc.start:exc.end]!r}): fix or drop those characters") from None
+        err = cast(UnicodeDecodeError, exc)  # a codec's error, decoding or encoding: both carry these fields
+        raise IngestError(f"{path}: text that cannot be UTF-8 ({err.reason}, e.g. a lone surrogate "
+                          f"{err.object[err.start:err.end]!r}): fix or drop those characters") from None
     except pa.ArrowException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise IngestError(f"{path}: a column holds values of the wrong type, e.g. lists or structs where text or "
@@ -118,7 +120,7 @@ def _staged(path: Path, split: str | None) -> Staged | StagedPairs:
             raise IngestError(f"{path}: a binary file (NUL bytes at offset {text.index(chr(0))}), not CSV or JSON")
     fmt = detect_format(path, head, text)
     assert text is not None
-    readers = {
+    readers: dict[str, Callable[[Path, str, str | None], Staged | StagedPairs]] = {
         FORMAT_LONG_CSV: long_csv,
         FORMAT_LONG_JSONL: long_jsonl,
         FORMAT_ROUTERBENCH: routerbench_csv,

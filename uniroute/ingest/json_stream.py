@@ -51,7 +51,7 @@ class _Text:
     def skip_space(self) -> str:
         """The next character after whitespace ('' at the end of the file)."""
         while True:
-            self.pos = _SPACE.match(self.text, self.pos).end()
+            self.pos = _SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]  # matches empty text
             if self.pos < len(self.text) or not self.more():
                 return self.text[self.pos: self.pos + 1]
 
@@ -76,7 +76,8 @@ class _Text:
                 want *= 2  # an entry longer than the buffer: read twice as much each time, not quadratically
                 continue
             # A number the buffer's end may have cut ("-1." decodes as -1, "1e" as 1): decoded again with more text.
-            if _NUMBER_TAIL.match(self.text, end).end() >= len(self.text) and self.more(want):
+            # A pattern that matches the empty text never returns None.
+            if _NUMBER_TAIL.match(self.text, end).end() >= len(self.text) and self.more(want):  # type: ignore[union-attr]
                 continue
             taken, self.pos = end - self.pos, end
             return value, taken

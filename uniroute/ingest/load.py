@@ -153,8 +153,9 @@ def ingest_file(
                     del staged
                     for block in blocks:
                         block = replace(block, rows=anchored_to_earlier_blocks(con, block.rows, source, now))
-                        summary = _added(summary, _pairs_summary(con, block, source, file_hash, None, store.copied,
-                                                                 now))
+                        # A pairwise file's blocks are all pairwise.
+                        summary = _added(summary, _pairs_summary(con, block,  # type: ignore[arg-type]
+                                                                 source, file_hash, None, store.copied, now))
                         del block
             _record_file(con, summary)
             crashpoint("ingest:written")
@@ -172,7 +173,9 @@ def ingest_file(
                 log.info("%s: rows %d-%d", path, block.rows.column("row_number")[0].as_py(),
                          block.rows.column("row_number")[-1].as_py())
                 block = replace(block, rows=anchored_to_earlier_blocks(con, block.rows, source, now))
-                summary = _added(summary, _staged_summary(con, block, path, source, file_hash, now, None, expose))
+                # A long file's blocks are all long.
+                summary = _added(summary, _staged_summary(con, block,  # type: ignore[arg-type]
+                                                          path, source, file_hash, now, None, expose))
                 del block
         _record_file(con, summary, now)
         crashpoint("ingest:written")

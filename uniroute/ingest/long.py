@@ -90,7 +90,7 @@ def long_parquet_wanted(path: Path, parquet: pq.ParquetFile) -> tuple[list[str],
     wanted = [name for name in (*LONG_REQUIRED, *LONG_OPTIONAL) if name in names]
     # Ids and prompt texts repeat once per model: reading them dictionary-coded skips materialising
     # every copy, and the checks work on the codes anyway.
-    coded = [name for name in ("prompt_id", "prompt", "model", "benchmark") if name in wanted
+    coded: list[str] = [name for name in ("prompt_id", "prompt", "model", "benchmark") if name in wanted
              and (pa.types.is_string(parquet.schema_arrow.field(name).type)
                   or pa.types.is_large_string(parquet.schema_arrow.field(name).type))]
     return wanted, coded
@@ -174,6 +174,7 @@ def parsed_lines(path: Path, lines: Iterable[str], first: int = 1
     records: list[dict[str, Any]] = []
     problems: list[str | None] = []
     raws: list[str | None] = []
+    problem: str | None
     for number, line in enumerate(lines, start=first):
         line = line.rstrip("\r\n")
         try:

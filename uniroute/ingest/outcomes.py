@@ -152,7 +152,7 @@ def _number_or_nan(value: object) -> float:
     if isinstance(value, bool):
         return math.nan  # true/false is not a score; a judge's thumbs are given as 1 or 0
     try:
-        return float(value)
+        return float(value)  # type: ignore[arg-type]  # any JSON value: what float refuses is caught below
     except (TypeError, ValueError):
         return math.nan
 

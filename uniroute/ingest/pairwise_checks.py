@@ -40,7 +40,7 @@ class CheckedPairs:
     duplicates: int  # rows repeating an earlier row's battle exactly (dropped)
 
 
-def _outcome_text(winner: Any, preference: float, model_a: str, model_b: str) -> str:
+def _outcome_text(winner: Any, preference: float, model_a: str | None, model_b: str | None) -> str:
     """A battle's outcome as the reasons print it: who won, a tie, or the preference for model_a."""
     if winner in ("model_a", "model_b"):
         return f"{json.dumps(model_a if winner == 'model_a' else model_b)} won"
@@ -74,7 +74,7 @@ def checked_pairs(rows: pa.Table) -> CheckedPairs:
     def each_value(values: pa.Array, test: Any) -> np.ndarray:
         return test(values).fill_null(False).to_numpy(zero_copy_only=False)
 
-    flag(pre_given, lambda i: pre_reason[i])
+    flag(pre_given, lambda i: pre_reason[i])  # type: ignore[index]  # None only when no row gives one
     pid_text, mid_text, split_text = _Names(pid_values), _Names(mid_values), _Names(split_values)
     flag(_lookup(each_value(pid_values, lambda v: pc.equal(v, "")), pid, null=True), lambda i: "empty prompt_id")
     empty_model = each_value(mid_values, lambda v: pc.equal(v, ""))

@@ -53,7 +53,7 @@ def _on_grid(values: np.ndarray) -> np.ndarray:
     denominators = np.arange(1, GRID_MAX_DENOMINATOR + 1, dtype=np.float64)
     scaled = unique[:, None] * denominators[None, :]  # (u, D)
     close = np.abs(scaled - np.round(scaled)) <= GRID_TOLERANCE * denominators
-    return close.any(axis=1)[inverse]
+    return close.any(axis=1)[inverse]  # type: ignore[index]  # any over axis 1 of a matrix: an array
 
 
 def routerdc_json(path: Path, text: str, split: str | None) -> Staged:
@@ -148,7 +148,7 @@ def _flat(entries: list[Any], first: int, benchmark: str) -> tuple[list[Any], ..
             # The format has no ids: the id is the hash of (task, question), as in the shared long.parquet.
             digest = hashlib.sha1(f"{benchmark}\0{question}".encode()).hexdigest()[:16]
             prompt_id = ROUTERDC_ID_PREFIX + digest
-        pairs = [(None, None)] if problem else list(scores.items())
+        pairs = [(None, None)] if problem else list(scores.items())  # type: ignore[union-attr]  # no problem: a dict
         for model, value in pairs:
             row_numbers.append(number)
             prompt_ids.append(prompt_id)

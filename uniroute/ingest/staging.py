@@ -103,7 +103,8 @@ def csv_header(path: Path, text: str) -> list[str]:
     except StopIteration as exc:
         raise IngestError(f"{path}: the file is empty") from exc
     seen: set[str] = set()
-    repeated = sorted({name for name in header if name in seen or seen.add(name)})
+    # set.add returns None: the `or` records each name the first time it is seen.
+    repeated = sorted({name for name in header if name in seen or seen.add(name)})  # type: ignore[func-returns-value]
     if repeated:
         raise IngestError(f"{path}: duplicated column names in the header: {repeated}")
     return header

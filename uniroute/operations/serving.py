@@ -83,7 +83,7 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
                                    texts=list(texts) if recording.keep_prompt else None,
                                    propensity=batch.propensity, explore=batch.explored)
         try:
-            with DecisionSpool(ctx.spool_dir) as spool:
+            with DecisionSpool(ctx.spool_dir) as spool:  # type: ignore[arg-type]  # recording needs a spool_dir
                 spool.write(records)
             recorded_to = spool.finished[-1] if spool.finished else None
         except OSError as exc:  # a read-only or full home still routes: the answer matters more than its record

@@ -92,7 +92,8 @@ def _from_store(con: Any) -> tuple[dict | None, list[str], list[str], dict | Non
     for item in publication:
         item["pool"] = list(item["pool"])
     # Read-only: a store written before drift_announcements existed is not upgraded by `status`.
-    if champion and bool(store.query_row(con, "table_exists", table_name="drift_announcements")[0]):
+    if champion and bool(store.query_row(con, "table_exists",  # type: ignore[index]  # one row, true or false
+                                         table_name="drift_announcements")[0]):
         announced = store.query_row(con, "status_drift", router_id=champion[0]["router_id"])
         champion[0]["drift_announced_at"] = None if announced is None else str(announced[0])
     return (champion[0] if champion else None,
@@ -118,6 +119,8 @@ def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path)
         except snapshot.PublishError:
             return Status(str(home), None, [], [], None, [], waiting, failed, notes)
         m = snap.manifest
+        champion: dict[str, Any] | None  # the store's, below, may have none
+        publication: dict[str, Any] | None
         publication = {"version": snap.version, "router_id": m["router_id"], "pool": list(m["pool"]),
                        "created_at": m.get("created")}
         champion = {"router_id": m["router_id"], "kind": m.get("kind"), "k": None, "val_area": None,

@@ -11,6 +11,7 @@ Shapes: n prompts, P candidate (pool) models.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,7 @@ def fallback_lists(names: np.ndarray, order: np.ndarray, weights: np.ndarray | N
     # Rows are grouped by a wrapping 64-bit key (np.unique on rows sorts them as bytes, ten times slower); the
     # check below makes a key collision cost speed, never a wrong list.
     if weights is None:
-        weights = np.random.default_rng(0).integers(1, 2**62, order.shape[1], dtype=np.int64)
+        weights = cast(np.ndarray, np.random.default_rng(0).integers(1, 2**62, order.shape[1], dtype=np.int64))
     with np.errstate(over="ignore"):
         keys = order.astype(np.int64) @ weights
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)

@@ -91,12 +91,16 @@ class Tuned:
 
 
 class OnboardingSample(Protocol):
-    """One simulated onboarding of the engine (selection.candidates.Sample)."""
+    """One simulated onboarding of the engine (selection.candidates.Sample); read-only, as that frozen dataclass."""
 
-    sample: np.ndarray  # training prompts whose labels play the validation results
-    rest: np.ndarray  # other training prompts the Area is measured on
-    vrows: np.ndarray  # validation prompts the Area is measured on too
-    pool: Any  # selection.scored_pool.LabelledPool of the training LLMs on rest, then vrows
+    @property
+    def sample(self) -> np.ndarray: ...  # training prompts whose labels play the validation results
+    @property
+    def rest(self) -> np.ndarray: ...  # other training prompts the Area is measured on
+    @property
+    def vrows(self) -> np.ndarray: ...  # validation prompts the Area is measured on too
+    @property
+    def pool(self) -> Any: ...  # selection.scored_pool.LabelledPool of the training LLMs on rest, then vrows
 
 
 class TuningEngine(Protocol):
@@ -122,7 +126,8 @@ class TuningEngine(Protocol):
 class HeldOutState(Protocol):
     """A trial's or build's state a kind estimates held-out LLMs from (selection.state.TrialState)."""
 
-    fits: TuningEngine
+    @property
+    def fits(self) -> TuningEngine: ...  # read-only: the state's own CandidateFits
     X_train: np.ndarray  # (n_tr, d)
     X_test: np.ndarray  # (n_te, d)
     train_losses: np.ndarray  # (n_tr, M_tr)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def _frozen_copy(a: np.ndarray, dtype: type) -> np.ndarray:
-    out = np.array(a, dtype=dtype, copy=True)
+    out: np.ndarray = np.array(a, dtype=dtype, copy=True)
     out.setflags(write=False)
     return out
 
@@ -138,7 +138,9 @@ class Router(RoutingRule):
 
     def prompt_clusters(self, X: np.ndarray) -> np.ndarray:
         """(n,) each prompt's nearest centroid, or the LearnedMap's likeliest cluster."""
-        return self.assigner.assign(X) if self.one_hot else self.assigner.membership(X).argmax(axis=1)
+        if isinstance(self.assigner, Centroids):  # one_hot
+            return self.assigner.assign(X)
+        return self.assigner.membership(X).argmax(axis=1)
 
     def clustering_id(self) -> str:
         """The content id of the clusters its Psi rows are measured on."""
@@ -183,17 +185,17 @@ class Router(RoutingRule):
         if model not in self.models:
             return False
         i = self.models.index(model)
-        same_counts = self.psi_counts is None or np.array_equal(self.psi_counts[i], counts)
+        same_counts = self.psi_counts is None or (counts is not None and np.array_equal(self.psi_counts[i], counts))
         return bool(np.array_equal(self.psi[i], row) and same_counts and self.costs[i] == cost)
 
     @property
     def routing_psi(self) -> np.ndarray:
         """(M, K) the Psi routing uses: psi with empty cells at the pool prior, shrunk toward it by `shrinkage`."""
-        return self._routing_psi
+        return self._routing_psi  # type: ignore[attr-defined]  # set by __post_init__, not a field
 
     def psi_clusters(self) -> Centroids:
         """The centroids a model's validation prompts are assigned with to measure its Psi row."""
-        clusters = self.assigner if self.one_hot else self.assigner.clusters
+        clusters = self.assigner if isinstance(self.assigner, Centroids) else self.assigner.clusters
         if clusters is None:
             raise ValueError("this LearnedMap router keeps no K-means clusters, so it cannot measure a new Psi row")
         return clusters
@@ -207,7 +209,7 @@ class Router(RoutingRule):
         # Each centroid is its own nearest centroid, so a one-hot router routes this proxy as it routes the
         # validation prompts it was measured on.
         weights = np.ones(self.k, dtype=np.int64) if self.psi_counts is None else self.psi_counts.max(axis=0)
-        return np.repeat(self.assigner.centers, np.maximum(weights, 0), axis=0)
+        return np.repeat(cast(Centroids, self.assigner).centers, np.maximum(weights, 0), axis=0)
 
     # ---- routing -------------------------------------------------------------------------------------
     def gamma(self, X: np.ndarray) -> np.ndarray:
@@ -229,7 +231,7 @@ class Router(RoutingRule):
         cell while the interval is the measured cell's: how far validation alone pins the error down."""
         if self.one_hot:
             # A prompt's terms are its cluster's cells exactly (no matmul), as cluster_table uses them.
-            clusters = self.assigner.assign(X)
+            clusters = cast(Centroids, self.assigner).assign(X)
             error, lo, hi = self._cluster_errors(candidates)
             return error[clusters], None if lo is None else lo[clusters], None if hi is None else hi[clusters]
         bounds = self._cell_bounds()
@@ -270,14 +272,14 @@ class Router(RoutingRule):
         """(n,) int64 index into self.models: argmin over the pool of gamma + lam * cost (ties: cheaper, lower)."""
         if self.one_hot:
             # Fast path: one (K,) table, then a gather; gamma is never materialised.
-            return self.cluster_table(lam, pool)[self.assigner.assign(X)]
+            return self.cluster_table(lam, pool)[cast(Centroids, self.assigner).assign(X)]
         return super().route(X, lam, pool)
 
     def _budget_rows(self, X_val: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.one_hot:
             return super()._budget_rows(X_val, candidates)
         # Prompts in one cluster share their gamma row: solve per cluster, weighted by its share of X_val.
-        weights = np.bincount(self.assigner.assign(X_val), minlength=self.k).astype(np.float64)
+        weights = np.bincount(cast(Centroids, self.assigner).assign(X_val), minlength=self.k).astype(np.float64)
         keep = weights > 0
         return self.routing_psi.T[:, candidates][keep], weights[keep]
 
@@ -295,7 +297,7 @@ class Router(RoutingRule):
             return rows, weights, None
         cells = (self.costs[:, None] * self.cost_scale)[candidates].T  # (K, P)
         if self.one_hot:  # _budget_rows keeps the clusters X falls in, in cluster order
-            return rows, weights, cells[np.bincount(self.assigner.assign(X), minlength=self.k) > 0]
+            return rows, weights, cells[np.bincount(cast(Centroids, self.assigner).assign(X), minlength=self.k) > 0]
         return rows, weights, self.assigner.membership(X).astype(np.float64) @ cells
 
     # ---- pool edits ----------------------------------------------------------------------------------
@@ -329,7 +331,7 @@ class Router(RoutingRule):
             if scale is not None:
                 scale[i] = 1.0
             if counts is not None:
-                new_counts = self.psi_counts.copy()
+                new_counts = cast(np.ndarray, self.psi_counts).copy()  # counts are given exactly when it keeps them
                 new_counts[i] = counts
             models = self.models
         else:
@@ -338,7 +340,7 @@ class Router(RoutingRule):
             floor = None if self.psi_floor is None else np.vstack([self.psi_floor, np.zeros(self.k)])
             scale = None if self.cost_scale is None else np.vstack([self.cost_scale, np.ones(self.k)])
             if counts is not None:
-                new_counts = np.vstack([self.psi_counts, counts])
+                new_counts = np.vstack([cast(np.ndarray, self.psi_counts), counts])
             models = (*self.models, name)
         return replace(self, models=models, costs=costs, psi=psi, psi_counts=new_counts,
                        psi_floor=None if floor is None or not floor.any() else floor, cost_scale=scale)

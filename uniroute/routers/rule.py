@@ -39,6 +39,22 @@ class RoutingRule:
     models: tuple[str, ...]
     costs: np.ndarray
 
+    if TYPE_CHECKING:  # what every stored kind (Router, KnnRouter) defines; declared for the type checker only
+        @property
+        def kind(self) -> str:
+            """The registered kind name."""
+
+        @property
+        def k(self) -> int:
+            """K clusters, or k neighbours for a K-NN router."""
+
+        def with_model(self, name: str, psi_row: np.ndarray, cost: float,
+                       counts: np.ndarray | None = None) -> RoutingRule:
+            """A new router with model `name` added (or replaced in place)."""
+
+        def without_model(self, name: str) -> RoutingRule:
+            """A new router without model `name`."""
+
     def gamma(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - every kind defines it
         raise NotImplementedError
 

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
 from uniroute.routers.rule import RoutingRule
+
+if TYPE_CHECKING:
+    from uniroute.routers.cluster.kmeans import Centroids
+    from uniroute.routers.router import Router
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +49,10 @@ def _cheapest_lambda(costs: np.ndarray) -> float:
 
 def validation_weights(router: RoutingRule) -> np.ndarray:
     """(K,) validation prompts per cluster of a one-hot router: the largest count behind any model's cell there."""
-    if getattr(router, "psi_counts", None) is None:
+    counts = getattr(router, "psi_counts", None)
+    if counts is None:
         return np.ones(router.k, dtype=np.int64)
-    return router.psi_counts.max(axis=0)
+    return counts.max(axis=0)
 
 
 def validation_proxy(router: RoutingRule) -> np.ndarray:
@@ -75,20 +81,21 @@ def routing_tables(
         weights = np.maximum(np.asarray(weights, dtype=np.int64), 0)
         if weights.sum() == 0:
             weights = np.ones(router.k, dtype=np.int64)
-        reference = np.repeat(router.assigner.centers, weights, axis=0)
+        hard = cast("Router", router)  # only a cluster router with Centroids is one-hot
+        reference = np.repeat(cast("Centroids", hard.assigner).centers, weights, axis=0)
         share = weights / weights.sum()
-        gamma_rows = router.routing_psi.T  # (K, M): a cluster's prompts share their gamma row
+        gamma_rows = hard.routing_psi.T  # (K, M): a cluster's prompts share their gamma row
     else:
         reference = router.budget_reference() if reference is None else reference
         gamma_rows = router.gamma(reference)
         share = np.full(reference.shape[0], 1.0 / reference.shape[0])
     settings: list[tuple[str, float | None, float]] = []
-    for budget in BUDGETS:
+    for each in BUDGETS:
         try:
-            lam = router.lambda_for_budget(reference, budget, pool)
+            lam = router.lambda_for_budget(reference, each, pool)
         except ValueError:  # below the cheapest routing: publish the cheapest, its expected cost says so
             lam = _cheapest_lambda(pool_costs)
-        settings.append(("budget", budget, lam))
+        settings.append(("budget", each, lam))
     settings += [("lambda", None, lam / max_cost) for lam in NORMALISED_LAMBDAS]
     rows = np.arange(gamma_rows.shape[0])
     routes, budgets = [], []
@@ -96,8 +103,8 @@ def routing_tables(
     for grid, budget, lam in settings:
         # One-hot: the ranked terms per cluster (routers.explain), so the chosen model and its fall-backs come
         # from one ranking; rank 1 is exactly cluster_table's choice.
-        terms = router.cluster_terms(lam, pool) if one_hot else None
-        choice = terms.chosen() if one_hot else router.route(reference, lam, pool)
+        terms = cast("Router", router).cluster_terms(lam, pool) if one_hot else None
+        choice = terms.chosen() if terms is not None else router.route(reference, lam, pool)
         budgets.append(
             {
                 "grid": grid,
@@ -107,7 +114,7 @@ def routing_tables(
                 "expected_cost": float(share @ router.costs[choice]) / max_cost,
             }
         )
-        if one_hot:
+        if terms is not None:  # one_hot
             fallbacks = terms.summary()["fallbacks"]
             routes += [
                 {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m],

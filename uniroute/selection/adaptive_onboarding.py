@@ -97,7 +97,7 @@ def next_batches(clusters: np.ndarray, losses: np.ndarray, costs: np.ndarray, an
     pseudo = _pseudo(strength)
     p = np.clip(mean, 0.0, 1.0)
     who = [list(range(losses.shape[1]))] if shared else [[j] for j in range(losses.shape[1])]
-    out = []
+    out: list[np.ndarray] = []
     for group in who:
         free = ~answered[:, group].any(axis=1)
         left = {c: list(rng.permutation(np.flatnonzero((clusters == c) & free))) for c in range(k)}
@@ -115,7 +115,7 @@ def next_batches(clusters: np.ndarray, losses: np.ndarray, costs: np.ndarray, an
 
 
 def adaptive_sets(clusters: np.ndarray, losses: np.ndarray, costs: np.ndarray, weights: np.ndarray,
-                  strength: float, first: Sequence[int], size: int, batch: int, seed: int = 0,
+                  strength: float, first: Sequence[int] | np.ndarray, size: int, batch: int, seed: int = 0,
                   shared: bool = False) -> list[np.ndarray]:
     """Per newcomer, its `size` prompts in the order asked: the shared `first` batch (chosen from the pool's
     information), then rounds of `batch` prompts each, every round chosen from every newcomer's answers so far

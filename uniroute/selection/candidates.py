@@ -160,7 +160,7 @@ class CandidateFits:
             return
         for cache, at in ((self._samples, 1), (self._sample_orders, 1), (self._psis, 2)):
             for key in [key for key in cache if key[at] == purpose]:
-                del cache[key]
+                del cache[key]  # type: ignore[arg-type]  # each cache with its own keys
 
     # ---- simulated onboarding --------------------------------------------------------------------------------
     def _val_pool_rows(self, n_val: int) -> np.ndarray:

@@ -99,7 +99,7 @@ def prompt_disagreement(losses: np.ndarray) -> np.ndarray:
 
 def onboarding_order(strategy: str, clusters: np.ndarray, view: PoolView, size: int,
                      X: np.ndarray | None = None, pool_losses: np.ndarray | None = None,
-                     answered: Sequence[int] = (), seed: int = 0) -> np.ndarray:
+                     answered: Sequence[int] | np.ndarray = (), seed: int = 0) -> np.ndarray:
     """The next `size` candidate prompts to answer, best first (indices into the candidates), given the candidates'
     clusters (n,), the pool's view of the clusters, and (for `anchored`) the candidates' embeddings X (n, d) and the
     pool's losses on them (n, M). `answered` (indices) were answered already: they count toward their cluster's
@@ -187,6 +187,6 @@ def facility_order(similarity: np.ndarray, done: np.ndarray, weights: np.ndarray
     while left and (limit is None or len(order) < limit):
         gains = weights @ np.maximum(similarity[:, left] - best[:, None], 0.0)
         pick = left.pop(int(np.argmax(gains)))
-        order.append(pick)
+        order.append(pick)  # type: ignore[arg-type]  # an np.int64 index, kept as the callers have it
         best = np.maximum(best, similarity[:, pick])
     return order

@@ -68,7 +68,10 @@ class Sandbox:
     spill: bool = True
 
 
-def _spill_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
+ConnectConfig = dict[str, str | bool | int | float | list[str]]  # what duckdb.connect takes as config
+
+
+def _spill_config(sandbox: Sandbox | None) -> ConnectConfig:
     """The spill folder and its cap, set when connecting: DuckDB refuses them once external access is off."""
     if sandbox is None:
         return {}
@@ -79,7 +82,7 @@ def _spill_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
     return {"temp_directory": str(sandbox.temp_directory), "max_temp_directory_size": sandbox.max_temp_size}
 
 
-def _connect_config(sandbox: Sandbox | None) -> dict[str, str | bool]:
+def _connect_config(sandbox: Sandbox | None) -> ConnectConfig:
     """What a sandboxed connection to the store is opened with: access off, and its spill folder."""
     return {
         "enable_external_access": False,

@@ -54,14 +54,15 @@ def recorded_version(con: duckdb.DuckDBPyConnection) -> int | None:
         "where table_catalog = current_database() and table_schema = 'main' and table_type = 'BASE TABLE'"
     ).fetchall()}
     if "schema_version" in tables:
-        return int(con.execute(_query_text("schema_version_current")).fetchone()[0])
+        # An aggregate: always one row.
+        return int(con.execute(_query_text("schema_version_current")).fetchone()[0])  # type: ignore[index]
     return 0 if tables else None
 
 
 def _check_compatible(con: duckdb.DuckDBPyConnection, found: int | None) -> None:
     """Refuse a store whose router versions are pickles (written before routers were stored as npz), or one
     written by a newer uniroute, whose shape this code does not know."""
-    old = con.execute(
+    old = con.execute(  # type: ignore[index]  # count(*) gives one row
         "select count(*) from information_schema.columns where table_name = 'routers' and column_name = 'artifact'"
     ).fetchone()[0]
     if old:
@@ -88,15 +89,15 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     _check_compatible(con, found)
     target = schema_version()
     if found == target:
-        for file in schema_files():
-            con.execute(file.read_text())
+        for idempotent in schema_files():
+            con.execute(idempotent.read_text())
         return
     # Migrations run before the schema files: the views those re-create read the columns the migrations add.
     pending = [] if found is None else [p for p in migration_files() if _number(p) > found]
     now = datetime.now(UTC).replace(tzinfo=None)
     reached = [(target, CREATED)] if found is None else [(_number(p), p.name) for p in pending]
     con.execute("begin transaction")
-    file = None
+    file: Path | None = None
     try:
         for file in [*pending, *schema_files()]:
             con.execute(file.read_text())

@@ -17,8 +17,9 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -51,9 +52,9 @@ def spilled_bytes(folder: Path) -> int:
     return 0
 
 
-def _first_nonempty(reader: object) -> Iterator[object]:
+def _first_nonempty(reader: Iterable[Any]) -> Iterator[Any]:
     """The reader's batches up to and including the first with rows (never the rest)."""
-    for batch in reader:  # type: ignore[attr-defined]
+    for batch in reader:  # pyarrow RecordBatches (pyarrow has no types)
         yield batch
         if batch.num_rows:
             return
@@ -145,6 +146,7 @@ class StreamedQuery:
         if self._spill_limit is None or now - self._spill_checked < SPILL_CHECK_SECONDS:
             return
         self._spill_checked = now
+        # A spill limit is set only with a temp_directory.
         if spilled_bytes(Path(self._sandbox.temp_directory)) > self._spill_limit:  # type: ignore[arg-type]
             self._halt(StoreError(f"the query spilled more than {self._sandbox.max_temp_size} to disk and was "
                                   "stopped (UNIROUTE_SQL_TEMP_LIMIT raises the cap; or sort or join fewer rows)"))

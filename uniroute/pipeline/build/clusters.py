@@ -208,8 +208,9 @@ def store_assignments(con: store.Connection, embedder_id: str, centroids: Centro
         store.execute(con, "assignments_from_dataset", clustering_id=clustering_id)
     finally:
         con.execute("drop view if exists assigned")
-    written = int(store.query_row(con, "assignments_count", clustering_id=clustering_id)[0])
-    expected = int(store.query_row(con, "build_prompt_count")[0])
+    # Both count(*): one row each.
+    written = int(store.query_row(con, "assignments_count", clustering_id=clustering_id)[0])  # type: ignore[index]
+    expected = int(store.query_row(con, "build_prompt_count")[0])  # type: ignore[index]
     if written != expected:
         raise store.StoreError(f"{clustering_id}: {expected - written} of {expected} build prompts have no cluster in "
                                f"{out} (their vectors are missing from the embedding dataset)")

@@ -70,8 +70,9 @@ class HeldRows:
         tuning = at < self.n_tuning
         out[tuning] = self.X[at[tuning]]
         if not tuning.all():
-            out[~tuning] = hash_vectors(con, self.hashes.take(pa.array(at[~tuning], pa.int64())), self.embedder_id,
-                                        self.X.shape[1])
+            # Held rows past the tuning ones come with their text hashes.
+            out[~tuning] = hash_vectors(con, self.hashes.take(  # type: ignore[union-attr]
+                pa.array(at[~tuning], pa.int64())), self.embedder_id, self.X.shape[1])
         return out
 
     def state(self, tuning: TuningRows, models: Sequence[str], config: StateConfig | None = None) -> TrialState:

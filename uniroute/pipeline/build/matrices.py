@@ -245,7 +245,7 @@ def embed_prompts(
     del fit_texts
     if embedded_ahead(con, ahead, embedder.embedder_id, text_hashes):
         log.info("embed %s: the %d build prompts were embedded just before the build", embedder.embedder_id,
-                 ahead.prompts)
+                 ahead.prompts)  # type: ignore[union-attr]  # embedded_ahead is false without it
         return embedder
     if on_stage is not None:
         on_stage(f"embedding the build's prompts with {embedder_name}", own_bar=True)

@@ -135,7 +135,7 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     kind's hyper-parameters as soon as they are chosen (the build starts its K-means refit then: build_refits)."""
     state, sample, split, prompt_ids = rows.state, rows.sample, rows.split, rows.prompt_ids
     pool_columns, pool_costs, embedder_id = pool.columns, pool.costs, pool.embedder_id
-    pool = pool.models
+    pool_models = pool.models
     n_val = len(sample.val)
     notes: list[str] = []
     tunable = len(split.train_models) >= 2
@@ -147,6 +147,7 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
                         f"one cost): choose from {', '.join(kind_names())}")
     if skipped:
         notes.append(f"not candidates for this pool: {', '.join(skipped)}")
+    selection: Selection | None  # None without tuning
     if tunable:
         tuned = {}
         for kind in kinds:  # one line per kind: K-means' grid on a large sample takes minutes
@@ -162,7 +163,7 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
         release_freed()
         if on_stage is not None:
             on_stage("choosing the kind to serve")
-        selection: Selection | None = select_kind(state.fits, list(tuned.values()), n_val)
+        selection = select_kind(state.fits, list(tuned.values()), n_val)
         chosen = selection.chosen
     else:
         default = untuned_default(kinds, n_val, len(split.train))
@@ -176,8 +177,9 @@ def fit_candidates(rows: BuildRows, pool: BuildPool, kinds: Sequence[str],
     # onboarded later on all validation prompts when it is a cluster kind.
     seen = ~np.isnan(tuning_losses).all(axis=0)
     if not seen.all():
-        notes.append(f"no result on the sampled validation prompts: {[pool[i] for i in np.nonzero(~seen)[0]]}")
-    models = [m for m, s in zip(pool, seen, strict=True) if s]
+        unseen = [pool_models[int(i)] for i in np.nonzero(~seen)[0]]
+        notes.append(f"no result on the sampled validation prompts: {unseen}")
+    models = [m for m, s in zip(pool_models, seen, strict=True) if s]
     if selection is not None:  # at equal costs, re-decided on the pool's own validation answers (else unchanged)
         selection = choose_on_pool(selection, state.fits, models, tuning_losses[:, seen], pool_costs[seen], val_ids)
         chosen = selection.chosen

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,9 @@ from uniroute.pipeline.pool.onboarding_set import choose_onboarding_set
 from uniroute.pipeline.pool.psi_data import onboard_psi
 from uniroute.routers.kinds import router_kind
 from uniroute.routers.serialize import AnyRouter
+
+if TYPE_CHECKING:
+    from uniroute.routers.router import Router
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +103,7 @@ class OnboardResult:
 def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, models: tuple[str, ...], progress: bool,
                   cache_dir: Path | None) -> tuple[dict[str, tuple[np.ndarray, np.ndarray | None]], int]:
     """({model: (Psi row (K,), counts (K,) or None)}, prompts embedded): a SQL group-by on the frozen clusters."""
-    router = champion.router
+    router = cast("Router", champion.router)  # rows on frozen clusters: a cluster router
     centroids = router.psi_centroids()
     new_prompts = store.query(con, "unassigned_val_prompts", clustering_id=champion.clustering_id,
                               models=list(models))
@@ -259,6 +263,7 @@ def _gated(con: store.Connection, router: AnyRouter, changed: list[str],
     without Psi clusters (K-NN) has no cells to gate."""
     if router.psi_centroids() is None or not hasattr(router, "with_floor"):
         return router, {}
+    router = cast("Router", router)  # a kind with Psi clusters and a gate floor
     active = set(store.query(con, "active_models").model)
     pool = tuple(m for m in router.models if m in active)
     gates = {}
@@ -278,6 +283,7 @@ def _verdict_changed(con: store.Connection, router: AnyRouter, models: list[str]
     """The newcomers (judged by the gate before) whose gated cells the gate would set differently today."""
     if not models or router.psi_centroids() is None or not hasattr(router, "with_floor"):
         return []
+    router = cast("Router", router)  # a kind with Psi clusters and a gate floor
     judged = set(store.query(con, "onboarding_gated_models", models=list(models)).model)
     models = [m for m in models if m in judged]
     active = set(store.query(con, "active_models").model)

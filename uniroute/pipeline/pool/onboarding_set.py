@@ -72,7 +72,7 @@ def choose_onboarding_set(con: store.Connection, size: int, strategy: str, model
     all_clusters = _clusters(candidates, losses)
     k = int(max(all_clusters.max(), losses["cluster"].max() if losses["cluster"].notna().any() else 0)) + 1
     keep = np.ones(len(candidates), dtype=bool) if clusters is None else np.isin(all_clusters, list(clusters))
-    candidates, clusters = candidates[keep].reset_index(drop=True), all_clusters[keep]
+    candidates, kept_clusters = candidates[keep].reset_index(drop=True), all_clusters[keep]
     train = losses[losses["split"] == "train"]
     train_clusters = train.assign(cluster=train["cluster"].fillna(0).astype(int))
     wide_train = train_clusters.pivot_table(index=["prompt_id", "cluster"], columns="model", values="loss")
@@ -88,11 +88,11 @@ def choose_onboarding_set(con: store.Connection, size: int, strategy: str, model
     if strategy == "random":  # the stored order is by prompt id: a seeded shuffle of the unanswered
         order = np.random.default_rng(seed).permutation(np.setdiff1d(np.arange(len(candidates)), answered))[:size]
     else:
-        order = onboarding_order(strategy, clusters, view, size, X=X, pool_losses=val_losses, answered=answered,
+        order = onboarding_order(strategy, kept_clusters, view, size, X=X, pool_losses=val_losses, answered=answered,
                                  seed=seed)
     chosen = candidates.iloc[order]
     prompts = pd.DataFrame({"prompt_id": chosen["prompt_id"].to_numpy(), "prompt": chosen["text"].to_numpy(),
-                            "cluster": clusters[order], "rank": np.arange(1, len(order) + 1)})
+                            "cluster": kept_clusters[order], "rank": np.arange(1, len(order) + 1)})
     return OnboardingSet(prompts, champion.router_id, strategy, model, len(answered),
                          len(candidates) - len(answered))
 

@@ -99,7 +99,7 @@ _STATES_KEPT = 2
 
 def stored_embedder_state(con: store.Connection, embedder_id: str) -> bytes | None:
     """The stored state of an embedder id, or None (embedders rebuilt by name are not stored)."""
-    key = (str(store.query_row(con, "database_path")[0]), embedder_id)
+    key = (str((store.query_row(con, "database_path") or ("",))[0]), embedder_id)
     if key in _STATES:
         return _STATES[key]
     row = store.query_row(con, "fitted_embedder", embedder_id=embedder_id)

@@ -43,7 +43,7 @@ class Calibration:
         """(K,) prompts per cluster of a one-hot router on this mix (the routing tables' weights)."""
         if self.X is None:
             return validation_weights(router)
-        return np.bincount(router.prompt_clusters(self.X), minlength=router.k)
+        return np.bincount(router.prompt_clusters(self.X), minlength=router.k)  # type: ignore[arg-type]  # one-hot
 
 
 @dataclass(frozen=True)

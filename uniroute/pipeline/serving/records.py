@@ -101,7 +101,7 @@ def neighbour_summaries(router: AnyRouter, X: np.ndarray) -> list[str | None]:
     """For a kind that routes by neighbours (K-NN), each prompt's nearest reference prompt ids (its stand-in for a
     cluster), as text; None per prompt for a kind with clusters."""
     ids = router.neighbour_ids(X, NEIGHBOURS_SHOWN)
-    return [None] * X.shape[0] if ids is None else ids
+    return [None] * X.shape[0] if ids is None else list(ids)
 
 
 def explored(router: AnyRouter, X: np.ndarray, lam: float, pool: Sequence[str] | None, chosen: np.ndarray,
@@ -109,7 +109,7 @@ def explored(router: AnyRouter, X: np.ndarray, lam: float, pool: Sequence[str] |
     """(chosen model index, propensity, explored flag) per prompt. On a share of prompts drawn at random the
     model is drawn uniformly among the near-best (total within explore_margin of the best); the propensity is
     the probability the policy had of choosing the logged model, so off-policy estimates can weigh by 1/p."""
-    n = X.shape[0]
+    n = int(X.shape[0])
     if recording.explore_share <= 0.0 or n == 0:
         return chosen, np.ones(n), np.zeros(n, dtype=bool)
     rng = np.random.default_rng(recording.seed)

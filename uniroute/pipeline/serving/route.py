@@ -300,7 +300,7 @@ def calibrated_lambda(router: AnyRouter, pool: Sequence[str], lam: float | None,
     lam, budget, setting = resolved_setting(router, pool, lam, budget)
     if setting == "budget":
         try:
-            lam = router.lambda_for_budget(calibration.prompts(router), budget, pool)
+            lam = router.lambda_for_budget(calibration.prompts(router), budget, pool)  # type: ignore[arg-type]  # set
         except ValueError as exc:
             raise RoutingError(str(exc)) from exc
     return (0.0 if lam is None else float(lam)), budget, setting

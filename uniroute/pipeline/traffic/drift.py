@@ -102,17 +102,20 @@ def check_drift(con: store.Connection, thresholds: DriftThresholds, now: datetim
         return DriftCheck(False, champion_id, n, None, None,
                           f"no drift check: champion {champion_id} has no training prompts with embeddings")
     X = np.stack([np.frombuffer(bytes(b), dtype="<f2") for b in rows["embedding"]]).astype(np.float32)
-    k = int(max(training.cluster.max(), router.psi_centroids().centers.shape[0] - 1)) + 1
+    # The router has centroids (checked above), so its prompt clusters and distances are not None.
+    k = int(max(training.cluster.max(), router.psi_centroids().centers.shape[0] - 1)) + 1  # type: ignore[union-attr]
     train_counts = np.bincount(training.cluster.to_numpy(), weights=training.prompts.to_numpy(), minlength=k)
-    traffic_counts = np.bincount(router.prompt_clusters(X), minlength=k)
+    traffic_counts = np.bincount(router.prompt_clusters(X), minlength=k)  # type: ignore[arg-type]  # has clusters
     p, q = traffic_counts / traffic_counts.sum(), train_counts / train_counts.sum()
     mix = total_variation(p, q)
-    far = float((centroid_distances(router, X) > float(training.far_threshold.iloc[0])).mean())
+    far = float((centroid_distances(router, X)  # type: ignore[operator, union-attr]  # has centroids
+                 > float(training.far_threshold.iloc[0])).mean())
     drifted = mix > thresholds.mix or far > thresholds.far
     fingerprint = training_fingerprint(con)
     # A store not yet upgraded to drift_announcements (read-only here) has announced nothing.
     announced = (store.query_row(con, "drift_announced", router_id=champion_id, data_fingerprint=fingerprint)
-                 if store.query_row(con, "table_exists", table_name="drift_announcements")[0] else None)
+                 if store.query_row(con, "table_exists",  # type: ignore[index]  # one row, true or false
+                                    table_name="drift_announcements")[0] else None)
     announced_at = None if announced is None else f"{announced[0]:%Y-%m-%d %H:%M:%S}"
     verdict = "drifted" if drifted else "no drift"
     if drifted and announced_at is not None:

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -116,7 +117,7 @@ def repriced(router: AnyRouter, per_call: dict[str, float]) -> AnyRouter:
         raise ReplayError(f"prices for {', '.join(unknown)}: the router does not route them "
                           f"(it routes {', '.join(router.models)})")
     costs = np.array([per_call.get(m, c) for m, c in zip(router.models, router.costs, strict=True)], dtype=float)
-    return replace(router, costs=costs)
+    return replace(router, costs=costs)  # type: ignore[type-var]  # every kind is a frozen dataclass
 
 
 def checked_embedder(router_id: str, router: AnyRouter, embedders: pd.DataFrame) -> int:
@@ -184,16 +185,17 @@ def _lambdas(router: AnyRouter, pool: tuple[str, ...], setting: ReplaySetting, l
 
 def _fixed_lambda(router: AnyRouter, pool: tuple[str, ...], setting: ReplaySetting) -> float:
     lam, budget, which = resolved_setting(router, pool, setting.lam, setting.budget)
-    return _budget_lambda(router, pool, budget) if which == "budget" else float(lam)
+    # resolved_setting gives the value of the setting `which` names, never None
+    return _budget_lambda(router, pool, budget) if which == "budget" else float(lam)  # type: ignore[arg-type]
 
 
-def _logged_lambda(router: AnyRouter, pool: tuple[str, ...], which: object, lam: object, budget: object) -> float:
+def _logged_lambda(router: AnyRouter, pool: tuple[str, ...], which: object, lam: Any, budget: Any) -> float:
     """The replay lambda of a logged setting: its lambda, its budget on this router, else the default budget."""
     if which == "lambda":
         return float(lam)
     if which == "budget" and budget is not None and not pd.isna(budget):
         return _budget_lambda(router, pool, float(budget))
-    return float(resolved_setting(router, pool, None, None)[0])
+    return float(resolved_setting(router, pool, None, None)[0])  # type: ignore[arg-type]  # the default has a lambda
 
 
 def _budget_lambda(router: AnyRouter, pool: tuple[str, ...], budget: float) -> float:
@@ -212,13 +214,15 @@ def route_logged(router: AnyRouter, pool: tuple[str, ...], lam: np.ndarray, X: n
     err, lo, hi = np.empty(n), np.empty(n), np.empty(n)
     every = np.empty((n, len(pool)))
     if router.one_hot and clusters is None:
-        clusters = router.prompt_clusters(X)
+        clusters = router.prompt_clusters(X)  # type: ignore[arg-type]  # X is embedded when clusters are not known
     for value in np.unique(lam):
         rows = np.flatnonzero(lam == value)
         if router.one_hot:
-            terms, index = router.cluster_terms(float(value), pool), clusters[rows]
+            # one-hot: a cluster router, and every row's cluster is known by now
+            terms, index = router.cluster_terms(float(value), pool), clusters[rows]  # type: ignore[attr-defined, index]
         else:
-            terms, index = router.route_terms(X[rows], float(value), pool), np.arange(len(rows))
+            # not one-hot: the caller embedded every prompt
+            terms, index = router.route_terms(X[rows], float(value), pool), np.arange(len(rows))  # type: ignore[index]
         chosen[rows], err[rows], lo[rows], hi[rows], every[rows] = _terms_gathered(terms, index)
     return chosen, err, lo, hi, every
 
@@ -261,7 +265,7 @@ def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayW
             clusters = np.empty(len(frame), dtype=np.int64)
             clusters[known] = frame.cluster.to_numpy()[known].astype(np.int64)
             if (~known).any():
-                clusters[~known] = router.prompt_clusters(X[~known])
+                clusters[~known] = router.prompt_clusters(X[~known])  # type: ignore[assignment, index]  # X set above
         lam = _lambdas(router, pool, setting, frame, lambdas)
         chosen, err, lo, hi, every = route_logged(router, pool, lam, X, clusters)
         for m in frame.model.unique():

@@ -119,7 +119,7 @@ def shadow_gate(con: store.Connection, challenger: AnyRouter, config: ShadowConf
         return _skipped(config, "a router has no active model", champion_id, n)
     old = with_logged_clusters(con, ReplayRouter(champion_id, champion.router, pools[0], frozenset()), records)
     new = with_logged_clusters(con, ReplayRouter("challenger", challenger, pools[1], frozenset()), records)
-    lam_old = float(resolved_setting(champion.router, pools[0], None, None)[0])
+    lam_old = float(resolved_setting(champion.router, pools[0], None, None)[0])  # type: ignore[arg-type]  # default
     served = replayed_traffic(con, old, window, ReplaySetting(lam=lam_old))
     spend = float(served.cost.mean())
     lam_new = _held_to(challenger, pools[1], window_embeddings(con, window), spend)

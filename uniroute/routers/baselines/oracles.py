@@ -156,7 +156,7 @@ def _train_masked_bce(net, X: np.ndarray, losses: np.ndarray, *, epochs: int, lr
                 snapshot = [p.copy() for p in net.params]
                 for g in improved:
                     best_loss[g], best_state[g] = held[g], snapshot
-    return best_state, best_loss
+    return best_state, best_loss  # type: ignore[return-value]  # set by the first epoch
 
 
 class OracleMLP:

@@ -90,7 +90,7 @@ def _switch_steps(gamma: np.ndarray, costs: np.ndarray) -> tuple[np.ndarray, lis
     """The start model of every row and, per step, the (rows, lambda, old, new) of the rows that switch."""
     n, m = gamma.shape
     idx = np.arange(m)
-    start = argmin_cheapest(gamma, costs, idx) if n else np.zeros(0, dtype=np.int64)
+    start: np.ndarray = argmin_cheapest(gamma, costs, idx) if n else np.zeros(0, dtype=np.int64)
     # Only rows that can still switch are carried into the next step: a row with no cheaper model left to
     # overtake its current one never switches again. Rows stay in ascending order, so the events (and every
     # number derived from them) are exactly those of walking all rows every step.
@@ -98,7 +98,7 @@ def _switch_steps(gamma: np.ndarray, costs: np.ndarray) -> tuple[np.ndarray, lis
     cur = start.copy()
     cur_lam = np.zeros(n)
     g = gamma
-    steps = []
+    steps: list[tuple[np.ndarray, ...]] = []
     for _ in range(m):
         c_cur = costs[cur][:, None]
         g_cur = g[np.arange(ar.size), cur][:, None]

@@ -68,7 +68,7 @@ class Centroids:
             block = X[start : start + ASSIGN_BLOCK]
             s = scores[: block.shape[0]]
             np.matmul(block, centers_t, out=s)
-            s += self._neg_half_sq
+            s += self._neg_half_sq  # type: ignore[attr-defined]  # set in __post_init__, not a field
             out[start : start + block.shape[0]] = s.argmax(axis=1)
         return out
 

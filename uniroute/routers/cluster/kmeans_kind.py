@@ -138,7 +138,7 @@ class KMeansKind(ClusterKind):
     name = "kmeans"
     refits_clusters = True  # one-hot: full_scale refits its K-means where the training prompts were sampled
     title = "UniRoute (K-means)"
-    pairwise_variant = "clusters"
+    pairwise_variant: str | None = "clusters"
     report_mark = "†"
 
 

@@ -130,8 +130,9 @@ class LearnedMapNet:
                     mean = mean + delta * c_n / total
                     m2 = m2 + c_m2 + delta**2 * count * c_n / total
                     count = total
-            means.append(mean.astype(np.float32))
-            variances.append((m2 / count).astype(np.float32))
+            # Both set by the first chunk (X has at least one row).
+            means.append(mean.astype(np.float32))  # type: ignore[union-attr]
+            variances.append((m2 / count).astype(np.float32))  # type: ignore[union-attr, operator]
         return BatchNormStats(mean=means, var=variances)
 
     def folded(self, stats: BatchNormStats) -> dict[str, np.ndarray]:
@@ -194,7 +195,8 @@ def train_learned_map_net(
                 if stop - start < 2:
                     continue  # BatchNorm cannot normalise a batch of one in training mode
                 opt.step(net.train_step_grads(xs[start:stop], ys[start:stop], ms[start:stop], psi_t))
-        xs = ys = ms = None  # the last epoch's gathered copies (60 MB at 50k prompts) go before the statistics
+        # The last epoch's gathered copies (60 MB at 50k prompts) go before the statistics.
+        xs = ys = ms = None  # type: ignore[assignment]
         # Deviation from Keras' moving averages: with a small training set 5 epochs are few steps and a moving
         # average (momentum 0.99) would still sit near its initial (0, 1); the exact statistics of the final
         # network over the training set are what inference should use.

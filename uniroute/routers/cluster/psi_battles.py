@@ -63,7 +63,8 @@ def psi_from_battles(battles: pd.DataFrame, k: int, anchors: Psi | None = None, 
     alone = [m for m in free if per_model[index[m]] == 0]
     if alone:
         raise ValueError(f"models {alone} have no battle against a model of the pool: no Psi from battles")
-    fixed = {m: anchor_strengths(1.0 - anchors.row(m)) for m in names if m in anchor_names}
+    # Only anchor names are looked up, and there are some only when anchors are given.
+    fixed = {m: anchor_strengths(1.0 - anchors.row(m)) for m in names if m in anchor_names}  # type: ignore[union-attr]
     fit = fit_strengths(counts, anchors=fixed, prior=prior)
     rows = [index[m] for m in free]
     quality = fit.quality()[rows]  # (F, K)
@@ -79,7 +80,7 @@ def psi_with_battles(frame: pd.DataFrame, battles: pd.DataFrame, k: int) -> Psi:
     pointwise = psi_from_frame(frame, k) if len(frame) else None
     known = set(pointwise.models) if pointwise is not None else set()
     if not (set(battles["model_a"]) | set(battles["model_b"])) - known:
-        return pointwise
+        return pointwise  # type: ignore[return-value]  # battles name models, all known: pointwise is set
     return _concat(pointwise, psi_from_battles(battles, k, anchors=pointwise))
 
 
@@ -93,7 +94,7 @@ def onboard_psi(frame: pd.DataFrame, battles: pd.DataFrame, models: Sequence[str
     pointwise = psi_from_frame(frame, pool.k) if len(frame) else None
     rest = [m for m in models if pointwise is None or m not in pointwise.models]
     if not rest:
-        return pointwise
+        return pointwise  # type: ignore[return-value]  # None only when no models are asked for
     rest = [m for m in rest if m in set(battles["model_a"]) | set(battles["model_b"])]
     if not rest:
         return pointwise if pointwise is not None else Psi((), np.zeros((0, pool.k)), np.zeros((0, pool.k)))

@@ -54,7 +54,7 @@ class Similarity:
     def near_duplicates(self) -> list[dict[str, float | str]]:
         """Pairs (each once) whose Psi rows differ by no more than sampling would: most alike first."""
         m = len(self.models)
-        rows = [
+        rows: list[dict[str, float | str]] = [
             {"model_a": self.models[i], "model_b": self.models[j], "cosine": float(self.cosine[i, j]),
              "mean_abs_difference": float(self.mean_abs_difference[i, j]),
              "sampling_difference": float(self.sampling_difference[i, j]),
@@ -62,7 +62,7 @@ class Similarity:
             for i in range(m) for j in range(i + 1, m)
             if abs(self.z[i, j]) <= Z_95 and self.chi2[i, j] <= self.chi2_limit
         ]
-        return sorted(rows, key=lambda r: r["chi2"] + r["z"] ** 2)
+        return sorted(rows, key=lambda r: float(r["chi2"]) + float(r["z"]) ** 2)
 
 
 def model_similarity(psi: Psi) -> Similarity:

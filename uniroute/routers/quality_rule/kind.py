@@ -161,7 +161,7 @@ class QualityRuleKind(KMeansKind):
         n, kc = losses.shape[0], coarse_k(engine, losses.shape[0])
         return rule_router(router, engine.val_cluster(tuned.value)[:n], losses, engine.val_cluster(kc)[:n], kc)
 
-    def full_scale(self, router: RuleRouter, scale: FullScale) -> RuleRouter:
+    def full_scale(self, router: RuleRouter, scale: FullScale) -> RuleRouter:  # type: ignore[override]  # only its own
         """The rule as fitted on the build's samples, also where the build tuned on samples.
 
         Deviation from the other cluster kinds, which re-measure Psi on every validation prompt here: the rule's
