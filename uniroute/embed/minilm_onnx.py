@@ -127,8 +127,8 @@ class MiniLMOnnxEmbedder:
     # one activation scale per run, so in a padded batch a prompt's vector moved with its batch-mates (up to 0.05
     # in a coordinate, cosine 0.988, on 200 RouterBench prompts), and the cache kept whichever came first. Alone
     # costs no speed: 21.9 s against 26.2 s in padded batches of 32 on those prompts (benchmarks/speed/one_vector.py,
-    # 2 shared cores). False: the padded,
-    # length-sorted batches of routers built before, kept so their stored embedder still gives their vectors.
+    # 2 shared cores). False: the padded, length-sorted batches of routers built before, kept so that their stored
+    # embedder still gives the vectors they were fitted on.
     per_prompt: bool = True
     threads: int = 0
     progress: bool = True
