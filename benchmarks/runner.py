@@ -39,7 +39,8 @@ BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.
 # Measurements `make bench` leaves out, run one at a time with --only: hours of CPU (the paper's experiments, the
 # Dask plane at 1M prompts), a file generated per run (ingest memory), or a check of one feature (the cost cap,
 # explain's terms).
-ON_DEMAND = ("speed.ingest_memory", "speed.explain_terms", "scale.dask_plane", "quality.max_cost", "paper.extensions")
+ON_DEMAND = ("speed.ingest_memory", "speed.explain_terms", "scale.dask_plane", "quality.max_cost", "paper.extensions",
+             "quality.default_setting", "speed.one_vector")
 
 
 def write_result(data: dict[str, Any], out: Path, indent: int = 2) -> Path:

@@ -9,7 +9,8 @@
    `uniroute.results.landed`, the served onboarding deployment is triggered by it and makes the LLM
    routable without refitting (a Psi row on the frozen clusters, or its labels in the K-NN table).
 5. Republish, and show with SQL where the new LLM now takes traffic; end with the evaluation table.
-6. Traffic: a batch of test prompts is routed (`uniroute route --file`, each decision recorded to the spool),
+6. Traffic: a batch of test prompts is routed at the default setting (`uniroute route --file`, each decision
+   recorded to the spool; one sentence says why when every prompt goes to one model),
    their outcomes (the logs' scores of the chosen LLMs) land in the inbox, the inbox flow ingests both, and one
    SQL query compares the realised quality with what the router expected.
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from deployments.heartbeat import heartbeat
+from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.serving.spool import PART, SUFFIX
 from uniroute.progress import EVERY_SECONDS
 from uniroute.settings import Settings, apply_offline_environment
@@ -109,21 +111,34 @@ def show(title: str, frame: pd.DataFrame) -> None:
         print(frame.to_string(index=False) if len(frame) else "(no rows)")
 
 
-def routed_traffic(settings: Settings, logs: pd.DataFrame, work: Path, n: int = 300) -> None:
-    """Route n test prompts as a user would (`uniroute route --file`: decisions recorded to the spool), then drop
-    their outcomes into the inbox: each chosen LLM's score and cost on the prompt, from the logs."""
+def why_one_model(model: str, tiny: str | None) -> str:
+    """The one sentence a user reads when every routed prompt went to one model at the default setting."""
+    reason = tiny or ("no cheaper published setting keeps 90% of the expected gain from the cheapest routing to "
+                      "the best (docs/decisions/0200-default-setting.md); --budget trades quality for cost")
+    return f"every prompt went to {model} at the default setting: {reason}"
+
+
+def routed_traffic(settings: Settings, logs: pd.DataFrame, work: Path, tiny: str | None, n: int = 300) -> None:
+    """Route n test prompts as a user would (`uniroute route --file` at the default setting: decisions recorded to
+    the spool), then drop their outcomes into the inbox: each chosen LLM's score and cost on the prompt, from the
+    logs. tiny: the build's note when its tuned K is tiny, the likely reason for one model taking everything."""
     test_ids = set(sql(settings, "select prompt_id from prompt_splits where split = 'test'").prompt_id)
     prompts = logs[logs.prompt_id.isin(test_ids)].drop_duplicates("prompt_id").head(n)
     batch = work / "traffic.jsonl"
     prompts[["prompt_id", "prompt"]].to_json(batch, orient="records", lines=True)
-    done = subprocess.run([sys.executable, "-m", "uniroute", "route", "--file", str(batch), "--budget", "0.5"],
+    done = subprocess.run([sys.executable, "-m", "uniroute", "route", "--file", str(batch)],
                           capture_output=True, text=True, env=os.environ | {"UNIROUTE_HOME": str(settings.home)})
     if done.returncode:
         sys.exit(f"error: uniroute route --file failed: {done.stderr.strip()}")
     routed = pd.read_json(io.StringIO(done.stdout), lines=True)
+    chosen = routed.model.value_counts()
+    print(next((line for line in done.stderr.splitlines() if line.startswith("routed at the default")),
+               "routed at the default setting"))
     print(f"routed {len(routed):,} prompts; spooled decision files: "
           f"{len(list(settings.spool_dir.glob('*.jsonl')))}; models chosen: "
-          f"{', '.join(f'{m} {c}' for m, c in routed.model.value_counts().items())}")
+          f"{', '.join(f'{m} {c}' for m, c in chosen.items())}")
+    if len(chosen) == 1:
+        print(why_one_model(str(chosen.index[0]), tiny))
     outcomes = routed.merge(logs, on=["prompt_id", "model"])[["decision_id", "score", "cost"]]
     drop_into_inbox(outcomes, settings.inbox_dir / "traffic_outcomes.parquet")
     print(f"{len(outcomes):,} outcomes (the chosen LLM's logged score and cost) dropped into the inbox")
@@ -211,6 +226,9 @@ def main(argv: list[str] | None = None) -> None:
         build = nightly_build()
         print(f"router {build['router_id']}: {build['served']}, {len(build['models'])} LLMs, "
               f"{build['reason']}")
+        tiny = tiny_table_note(build["kind"], build["k"], build["n_prompts"]["val"])
+        if tiny:
+            print(tiny)
         show("router kinds compared on validation prompts (training LLMs only; the build serves `chosen`)",
              sql(settings, f"""
             select kind, value, shrinkage, round(val_area, 4) as val_area, round(val_area_se, 4) as se,
@@ -252,7 +270,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"published {second['version']}")
 
         say("6. Traffic: route a batch, its outcomes come back, the inbox flow ingests both")
-        routed_traffic(settings, logs, work)
+        routed_traffic(settings, logs, work, tiny)
         for outcome in ingest_inbox():
             print(f"inbox: {outcome['name']} {outcome['status']}")
         # Send what the flows logged and emitted while the server still runs (else: errors at exit).

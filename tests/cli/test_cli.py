@@ -207,6 +207,9 @@ def test_status_shows_champion_pool_publication_last_runs_and_inbox(routed_home,
     assert shown["inbox_waiting"] == ["late.csv"] and shown["inbox_failed"] == 0
     screen = _invoke("status").output
     assert "pool       1 active: coder" in screen and "retired    atlas" in screen
+    # Its K is 2: a table that can hardly differ between prompts, said in one sentence.
+    assert "note       K = 2 was tuned: too few validation answers" in screen
+    assert any("more validation answers would help" in note for note in shown["notes"])
     assert "1 file(s) waiting (late.csv)" in screen
 
 

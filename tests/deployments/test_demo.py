@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deployments.demo import DEMO_MARKER, KEPT_DECISIONS, fresh_home, pin_build_embedder
+from deployments.demo import DEMO_MARKER, KEPT_DECISIONS, fresh_home, pin_build_embedder, why_one_model
 from tests.log_noise import noisy_logs
 from uniroute import settings as settings_module
 from uniroute.settings import Settings
@@ -32,6 +32,14 @@ def test_make_runs_builds_embed_with_the_interactive_embedder_whatever_the_build
     assert Settings().build_embedder_name == "minilm-onnx"
 
 
+def test_one_model_taking_every_prompt_is_explained_in_one_sentence() -> None:
+    tiny = "K = 2 was tuned on 298 validation prompts: too few validation answers to tell more topics apart"
+    assert why_one_model("gpt-4", tiny) == f"every prompt went to gpt-4 at the default setting: {tiny}"
+    said = why_one_model("gpt-4", None)
+    assert said.startswith("every prompt went to gpt-4 at the default setting: no cheaper published setting keeps 90%")
+    assert "\n" not in said
+
+
 @pytest.mark.slow
 def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> None:
     """The event-triggered onboarding completes, and no warning or distributed INFO line reaches the user."""
@@ -48,6 +56,10 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
     assert "already routable" not in output and "repaired pool" not in output
     assert "1. Benchmark logs land in the inbox" in output and "inbox: benchmark_logs.parquet" in output
     assert "router kinds compared on validation prompts" in output
+    # The batch routes at the default setting: more than one model takes it, or one sentence says why not.
+    assert "routed at the default budget" in output
+    chosen = next(line for line in output.splitlines() if line.startswith("routed 300 prompts"))
+    assert "," in chosen.split("models chosen:")[1] or "every prompt went to" in output, chosen
     assert "embedding the new prompts with static" in output  # the interactive embedder, whatever builds default to
     noisy = [line for line in output.splitlines()
              if "Warning" in line or "warnings.warn" in line or "| distributed." in line

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import pickle
 import subprocess
@@ -65,7 +67,7 @@ def test_int8_is_close_to_minilm(int8_onnx: embed.MiniLMOnnxEmbedder, minilm_vec
 
 def test_ids_name_quantization_and_built_file(float_onnx: embed.MiniLMOnnxEmbedder,
                                                int8_onnx: embed.MiniLMOnnxEmbedder, cache_dir: Path) -> None:
-    assert int8_onnx.embedder_id.startswith("minilm-onnx:") and ":left256:int8pc:d384:" in int8_onnx.embedder_id
+    assert int8_onnx.embedder_id.startswith("minilm-onnx:") and ":left256:int8pc:alone:d384:" in int8_onnx.embedder_id
     assert ":f32:" in float_onnx.embedder_id and float_onnx.fingerprint != int8_onnx.fingerprint
     assert int8_onnx.embedder_id.endswith(int8_onnx.fingerprint)
     assert os.path.getsize(int8_onnx.model_file) < os.path.getsize(float_onnx.model_file) / 3
@@ -94,3 +96,20 @@ def test_encoding_does_not_import_torch(int8_onnx: embed.MiniLMOnnxEmbedder, cac
 def test_unknown_quantization_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown quantization 'int4'"):
         load_minilm_onnx(tmp_path, quantization="int4")
+
+
+def test_the_state_restores_alone_and_an_older_state_keeps_its_batches(int8_onnx: embed.MiniLMOnnxEmbedder,
+                                                                      tmp_path: Path) -> None:
+    restored = embed.embedder_from_state(embed.embedder_state(int8_onnx), tmp_path)
+    assert restored.embedder_id == int8_onnx.embedder_id and restored.per_prompt
+    np.testing.assert_array_equal(restored.encode(TEXTS), int8_onnx.encode(TEXTS))
+    # A router built before prompts ran alone stored a state without per_prompt: it still gets the padded batches
+    # it was fitted on, under its own id, and the cache never mixes those vectors with the ones encoded alone.
+    state = np.load(io.BytesIO(embed.embedder_state(int8_onnx)), allow_pickle=False)
+    header = {k: v for k, v in json.loads(str(state["header"])).items() if k != "per_prompt"}
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.array(json.dumps(header)), content=state["content"])
+    older = embed.embedder_from_state(buffer.getvalue(), tmp_path)
+    assert not older.per_prompt and ":int8pc:d384:" in older.embedder_id
+    assert older.embedder_id != int8_onnx.embedder_id
+    assert not np.array_equal(older.encode(TEXTS), int8_onnx.encode(TEXTS))

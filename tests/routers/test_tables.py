@@ -49,23 +49,80 @@ def test_routing_tables_cover_the_grids_and_cost_falls_with_budget():
     assert top.model.tolist() == ["big", "big"]
 
 
-def test_the_default_budget_is_the_cheapest_within_the_quality_tolerance():
+def _lambda_0_cost(router, pool=MODELS) -> float:
+    budgets = routing_tables(router, pool).budgets
+    return float(budgets[(budgets.grid == "lambda") & (budgets.lam == 0.0)].expected_cost.iloc[0])
+
+
+def test_the_default_keeps_the_share_of_the_gain_it_is_asked_to():
+    from uniroute.routers.tables import cheapest_setting_score, default_budget
+
+    # A 0.05 gap on cluster 1: cheap everywhere scores 0.675, big everywhere 0.70 (the gain: 0.025). Keeping 90% of it
+    # (0.6975) needs big on cluster 1: cheap on cluster 0 and big on cluster 1 cost (1 + 10) / 2 / 10 = 0.55 of big,
+    # budget 0.6's routing; keeping none of it routes everything to cheap, budget 0.1.
+    gap = np.array([[0.30, 0.35], [0.5, 0.5], [0.30, 0.30]])
+    assert cheapest_setting_score(_router(gap), MODELS) == pytest.approx(0.675)
+    budget, _, expected, best = default_budget(_router(gap), MODELS)
+    assert (budget, expected, best) == (0.6, pytest.approx(0.70), pytest.approx(0.70))
+    tables = routing_tables(_router(gap), MODELS, np.array([1, 1]))
+    assert tables.routes[(tables.routes.grid == "budget") & (tables.routes.budget == 0.6)].model.tolist() == [
+        "cheap", "big"]
+    budget, _, expected, _ = default_budget(_router(gap), MODELS, keep=0.0)
+    assert (budget, expected) == (0.1, pytest.approx(0.675))
+    with pytest.raises(ValueError, match="share of the gain"):
+        default_budget(_router(gap), MODELS, keep=1.5)
+    with pytest.raises(ValueError, match="share of the gain"):
+        default_budget(_router(gap), MODELS, keep=float("nan"))
+
+
+def test_the_default_keeps_most_of_the_gain_when_the_best_leads_everywhere():
+    from uniroute.routers.tables import cheapest_setting_score, default_budget
+
+    # big (cost 10) leads mid (cost 2) by 0.02 on every cluster, cheap (cost 1) is far behind: the gain from the
+    # cheapest setting (0.40) to the best (0.80) is 0.40, and mid keeps 0.38 of it (95%) at a fifth of big's cost.
+    lead = np.array([[0.6, 0.6], [0.22, 0.22], [0.2, 0.2]])
+    assert cheapest_setting_score(_router(lead), MODELS) == pytest.approx(0.40)
+    budget, _, expected, best = default_budget(_router(lead), MODELS)
+    assert (budget, expected, best) == (0.2, pytest.approx(0.78), pytest.approx(0.80))
+    # Within 0.01 of the best (the rule before) found nothing cheaper than big everywhere, lambda 0's cost.
+    assert default_budget(_router(lead), MODELS, keep=1.0)[0] == 1.0 == _lambda_0_cost(_router(lead))
+
+
+@pytest.mark.parametrize("lead", [0.011, 0.02, 0.05])
+def test_the_default_costs_less_than_lambda_0_when_a_cheaper_model_is_within_reach(lead: float):
     from uniroute.routers.tables import default_budget
 
-    # cheap is within 0.005 of big on both clusters: the default routes everything to cheap, at a fraction of
-    # the cost of always taking the best model.
-    close = np.array([[0.305, 0.305], [0.5, 0.5], [0.30, 0.30]])
-    budget, _, expected, best = default_budget(_router(close), MODELS)
-    assert budget == 0.1 and best - expected <= 0.01
-    tables = routing_tables(_router(close), MODELS, np.array([1, 1]))
-    assert set(tables.routes[(tables.routes.grid == "budget") & (tables.routes.budget == budget)].model) == {"cheap"}
-    # With a 0.05 gap on cluster 1 (0.025 on average) the default keeps big there: the cheapest budget that does.
-    gap = np.array([[0.30, 0.35], [0.5, 0.5], [0.30, 0.30]])
-    budget, _, expected, best = default_budget(_router(gap), MODELS)
-    assert budget == 0.6 and best - expected <= 0.01
-    assert default_budget(_router(gap), MODELS, tolerance=0.05)[0] == 0.1  # a looser tolerance saves more
-    with pytest.raises(ValueError, match="tolerance"):
-        default_budget(_router(gap), MODELS, tolerance=-1)
+    # mid is behind big by `lead` on every cluster, cheap by 0.5 and 0.6: the gain is 0.55, and mid keeps more than
+    # 90% of it (a lead of 0.1 would keep 82%: out of reach, big everywhere).
+    psi = np.array([[0.6, 0.7], [0.1 + lead, 0.1 + lead], [0.1, 0.1]])
+    router = _router(psi)
+    budget, lam, expected, best = default_budget(router, MODELS)
+    budgets = routing_tables(router, MODELS).budgets
+    cost = float(budgets[budgets.lam == lam].expected_cost.iloc[0])
+    assert cost < _lambda_0_cost(router) and cost == pytest.approx(0.2) and expected == pytest.approx(0.9 - lead)
+
+
+def test_the_default_is_lambda_0_when_nothing_cheaper_keeps_most_of_the_quality():
+    from uniroute.routers.tables import default_budget
+
+    # Two models: cheap scores 0.4, big 0.8 everywhere. Any saving gives up the whole gain: big everywhere.
+    psi = np.array([[0.6, 0.6], [0.2, 0.2]])
+    router = _router(psi, np.array([1.0, 10.0]))
+    assert default_budget(router, MODELS[:2])[:3] == (1.0, 0.0, pytest.approx(0.8))
+    assert _lambda_0_cost(router, MODELS[:2]) == 1.0
+
+
+def test_a_default_between_budget_rows_is_the_cheaper_lambda_row_named_by_its_cost():
+    from uniroute.routers.tables import default_budget
+
+    # Every model costs within a tenth of the priciest (9 and 10): no budget row between "the cheapest" (0.9) and
+    # "the best" (1.0). cheap is behind big by 0.2 on cluster 0 and 0.001 on cluster 1: the gain is 0.1005, and
+    # cheap on cluster 1 keeps 99% of it at an expected cost of (10 + 9) / 2 / 10 = 0.95, a lambda row.
+    psi = np.array([[0.3, 0.101], [0.1, 0.1]])
+    router = _router(psi, np.array([9.0, 10.0]))
+    budget, lam, expected, best = default_budget(router, MODELS[:2])
+    assert budget == pytest.approx(0.95) and expected == pytest.approx(0.9 - 0.0005) and best == pytest.approx(0.9)
+    assert lam > 0 and list(router.cluster_table(lam, MODELS[:2])) == [1, 0]
 
 
 def test_routes_carry_the_ranked_fallbacks_of_the_same_terms():

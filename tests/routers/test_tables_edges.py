@@ -1,6 +1,6 @@
 """Routing tables' edges the mutation run (make mutation) found untested: the published grids themselves, the
 cheapest lambda, cluster weights that are missing, zero or negative, a router without clusters, and a
-quality tolerance of zero."""
+default that keeps all of the gain."""
 
 from __future__ import annotations
 
@@ -86,11 +86,11 @@ def test_a_router_without_clusters_weighs_its_reference_prompts_equally():
     assert cheap_everywhere.expected_score == pytest.approx(0.5)
 
 
-def test_a_tolerance_of_zero_takes_the_cheapest_budget_with_the_best_score():
-    budget, _, expected, best = default_budget(_router(), MODELS, tolerance=0.0)
+def test_keeping_all_the_gain_takes_the_cheapest_budget_with_the_best_score():
+    budget, _, expected, best = default_budget(_router(), MODELS, keep=1.0)
     assert expected == best
     budgets = routing_tables(_router(), MODELS).budgets
     at_best = budgets[(budgets.grid == "budget") & (budgets.expected_score == best)]
     assert budget == at_best.budget.min()
-    with pytest.raises(ValueError, match="quality tolerance"):
-        default_budget(_router(), MODELS, tolerance=-0.01)
+    with pytest.raises(ValueError, match="share of the gain"):
+        default_budget(_router(), MODELS, keep=-0.01)

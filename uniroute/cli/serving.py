@@ -36,8 +36,9 @@ def route(
     lam: Annotated[float | None, typer.Option("--lambda", help="Cost weight: argmin loss + lambda * cost.")] = None,
     budget: Annotated[
         float | None, typer.Option(help="Target mean cost as a fraction (0, 1] of the priciest model's. With neither "
-                                   "--budget nor --lambda: the default budget, the cheapest whose expected score is "
-                                   "within 0.01 of the best (said on stderr; the output's `setting` column too).")
+                                   "--budget nor --lambda: the default budget, the cheapest setting that keeps 90% of "
+                                   "the gain from the cheapest routing's expected score to the best (said on stderr; "
+                                   "the output's `setting` column too).")
     ] = None,
     max_cost: Annotated[
         float | None, typer.Option("--max-cost", help="A hard cap on the expected mean cost per prompt, in the data's "

@@ -1,5 +1,5 @@
 """all-MiniLM-L6-v2 on ONNX Runtime: exported once from the local weights, int8-quantized per channel, no torch
-at encode time."""
+at encode time; one prompt per run, so a prompt's vector never depends on the batch it came in."""
 
 from __future__ import annotations
 
@@ -121,7 +121,15 @@ class MiniLMOnnxEmbedder:
     model_file: str
     fingerprint: str  # of the built file: a rebuilt, different file gets a different id
     quantization: str = "int8-per-channel"
-    batch_size: int = 32
+    batch_size: int = 32  # only when per_prompt is False
+    # True: each prompt runs through the graph alone (no padding, its own activation scales), so its vector is
+    # the same bits alone, in any batch, on any worker and at any thread count. Dynamic int8 quantization sets
+    # one activation scale per run, so in a padded batch a prompt's vector moved with its batch-mates (up to 0.05
+    # in a coordinate, cosine 0.988, on 200 RouterBench prompts), and the cache kept whichever came first. Alone
+    # costs no speed: 21.9 s against 26.2 s in padded batches of 32 on those prompts (benchmarks/speed/one_vector.py,
+    # 2 shared cores). False: the padded, length-sorted batches of routers built before, kept so that their stored
+    # embedder still gives the vectors they were fitted on.
+    per_prompt: bool = True
     threads: int = 0
     progress: bool = True
     dim: int = MINILM_DIM
@@ -133,7 +141,9 @@ class MiniLMOnnxEmbedder:
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         precision = "f32" if self.quantization == "none" else "int8pc"
-        ident = (f"minilm-onnx:all-MiniLM-L6-v2@{minilm_version()}:left{MINILM_MAX_TOKENS}:{precision}"
+        # Vectors encoded alone differ from padded-batch ones: another id, so the cache never mixes the two.
+        runs = ":alone" if self.per_prompt else ""
+        ident = (f"minilm-onnx:all-MiniLM-L6-v2@{minilm_version()}:left{MINILM_MAX_TOKENS}:{precision}{runs}"
                  f":d{self.dim}:{self.fingerprint}")
         object.__setattr__(self, "embedder_id", ident)
 
@@ -148,9 +158,15 @@ class MiniLMOnnxEmbedder:
         if not texts:
             return out
         encodings = wordpiece_tokenizer(str(minilm_path()), MINILM_MAX_TOKENS).encode_batch(texts)
+        session = self.session()
+        if self.per_prompt:
+            for row, encoding in enumerate(encodings):
+                ids = np.asarray([encoding.ids], dtype=np.int64)  # (1, tokens): no padding
+                feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+                out[row] = session.run(None, feed)[0][0]
+            return unit_rows(out)
         # Batches of similar lengths waste little on padding (sentence-transformers sorts the same way).
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
-        session = self.session()
         for lo in range(0, len(texts), self.batch_size):
             rows = order[lo : lo + self.batch_size]
             ids, mask = padded_ids([encodings[i] for i in rows])

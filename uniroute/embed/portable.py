@@ -42,7 +42,8 @@ def embedder_state(embedder: Any) -> bytes | None:
                   "max_tokens": embedder.max_tokens, "dim": embedder.dim}
         return _file_state(embedder.table_file, embedder.fingerprint, fields)
     if isinstance(embedder, MiniLMOnnxEmbedder):
-        fields = {"kind": "minilm-onnx", "quantization": embedder.quantization, "batch_size": embedder.batch_size}
+        fields = {"kind": "minilm-onnx", "quantization": embedder.quantization, "batch_size": embedder.batch_size,
+                  "per_prompt": embedder.per_prompt}
         return _file_state(embedder.model_file, embedder.fingerprint, fields)
     return None
 
@@ -86,6 +87,8 @@ def embedder_from_state(data: bytes, folder: Path | None = None, progress: bool 
                               sif_coefficient=header["sif_coefficient"], max_tokens=header["max_tokens"],
                               progress=progress)
     if header["kind"] == "minilm-onnx":
+        # A state saved before prompts ran alone has no per_prompt: it keeps its padded batches (and its id).
         return MiniLMOnnxEmbedder(path, header["fingerprint"], header["quantization"],
-                                  batch_size=header["batch_size"], progress=progress)
+                                  batch_size=header["batch_size"], per_prompt=header.get("per_prompt", False),
+                                  progress=progress)
     raise ValueError(f"a saved embedder of unknown kind {header['kind']!r}")

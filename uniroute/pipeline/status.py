@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from uniroute import store
+from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.serving import snapshot
 
 SHOWN_OPERATIONS = ("build", "onboard", "retire", "rollback", "publish", "ingest", "inbox", "doctor")
@@ -130,4 +131,6 @@ def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path)
         champion, active, retired, publication, runs = _from_store(con)
     finally:
         con.close()
+    tiny = None if champion is None else tiny_table_note(champion["kind"], champion["k"])
+    notes += [tiny] if tiny else []
     return Status(str(home), champion, active, retired, publication, runs, waiting, failed, notes)

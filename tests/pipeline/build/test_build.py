@@ -14,6 +14,7 @@ import pytest
 from tests.helpers import build, ingest
 from uniroute import store
 from uniroute.pipeline.build.nightly import BuildResult
+from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.build.tuned_kinds import KindError, checked_kinds
 from uniroute.routers.kinds import router_kind
 from uniroute.selection.candidates import KINDS
@@ -55,6 +56,12 @@ def test_poisoned_test_labels_change_nothing_the_selection_sees(built, logs, tmp
     assert poisoned.kind == clean.kind and poisoned.k == clean.k and poisoned.val_area == clean.val_area
     # The poison did reach the build: the held-out (test-prompt) Areas are not what they were.
     assert poisoned.metrics[clean.kind]["area"] != pytest.approx(clean.metrics[clean.kind]["area"], abs=1e-6)
+
+
+def test_the_build_says_when_its_tuned_k_is_tiny(built):
+    _, result = built
+    note = tiny_table_note(result.kind, result.k, result.n_prompts["val"])
+    assert (note in result.notes) if note else not any("validation answers would help" in n for n in result.notes)
 
 
 def test_the_candidates_table_and_view_after_a_build(built):

@@ -34,6 +34,7 @@ from uniroute.pipeline.tracking import CHAMPION, REGISTERED_NAME, sync_mlflow
 from uniroute.routers.cluster.kmeans import clustering_id_of, fit_centroids
 from uniroute.routers.cluster.psi import psi_from_losses
 from uniroute.routers.router import Router
+from uniroute.routers.tables import default_budget
 
 needs.module("mlflow")
 
@@ -139,7 +140,10 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
     assert set(routed) <= set(MODELS)
     assert routed == router.route_names(embedder.encode(NEW_PROMPTS), 0.1).tolist()
     assert [row["prompt_index"] for row in answer["predictions"]] == list(range(len(NEW_PROMPTS)))
-    assert [row["model"] for row in default["predictions"]] == router.route_names(embedder.encode(NEW_PROMPTS)).tolist()
+    # No setting: the default budget's published lambda (routers.tables.default_budget), as `uniroute route`.
+    lam_default = default_budget(router, router.models)[1]
+    assert [row["model"] for row in default["predictions"]] == router.route_names(
+        embedder.encode(NEW_PROMPTS), lam_default).tolist()
     # The served model explains over HTTP: per prompt the candidates' terms, rank 1 the answer, the rest its fall-backs.
     for row in explained["predictions"]:
         terms = row["explain"]

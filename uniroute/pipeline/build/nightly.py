@@ -35,7 +35,7 @@ from uniroute.pipeline.build.matrices import (
 )
 from uniroute.pipeline.build.memory import release_freed
 from uniroute.pipeline.build.refits import Refits
-from uniroute.pipeline.build.result import BuildResult
+from uniroute.pipeline.build.result import BuildResult, tiny_table_note
 from uniroute.pipeline.build.tuned_kinds import BuildPool, BuildRows, Candidates, checked_kinds, fit_candidates
 from uniroute.pipeline.pool import psi_data, registry
 from uniroute.pipeline.pool.battles import with_battle_models
@@ -197,9 +197,10 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         release_freed()
         router = cands.routers[cands.chosen]
         seconds["fit"] = time.perf_counter() - t0
+        tiny = tiny_table_note(cands.chosen, int(router.k), len(split.val))
 
         t0 = time.perf_counter()
-        notes = list(cands.notes)
+        notes = list(cands.notes) + ([tiny] if tiny else [])
         notes += [f"{m} waits for more evidence ({n} validation answers, {min_answers} needed before it takes traffic)"
                   for m, n in thin.items()]
         if len(split.test_models) >= 2 and len(split.test) >= 2:

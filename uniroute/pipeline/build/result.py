@@ -6,7 +6,20 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from uniroute.routers.kinds import router_kind
+from uniroute.routers.kinds import kind_names, router_kind
+
+# A cluster router tuned to this few clusters sends most prompts to the same model at a setting: a newcomer reads
+# that as "routing does nothing". It happens when the validation set is small (make run: K = 2 on 298 prompts).
+TINY_K = 2
+
+
+def tiny_table_note(kind: str | None, k: int | None, n_val: int | None = None) -> str | None:
+    """One sentence when a cluster router's tuned K is tiny (more validation answers would help), else None."""
+    if kind not in kind_names() or k is None or router_kind(kind).value_label != "K" or k > TINY_K:
+        return None
+    on = f" on {n_val} validation prompts" if n_val is not None else ""
+    return (f"K = {k} was tuned{on}: too few validation answers to tell more topics apart, so most prompts get the "
+            "same model; more validation answers would help (`uniroute onboarding-set` names which prompts to ask)")
 
 
 @dataclass(frozen=True)

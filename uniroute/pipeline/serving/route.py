@@ -29,7 +29,7 @@ from uniroute.pipeline.serving.records import Recording, explored, new_decision_
 from uniroute.routers.budgets.cost_cap import CostCapError, check_max_cost, check_reachable, lambda_for_max_cost
 from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter
-from uniroute.routers.tables import DEFAULT_QUALITY_TOLERANCE, default_budget
+from uniroute.routers.tables import DEFAULT_GAIN_KEPT, default_budget
 
 
 class RoutingError(UnirouteError, ValueError):
@@ -208,9 +208,9 @@ DECISION_EXTRAS = ("fallbacks", "expected_score", "expected_cost", "price_snapsh
 def resolved_setting(router: AnyRouter, pool: Sequence[str], lam: float | None,
                      budget: float | None) -> tuple[float | None, float | None, str]:
     """(lambda, budget, which setting): a request naming neither routes at the default budget, the cheapest
-    published budget whose expected score is within DEFAULT_QUALITY_TOLERANCE of the best, at that budget's
-    published lambda (routers.tables); lambda 0 would send nearly every prompt to the priciest model for the
-    last hundredth of quality. Only a named budget still needs its lambda."""
+    published setting that keeps DEFAULT_GAIN_KEPT of the gain from the cheapest routing's expected score to the
+    best, at that budget's published lambda (routers.tables); lambda 0 would send nearly every prompt to the
+    priciest model for the last points of quality. Only a named budget still needs its lambda."""
     if lam is None and budget is None:
         budget, lam, _, _ = default_budget(router, tuple(pool))
         return lam, budget, DEFAULT_SETTING
@@ -219,8 +219,8 @@ def resolved_setting(router: AnyRouter, pool: Sequence[str], lam: float | None,
 
 def default_setting_line(budget: float) -> str:
     """What a user is told when the default setting answered."""
-    return (f"routed at the default budget {budget:g}: the cheapest budget whose expected score is within "
-            f"{DEFAULT_QUALITY_TOLERANCE:g} of the best (choose with --budget or --lambda)")
+    return (f"routed at the default budget {budget:.3g}: the cheapest setting that keeps {DEFAULT_GAIN_KEPT:.0%} of "
+            "the gain from the cheapest routing's expected score to the best (choose with --budget or --lambda)")
 
 
 @dataclass(frozen=True, eq=False)
