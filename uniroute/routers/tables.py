@@ -151,7 +151,7 @@ def cheapest_setting_score(router: RoutingRule, pool: tuple[str, ...]) -> float:
     _, gamma_rows, share = _weighted_rows(router, None, None)
     lam = _cheapest_lambda(router.costs[router.pool_indices(pool)])
     if getattr(router, "one_hot", False):
-        choice = router.cluster_terms(lam, pool).chosen()
+        choice = cast("Router", router).cluster_terms(lam, pool).chosen()  # one-hot: a cluster router
     else:
         choice = router.route(router.budget_reference(), lam, pool)
     return float(share @ (1.0 - gamma_rows[np.arange(len(choice)), choice]))
