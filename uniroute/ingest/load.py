@@ -92,6 +92,8 @@ class IngestSummary:
                if self.shared_texts else "")
             + (f"; results for retired {', '.join(self.retired_models)} stored, which stay retired "
                "(`uniroute onboard --reactivate` brings a model back)" if self.retired_models else "")
+            + (f"; first quarantined: {self.first_problem} (see decision_quarantine)"
+               if self.unit == "decisions" and self.first_problem else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -111,16 +113,21 @@ def _progress(path: Path, size: int, enabled: bool) -> Any:
 
 
 def ingest_file(
-    con: store.Connection, path: Path, split: str | None = None, progress: bool = True, source: str | None = None
+    con: store.Connection, path: Path, split: str | None = None, progress: bool = True, source: str | None = None,
+    only: str | None = None,
 ) -> IngestSummary:
     """Ingest one file inside the caller's transaction (a store session): all its good rows and its
     quarantine, or, if anything fails, nothing once the caller rolls back. `source` is where the file is
-    recorded as coming from (default: its resolved path)."""
+    recorded as coming from (default: its resolved path); `only` a traffic format the caller takes and nothing
+    else (the spool: FORMAT_DECISIONS), whose loader decides on the content, never a sniffed guess."""
     path = Path(path)
     if split is not None and split not in SPLITS:
         raise IngestError(f"split must be one of {list(SPLITS)}, not {split!r}")
     started = time.perf_counter()
-    traffic = traffic_format(path) if regular_file(path) else None
+    if only is not None:
+        traffic: str | None = only
+    else:
+        traffic = traffic_format(path) if regular_file(path) else None
     if traffic == FORMAT_OUTCOMES:
         check_size(path, path.stat().st_size)  # before hashing or reading a file too large to take
     size, file_hash = readable_file(path)
@@ -264,7 +271,8 @@ def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, f
         loaded = load_decisions(con, path, source, file_hash)
         return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
                              rows_read=loaded.rows_read, rows_accepted=loaded.rows_accepted,
-                             rows_duplicate=loaded.rows_duplicate, unit="decisions")
+                             rows_duplicate=loaded.rows_duplicate, rows_quarantined=loaded.rows_quarantined,
+                             first_problem=loaded.first_problem, unit="decisions")
     outcomes = load_outcomes(con, path, source, file_hash)
     return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
                          rows_read=outcomes.rows_read, rows_accepted=outcomes.rows_accepted,
