@@ -228,3 +228,21 @@ def test_readers_survive_an_older_bad_row(traffic_with_old_rows, case):
         calibration = traffic_calibration(s.con, using.router.embedder_id, TrafficWindow(min_decisions=10))
         assert calibration.on_traffic and calibration.X.shape[0] >= 39
         s.con.execute("select 1").fetchall()  # the session's connection is still usable (no open result)
+
+
+def test_sql_reads_no_embedding_nor_text_hash_of_a_routed_prompt(pool, logs, monkeypatch):
+    settings = _settings(pool, monkeypatch)
+    [record] = _real_records(settings, logs.prompt.unique()[:1].tolist())
+    torn = _dump({"text_hash": record["text_hash"], **record})[:300]  # quarantined: its hash is not kept either
+    _spooled(settings, "decisions-one.jsonl", [_dump(record), torn])
+    assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
+    every = runner.invoke(app, ["sql", "select * from routing_decisions", "--json"], catch_exceptions=False)
+    assert every.exit_code == 0 and record["decision_id"] in every.output
+    quarantined = runner.invoke(app, ["sql", "select * from decision_quarantine", "--json"], catch_exceptions=False)
+    assert quarantined.exit_code == 0 and "left out" in quarantined.output
+    for output in (every.output, quarantined.output):
+        assert record["text_hash"] not in output and record["embedding"][:40] not in output
+    for sql in ("select text_hash from decisions", "select * from MAIN.\"decisions\" /* */",
+                "select * from query_table('decisions')"):
+        refused = runner.invoke(app, ["sql", sql])
+        assert refused.exit_code == 2 and record["text_hash"] not in refused.output, refused.output

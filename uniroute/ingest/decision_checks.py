@@ -261,7 +261,7 @@ def record_problem(record: dict[str, Any], refs: References) -> str | None:
         value = record.get(field_name)
         reason = check(value, record, refs)
         if reason is not None:
-            shown = "" if field_name in ("embedding", "prompt") else f" ({_shown(value)})"
+            shown = "" if field_name in ("embedding", "prompt", "text_hash") else f" ({_shown(value)})"
             return f"{field_name} {reason}{shown}"
     return None
 

@@ -12,6 +12,7 @@ second record with the same id and other content is quarantined.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +40,9 @@ __all__ = ["FORMAT_DECISIONS", "RECORD_KIND", "RECORD_VERSION", "SOURCES", "Deci
            "first_object_is_decision"]
 
 FORMAT_DECISIONS = "decisions-jsonl"
-RAW_SHOWN = 200  # characters of a quarantined line kept (never its embedding or prompt)
+RAW_SHOWN = 200  # characters of a quarantined line kept (never its embedding, prompt or text hash)
+PRIVATE_FIELDS = ("embedding", "prompt", "text_hash")  # what `uniroute sql` must not read of a routed prompt
+_PRIVATE_VALUES = re.compile(r'"(embedding|prompt|text_hash)"\s*:\s*"(?:[^"\\]|\\.)*"?')
 
 # The staged records as the insert reads them (sql/queries/decisions_insert.sql): checked and normalised values.
 STAGED_SCHEMA = pa.schema([
@@ -166,13 +169,13 @@ def _staged(number: int, record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reject(number: int, decision_id: str | None, reason: str, line: bytes) -> dict[str, Any]:
-    """A quarantined line: its reason and its start, without the embedding or prompt it may hold."""
-    raw = line.decode("utf-8", errors="replace")
+    """A quarantined line: its reason and its start, without the embedding, prompt or hash it may hold."""
+    raw = _PRIVATE_VALUES.sub(r'"\1":"(left out)"', line.decode("utf-8", errors="replace"))  # a torn line too
     try:
         parsed = orjson.loads(line)
     except orjson.JSONDecodeError:
         parsed = None
     if isinstance(parsed, dict):
-        parsed = {k: v for k, v in parsed.items() if k not in ("embedding", "prompt")}
+        parsed = {k: v for k, v in parsed.items() if k not in PRIVATE_FIELDS}
         raw = orjson.dumps(parsed, default=str).decode()
     return {"line_number": number, "decision_id": decision_id, "reason": reason, "raw": raw[:RAW_SHOWN]}
