@@ -5,6 +5,7 @@ bad row already stored) crashes the inbox, replay, the shadow gate, drift or the
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from datetime import UTC, datetime, timedelta, timezone
@@ -246,3 +247,20 @@ def test_sql_reads_no_embedding_nor_text_hash_of_a_routed_prompt(pool, logs, mon
                 "select * from query_table('decisions')"):
         refused = runner.invoke(app, ["sql", sql])
         assert refused.exit_code == 2 and record["text_hash"] not in refused.output, refused.output
+
+
+@pytest.mark.parametrize("where", ["spool", "inbox"])
+def test_a_record_with_a_prompt_over_64_kb_loads(pool, logs, monkeypatch, where):
+    settings = _settings(pool, monkeypatch)
+    [record] = _real_records(settings, logs.prompt.unique()[:1].tolist())
+    long = {**record, "prompt": "a long prompt \u2028 kept on purpose " * 5000}  # ~170 KB, a U+2028 inside
+    folder = settings.spool_dir if where == "spool" else settings.inbox_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "decisions-long.jsonl"
+    path.write_text(json.dumps(long, ensure_ascii=False) + "\n" + _dump({**record, "decision_id": "next"}) + "\n")
+    os.utime(path, (0, 0))  # settled long ago
+    result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "2 decisions accepted" in result.output
+    [(size,)] = _sql(settings, f"select length(prompt) from decisions where decision_id = '{record['decision_id']}'")
+    assert size == len(long["prompt"])
