@@ -34,6 +34,7 @@ from uniroute.ingest.decision_checks import (
     embedding_bytes,
     record_problem,
 )
+from uniroute.ingest.outcomes import matched_pending
 from uniroute.ingest.staging import IngestError
 
 __all__ = ["FORMAT_DECISIONS", "RECORD_KIND", "RECORD_VERSION", "SOURCES", "DecisionsLoaded", "load_decisions",
@@ -84,6 +85,8 @@ def load_decisions(con: store.Connection, path: Path, source_file: str, file_has
         before = int(store.query(con, "decisions_count").iloc[0, 0])
         store.execute(con, "decisions_insert", source_file=source_file, file_hash=file_hash, now=now)
         after = int(store.query(con, "decisions_count").iloc[0, 0])
+    if after > before:
+        matched_pending(con, now)  # outcomes that arrived before these decisions land with them
     if rejects:
         with store.registered(con, "decision_rejects", pa.Table.from_pylist(rejects, schema=REJECT_SCHEMA)):
             store.execute(con, "decisions_quarantine_insert", path=source_file, file_hash=file_hash, now=now)

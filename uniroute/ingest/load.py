@@ -78,6 +78,7 @@ class IngestSummary:
     seconds: float = 0.0
     ignored_columns: tuple[str, ...] = field(default=())
     unit: str = "results"  # what rows_accepted counts: results (pointwise) or battles (pairwise)
+    rows_waiting: int = 0  # outcomes for decisions not stored yet, which land when their decisions do
 
     def line(self) -> str:
         """One line for a terminal."""
@@ -94,6 +95,8 @@ class IngestSummary:
                "(`uniroute onboard --reactivate` brings a model back)" if self.retired_models else "")
             + (f"; first quarantined: {self.first_problem} (see decision_quarantine)"
                if self.unit == "decisions" and self.first_problem else "")
+            + (f"; {self.rows_waiting:,} outcomes wait for their decisions (they land when the decisions do)"
+               if self.rows_waiting else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -277,7 +280,7 @@ def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, f
     return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
                          rows_read=outcomes.rows_read, rows_accepted=outcomes.rows_accepted,
                          rows_duplicate=outcomes.rows_duplicate, rows_quarantined=outcomes.rows_quarantined,
-                         first_problem=outcomes.first_problem, unit="outcomes")
+                         first_problem=outcomes.first_problem, unit="outcomes", rows_waiting=outcomes.rows_waiting)
 
 
 def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any,
