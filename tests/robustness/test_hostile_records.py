@@ -154,6 +154,10 @@ def test_a_stuck_processing_file_does_not_block_the_spool_or_the_inbox(pool, log
     benchmark = settings.inbox_dir / "more.parquet"
     benchmark.parent.mkdir(parents=True, exist_ok=True)
     logs.head(10).to_parquet(benchmark, index=False)
+    status = runner.invoke(app, ["status"], catch_exceptions=False)
+    assert "spool      1 decision file(s) waiting, 1 claimed by an interrupted run (.processing/)" in status.output
+    check = runner.invoke(app, ["doctor", "--check"], catch_exceptions=False)
+    assert "1 file(s) claimed by an interrupted inbox run (decisions-stuck.jsonl)" in check.output, check.output
     result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
     assert result.exit_code == 1, result.output  # the stuck file had nothing to land: failed, with its reason
     assert "decisions-stuck.jsonl: failed" in result.output and "decided_at must be" in result.output

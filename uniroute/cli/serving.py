@@ -180,7 +180,8 @@ def status(as_json: JsonFlag = False) -> None:
     onboarding and publish, and what waits in the inbox. Never waits for a running operation."""
     settings = settings_from_env()
     with one_line_errors():
-        result = pool_status(settings.home, settings.db_path, settings.published_dir, settings.inbox_dir)
+        result = pool_status(settings.home, settings.db_path, settings.published_dir, settings.inbox_dir,
+                             settings.spool_dir)
     if as_json:
         typer.echo(json.dumps(result.as_dict(), default=str))
         return

@@ -155,6 +155,8 @@ def test_outcomes_that_arrive_before_their_decisions_wait_and_land_with_them(tra
     assert "4 outcomes wait for their decisions" in first.output
     assert _sql(traffic_home, "select count(*) as n from outcomes").n.iloc[0] == 0
     assert "skipped" in _ingest(early).output  # the same file again changes nothing
+    shown = runner.invoke(app, ["status"], catch_exceptions=False).output
+    assert "outcomes   4 wait for their decisions (matched when these land, within 7 days)" in shown
     for path in held.iterdir():
         path.rename(settings.spool_dir / path.name)
     assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
