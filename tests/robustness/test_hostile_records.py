@@ -268,3 +268,15 @@ def test_a_record_with_a_prompt_over_64_kb_loads(pool, logs, monkeypatch, where)
     assert "2 decisions accepted" in result.output
     [(size,)] = _sql(settings, f"select length(prompt) from decisions where decision_id = '{record['decision_id']}'")
     assert size == len(long["prompt"])
+
+
+def test_a_failing_file_with_a_long_name_gets_its_reason_file(pool, logs, monkeypatch):
+    settings = _settings(pool, monkeypatch)
+    name = "decisions-" + "x" * 230 + ".jsonl"  # 246 bytes: allowed, but not with ".reason.txt" after it
+    _spooled(settings, name, [json.dumps(r) for r in logs.head(3).to_dict("records")])
+    result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
+    assert result.exit_code == 1 and "no line is a decision record" in result.output, result.output
+    [reason] = list((settings.spool_dir / "failed").glob("*.reason.txt"))
+    [moved] = [p for p in (settings.spool_dir / "failed").iterdir() if p != reason]
+    assert reason.name == moved.name + ".reason.txt" and moved.name.endswith(".jsonl")
+    assert "no line is a decision record" in reason.read_text()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import logging
 import os
 import stat
@@ -58,6 +59,7 @@ class InboxOutcome:
 # Files still being written carry one of these suffixes and are renamed to their final name when complete.
 PARTIAL_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload")
 REASON_SUFFIX = ".reason.txt"
+NAME_BYTES = 255  # the longest file name most file systems take
 PROCESSING = ".processing"  # files claimed by a run: renamed here first, moved on only after their commit
 FOLDERS = ("done", "failed", PROCESSING)
 INBOX_LOCK = ".inbox.lock"  # hidden: inbox_files never lists it
@@ -122,9 +124,21 @@ def _moved(path: Path, folder: Path, name: str | None = None) -> Path:
     return target
 
 
+def _failed_name(name: str) -> str:
+    """The name a failed file keeps: its own, shortened (with a digest of it) when the reason file's name beside it
+    would pass the file system's limit on a name."""
+    room = NAME_BYTES - len(REASON_SUFFIX) - 12  # the reason suffix, and a counter _moved may add
+    if len(os.fsencode(name)) <= room:
+        return name
+    stem, suffix = os.path.splitext(name)
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:12]
+    keep = os.fsencode(stem)[: room - len(digest) - 1 - len(os.fsencode(suffix))].decode("utf-8", "ignore")
+    return f"{keep}-{digest}{suffix}"
+
+
 def _failed(path: Path, inbox_dir: Path, name: str, reason: str) -> InboxOutcome:
     """Move an entry to failed/ with a reason file that quotes only the inbox's own words and contents."""
-    target = _moved(path, inbox_dir / "failed", name)
+    target = _moved(path, inbox_dir / "failed", _failed_name(name))
     reason = reason.replace(str(path), name)
     target.with_name(target.name + REASON_SUFFIX).write_text(f"{reason}\n")
     log.info("%s -> %s: %s", name, target, reason)  # the caller reports the outcome (CLI line, flow log)
