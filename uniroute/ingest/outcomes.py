@@ -36,10 +36,16 @@ MAX_OUTCOME_BYTES = 512 * 1024 * 1024
 OUTCOME_WAIT_DAYS = 7.0
 
 
+# Columns only a benchmark log has: a file with decision_id and score but none of these is outcomes, whatever else it
+# carries (the model that answered, a note).
+BENCHMARK_ONLY = ("prompt_id", "prompt", "question", "question_id")
+
+
 def looks_like_outcomes(columns: list[str]) -> bool:
     """Whether a file's columns (or first object's keys) are those of outcomes."""
     names = set(columns)
-    return set(OUTCOME_REQUIRED) <= names and "record" not in names and "model" not in names
+    return (set(OUTCOME_REQUIRED) <= names and "record" not in names
+            and not names.intersection(BENCHMARK_ONLY))
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,8 @@ def _read(path: Path) -> pd.DataFrame:
     text = path.read_text(encoding="utf-8-sig")
     if text.lstrip().startswith("{"):
         rows, numbers = [], []
-        for number, line in enumerate(text.splitlines(), start=1):
+        # "\n" only: str.splitlines would also split at a U+2028 inside a JSON string
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:

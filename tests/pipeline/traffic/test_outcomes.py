@@ -174,3 +174,15 @@ def test_one_inbox_run_lands_spooled_decisions_before_the_outcomes_that_name_the
     result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
     assert result.exit_code == 0 and "judged.parquet: ingested" in result.output, result.output
     assert len(_sql(traffic_home, "select * from routing_outcomes")) == 6
+
+
+def test_outcomes_with_a_model_column_and_a_u2028_in_a_string_are_outcomes(traffic_home, decided, tmp_path):
+    first, second = decided.decision_id.iloc[0], decided.decision_id.iloc[1]
+    (tmp_path / "answered.csv").write_text(f"decision_id,score,model\n{first},1,synth-llm-00\n")
+    result = _ingest(tmp_path / "answered.csv")
+    assert result.exit_code == 0 and "[outcomes]" in result.output and "1 outcomes accepted" in result.output
+    (tmp_path / "noted.jsonl").write_text(json.dumps({"decision_id": second, "score": 0.5, "note": "a\u2028b"},
+                                                     ensure_ascii=False) + "\n", encoding="utf-8")
+    noted = _ingest(tmp_path / "noted.jsonl")
+    assert noted.exit_code == 0 and "1 outcomes accepted" in noted.output, noted.output
+    assert _sql(traffic_home, "select count(*) as n from models where model = 'synth-llm-00'").n.iloc[0] == 1
