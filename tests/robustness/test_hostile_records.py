@@ -280,3 +280,18 @@ def test_a_failing_file_with_a_long_name_gets_its_reason_file(pool, logs, monkey
     [moved] = [p for p in (settings.spool_dir / "failed").iterdir() if p != reason]
     assert reason.name == moved.name + ".reason.txt" and moved.name.endswith(".jsonl")
     assert "no line is a decision record" in reason.read_text()
+
+
+def test_a_stored_decision_id_given_other_content_is_quarantined(pool, logs, monkeypatch):
+    settings = _settings(pool, monkeypatch)
+    [record] = _real_records(settings, logs.prompt.unique()[:1].tolist())
+    _spooled(settings, "decisions-first.jsonl", [_dump(record)])
+    assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
+    other = [m for m in logs.model.unique() if m != record["model"] and m != "synth-llm-04"][0]
+    _spooled(settings, "decisions-again.jsonl", [_dump({**record, "decision_id": "new"}),
+                                                  _dump({**record, "model": other})])
+    result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
+    assert "1 decisions accepted, 0 duplicates skipped, 1 rows quarantined" in result.output, result.output
+    assert "line 2: decision_id is stored already with other content" in result.output
+    assert _sql(settings, f"select model from decisions where decision_id = '{record['decision_id']}'") == [
+        (record["model"],)]

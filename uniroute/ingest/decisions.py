@@ -82,6 +82,11 @@ def load_decisions(con: store.Connection, path: Path, source_file: str, file_has
     now = datetime.now()
     staged = pa.Table.from_pylist(good, schema=STAGED_SCHEMA)
     with store.registered(con, "decisions_staged", staged):
+        conflicts = store.query(con, "decisions_conflicts")
+        rejects += [{"line_number": int(r.line_number), "decision_id": r.decision_id, "raw": None,
+                     "reason": "decision_id is stored already with other content (the stored record stands)"}
+                    for r in conflicts.itertuples(index=False)]
+        rejects.sort(key=lambda r: r["line_number"])
         before = int(store.query(con, "decisions_count").iloc[0, 0])
         store.execute(con, "decisions_insert", source_file=source_file, file_hash=file_hash, now=now)
         after = int(store.query(con, "decisions_count").iloc[0, 0])
