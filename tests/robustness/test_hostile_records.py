@@ -161,6 +161,7 @@ def test_a_stuck_processing_file_does_not_block_the_spool_or_the_inbox(pool, log
     result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
     assert result.exit_code == 1, result.output  # the stuck file had nothing to land: failed, with its reason
     assert "decisions-stuck.jsonl: failed" in result.output and "decided_at must be" in result.output
+    assert "see the decision_quarantine table" in result.output
     assert "decisions-later.jsonl: ingested" in result.output and "more.parquet: " in result.output
     assert not stuck.exists() and not later.exists() and not benchmark.exists()
     assert _sql(settings, "select decision_id from decisions") == [("later",)]

@@ -228,8 +228,9 @@ def _process_claimed(db_path: Path, inbox_dir: Path, split: str | None, progress
         crashpoint("inbox:committed")
         if summary.status == "ingested" and summary.rows_accepted == 0 and summary.rows_quarantined:
             # Nothing usable landed: done/ would say all is well. Its quarantine rows stay for the reasons.
+            table = "decision_quarantine" if summary.unit == "decisions" else "quarantine"
             outcomes.append(_failed(path, inbox_dir, name, f"no row accepted: {summary.rows_quarantined:,} rows "
-                                    f"quarantined ({summary.first_problem}); see the quarantine table"))
+                                    f"quarantined ({summary.first_problem}); see the {table} table"))
             continue
         target = _moved(path, inbox_dir / "done", name)
         outcomes.append(InboxOutcome(name, summary.status, str(target), summary, None))
