@@ -5,6 +5,13 @@ select d.decision_id, d.decided_at, d.router_id, d.embedder_id, d.cluster, d.mod
        o.score as outcome_score, o.cost as outcome_cost
 from decisions as d
 left join outcomes as o on o.decision_id = d.decision_id
+left join (
+    select r.router_id, any_value(len(c.center)) as dim
+    from routers as r join centroids as c on c.clustering_id = r.clustering_id group by 1
+) as rd on rd.router_id = d.router_id
 where ($since is null or d.decided_at >= $since) and d.embedding is not null
+  -- rows stored before records were checked at ingest may hold a torn embedding or a lambda no rule takes
+  and octet_length(d.embedding) = 2 * d.embedding_dim and isfinite(d.lam) and d.lam >= 0
+  and (rd.dim is null or d.embedding_dim = rd.dim)
 order by d.decided_at desc, d.decision_id desc
 limit $last

@@ -3,5 +3,6 @@
 select embedding, embedding_dim, count(*) over () as in_window, min(decided_at) over () as since
 from decisions
 where embedder_id = $embedder_id and embedding is not null and decided_at >= $since
+  and octet_length(embedding) = 2 * embedding_dim  -- a torn embedding stored before records were checked
 order by decided_at desc
 limit $limit

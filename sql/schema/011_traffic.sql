@@ -55,10 +55,12 @@ create table if not exists outcomes (
     ingested_at   timestamp not null
 );
 
--- Grain: one row per decision: the decision records as users query them (the embedding left out).
+-- Grain: one row per decision: the decision records as users query them. The embedding and the prompt's unkeyed
+-- sha256 are left out (`uniroute sql` reads this view, never the table): either would let a guessed prompt be
+-- confirmed.
 create or replace view routing_decisions as
 select decision_id, decided_at, cast(decided_at as date) as day, source, router_id, publication_version,
-       embedder_id, text_hash, cluster, neighbours, centroid_distance, model, fallbacks,
+       embedder_id, cluster, neighbours, centroid_distance, model, fallbacks,
        lam, budget, setting, expected_score, expected_cost, propensity, explored, embedding_dim, prompt,
        answered_by, attempts, ttft_ms, latency_ms, input_tokens, output_tokens, cost, failure, conversation,
        schema_version, source_file, ingested_at

@@ -11,8 +11,16 @@ from uniroute import store
 
 def _record(i: int, when: str, model: str) -> str:
     return json.dumps({"record": "uniroute.decision", "schema_version": 1, "decision_id": f"d{i}", "decided_at": when,
-                       "source": "pyfunc", "router_id": "r1", "text_hash": "h", "model": model, "lam": 0.0,
+                       "source": "pyfunc", "router_id": "r1", "text_hash": "0" * 64, "model": model, "lam": 0.0,
                        "propensity": 1.0})
+
+
+def _router_r1(db_path) -> None:
+    """A stored router version r1 routing m1 and m2 (never a champion), which the records name."""
+    with store.opened(db_path) as con:
+        con.execute("insert into routers (router_id, origin, clustering_id, kind, embedder_id, k, models, promoted, "
+                    "reason, data_fingerprint, router, created_at) values ('r1', 'build', 'c1', 'kmeans', 'e1', 2, "
+                    "['m1', 'm2'], false, 'a test fixture', 'f', ''::blob, now())")
 
 
 def _artifacts(flow_run_id) -> dict:
@@ -35,6 +43,7 @@ def test_the_inbox_flow_summarises_yesterdays_traffic(prefect_harness, home, mon
     monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
     yesterday = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT12:00:00")
     today = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    _router_r1(home / "uniroute.duckdb")
     spool = home / "spool" / "decisions"
     spool.mkdir(parents=True)
     (spool / "a.jsonl").write_text("".join(_record(i, yesterday, "m1" if i < 3 else "m2") + "\n" for i in range(4))

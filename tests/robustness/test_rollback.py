@@ -150,3 +150,26 @@ def test_a_rollback_killed_before_or_after_its_commit_leaves_one_state_never_a_m
     assert snapshot.read_current(pool.published_dir).manifest["router_id"] == _champion(pool)
     if point == "publish:recorded":  # the rerun does what the killed run did not
         assert _cli(pool, "rollback").returncode == 0 and _champion(pool) == first
+
+
+def test_repeated_rollbacks_walk_back_and_a_named_version_still_jumps(pool, monkeypatch):
+    monkeypatch.setenv("UNIROUTE_EMBEDDER", "tfidf")
+    monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
+    first = _champion(pool)
+    _run("retire", RETIRED)
+    second = _champion(pool)
+    _run("retire", "synth-llm-02")
+    third = _champion(pool)
+    assert len({first, second, third}) == 3
+    assert _run("rollback").startswith(f"rolled back the champion from {third} to {second}")
+    assert _run("rollback").startswith(f"rolled back the champion from {second} to {first}")  # not back to third
+    assert _champion(pool) == first
+    before = table_checksums(pool.db_path)
+    refused = runner.invoke(app, ["rollback"])
+    assert refused.exit_code != 0 and "no earlier champion to roll back to" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
+    after = table_checksums(pool.db_path)
+    assert {t: v for t, v in after.items() if t != "operations"} == {t: v for t, v in before.items()
+                                                                     if t != "operations"}
+    assert _run("rollback", third).startswith(f"rolled back the champion from {first} to {third}")  # a jump
+    assert _champion(pool) == third == snapshot.read_current(pool.published_dir).manifest["router_id"]

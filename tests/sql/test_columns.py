@@ -15,7 +15,7 @@ import pytest
 from uniroute import store
 from uniroute.ingest import load, pairwise_load
 from uniroute.ingest.checks import checked_rows
-from uniroute.ingest.decisions import RECORD_SCHEMA
+from uniroute.ingest.decisions import REJECT_SCHEMA, STAGED_SCHEMA
 from uniroute.ingest.pairwise import PAIR_STAGE_SCHEMA
 from uniroute.ingest.pairwise_checks import checked_pairs
 from uniroute.ingest.staging import STAGE_SCHEMA
@@ -47,7 +47,8 @@ REGISTERED = {
 def _registered(con: duckdb.DuckDBPyConnection) -> None:
     for name, columns in REGISTERED.items():
         con.execute(f"create temp table {name} ({columns})")
-    con.register("decisions_staged", RECORD_SCHEMA.empty_table())  # ingest/decisions.py
+    con.register("decisions_staged", STAGED_SCHEMA.empty_table())  # ingest/decisions.py
+    con.register("decision_rejects", REJECT_SCHEMA.empty_table())
 
 
 def _staged_results(con: duckdb.DuckDBPyConnection) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,7 +24,7 @@ from uniroute.cli.app import (
 from uniroute.errors import UnirouteError
 
 if TYPE_CHECKING:
-    from uniroute.ingest import IngestSummary
+    from uniroute.ingest import InboxOutcome, IngestSummary
 
 # What a command needs beyond Typer is imported inside it (cli/app.py says why).
 
@@ -118,7 +119,7 @@ def inbox(
     if as_json:
         typer.echo(json.dumps({"files": [o.as_dict() for o in run.outcomes],
                                "onboarded": None if run.onboarding is None else run.onboarding.as_dict()}))
-        _fail_on_rejected(run.failed, len(run.outcomes), settings.inbox_dir)
+        _fail_on_rejected(run.outcomes)
         return
     for outcome in run.outcomes:
         detail = outcome.summary.line() if outcome.summary is not None else outcome.error
@@ -127,14 +128,17 @@ def inbox(
         typer.echo(f"nothing waiting in {settings.inbox_dir}")
     if run.onboarding is not None:
         typer.echo(run.onboarding.line())
-    _fail_on_rejected(run.failed, len(run.outcomes), settings.inbox_dir)
+    _fail_on_rejected(run.outcomes)
 
 
-def _fail_on_rejected(failed: list[str], processed: int, inbox_dir: Path) -> None:
-    """Exit 1 when a file was rejected (the others were processed): a failure for cron to report."""
+def _fail_on_rejected(outcomes: Sequence[InboxOutcome]) -> None:
+    """Exit 1 when a file was rejected (the others were processed): a failure for cron to report, naming the
+    failed/ folder each reason is in (the inbox's, or the decision spool's)."""
+    failed = [o for o in outcomes if o.status == "failed"]
     if failed:
-        fail(f"{len(failed)} of {processed} inbox files failed ({', '.join(failed)}); "
-             f"the reasons are in {inbox_dir / 'failed'}")
+        folders = " and ".join(dict.fromkeys(str(Path(o.moved_to).parent) for o in failed))
+        fail(f"{len(failed)} of {len(outcomes)} inbox files failed ({', '.join(o.name for o in failed)}); "
+             f"the reasons are in {folders}")
 
 
 @app.command()

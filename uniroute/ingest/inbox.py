@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import logging
 import os
 import stat
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import duckdb
 
 from uniroute import store
 from uniroute.faults import crashpoint
@@ -56,12 +59,17 @@ class InboxOutcome:
 # Files still being written carry one of these suffixes and are renamed to their final name when complete.
 PARTIAL_SUFFIXES = (".part", ".partial", ".tmp", ".crdownload")
 REASON_SUFFIX = ".reason.txt"
+NAME_BYTES = 255  # the longest file name most file systems take
 PROCESSING = ".processing"  # files claimed by a run: renamed here first, moved on only after their commit
 FOLDERS = ("done", "failed", PROCESSING)
 INBOX_LOCK = ".inbox.lock"  # hidden: inbox_files never lists it
 # A file copied into the inbox in place (no .part rename) counts as complete once its size and modification
 # time have not changed for this long.
 SETTLE_SECONDS = 2.0
+# Errors a file's content can raise past its reader's checks (a value DuckDB cannot convert or store, text that
+# is not UTF-8): the file is refused, never retried. Lock, disk and interrupt errors are not among them.
+CONTENT_ERRORS = (duckdb.DataError, duckdb.IntegrityError, duckdb.InvalidInputException, ValueError,
+                  ArithmeticError, LookupError, RecursionError)
 
 
 def inbox_files(inbox_dir: Path) -> list[Path]:
@@ -116,9 +124,21 @@ def _moved(path: Path, folder: Path, name: str | None = None) -> Path:
     return target
 
 
+def _failed_name(name: str) -> str:
+    """The name a failed file keeps: its own, shortened (with a digest of it) when the reason file's name beside it
+    would pass the file system's limit on a name."""
+    room = NAME_BYTES - len(REASON_SUFFIX) - 12  # the reason suffix, and a counter _moved may add
+    if len(os.fsencode(name)) <= room:
+        return name
+    stem, suffix = os.path.splitext(name)
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:12]
+    keep = os.fsencode(stem)[: room - len(digest) - 1 - len(os.fsencode(suffix))].decode("utf-8", "ignore")
+    return f"{keep}-{digest}{suffix}"
+
+
 def _failed(path: Path, inbox_dir: Path, name: str, reason: str) -> InboxOutcome:
     """Move an entry to failed/ with a reason file that quotes only the inbox's own words and contents."""
-    target = _moved(path, inbox_dir / "failed", name)
+    target = _moved(path, inbox_dir / "failed", _failed_name(name))
     reason = reason.replace(str(path), name)
     target.with_name(target.name + REASON_SUFFIX).write_text(f"{reason}\n")
     log.info("%s -> %s: %s", name, target, reason)  # the caller reports the outcome (CLI line, flow log)
@@ -142,12 +162,14 @@ def process_inbox(
     progress: bool = False,
     settle_seconds: float = SETTLE_SECONDS,
     on_wait: Callable[[str], None] | None = None,
+    only: str | None = None,
 ) -> list[InboxOutcome]:
     """Ingest every complete file waiting in the inbox, one store session each.
 
     Each file is first claimed (renamed into .processing/), ingested and committed, and only then moved to
     done/; a file that cannot be ingested goes to failed/ with the reason beside it. A run killed half-way
-    leaves claimed files in .processing/, which the next run picks up first (ingesting is idempotent).
+    leaves claimed files in .processing/, which the next run picks up first (ingesting is idempotent). `only`:
+    the one format this folder takes (the decision spool), decided by content (ingest_file).
     """
     inbox_dir = Path(inbox_dir)
     inbox_dir.mkdir(parents=True, exist_ok=True)
@@ -161,13 +183,13 @@ def process_inbox(
         except BlockingIOError:
             log.info("another inbox run is processing %s; this one leaves it the files", inbox_dir)
             return []
-        return _process_claimed(db_path, inbox_dir, split, progress, settle_seconds, on_wait)
+        return _process_claimed(db_path, inbox_dir, split, progress, settle_seconds, on_wait, only)
     finally:
         os.close(lock)  # closing releases the lock
 
 
 def _process_claimed(db_path: Path, inbox_dir: Path, split: str | None, progress: bool, settle_seconds: float,
-                     on_wait: Callable[[str], None] | None) -> list[InboxOutcome]:
+                     on_wait: Callable[[str], None] | None, only: str | None) -> list[InboxOutcome]:
     """process_inbox's work, under the inbox lock."""
     processing = inbox_dir / PROCESSING
     processing.mkdir(exist_ok=True)
@@ -189,16 +211,26 @@ def _process_claimed(db_path: Path, inbox_dir: Path, split: str | None, progress
             continue
         try:
             with store.session(db_path, "ingest", inputs=f"inbox/{name}", on_wait=on_wait) as s:
-                summary = ingest_file(s.con, path, split=split, progress=progress, source=str(inbox_dir / name))
+                summary = ingest_file(s.con, path, split=split, progress=progress, source=str(inbox_dir / name),
+                                      only=only)
                 s.detail = summary.line()
         except IngestError as exc:
             outcomes.append(_failed(path, inbox_dir, name, str(exc)))
             continue
+        except CONTENT_ERRORS as exc:
+            # What a file holds must never stop the run, nor every later one (it would stay in .processing/ and
+            # be retried first): the file goes to failed/ with the error, the rest of the inbox goes on.
+            log.warning("%s: could not be ingested", name, exc_info=True)
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            outcomes.append(_failed(path, inbox_dir, name, f"could not be ingested ({type(exc).__name__}: "
+                                                           f"{first})"))
+            continue
         crashpoint("inbox:committed")
         if summary.status == "ingested" and summary.rows_accepted == 0 and summary.rows_quarantined:
             # Nothing usable landed: done/ would say all is well. Its quarantine rows stay for the reasons.
+            table = "decision_quarantine" if summary.unit == "decisions" else "quarantine"
             outcomes.append(_failed(path, inbox_dir, name, f"no row accepted: {summary.rows_quarantined:,} rows "
-                                    f"quarantined ({summary.first_problem}); see the quarantine table"))
+                                    f"quarantined ({summary.first_problem}); see the {table} table"))
             continue
         target = _moved(path, inbox_dir / "done", name)
         outcomes.append(InboxOutcome(name, summary.status, str(target), summary, None))

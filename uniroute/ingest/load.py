@@ -78,6 +78,7 @@ class IngestSummary:
     seconds: float = 0.0
     ignored_columns: tuple[str, ...] = field(default=())
     unit: str = "results"  # what rows_accepted counts: results (pointwise) or battles (pairwise)
+    rows_waiting: int = 0  # outcomes for decisions not stored yet, which land when their decisions do
 
     def line(self) -> str:
         """One line for a terminal."""
@@ -92,6 +93,10 @@ class IngestSummary:
                if self.shared_texts else "")
             + (f"; results for retired {', '.join(self.retired_models)} stored, which stay retired "
                "(`uniroute onboard --reactivate` brings a model back)" if self.retired_models else "")
+            + (f"; first quarantined: {self.first_problem} (see decision_quarantine)"
+               if self.unit == "decisions" and self.first_problem else "")
+            + (f"; {self.rows_waiting:,} outcomes wait for their decisions (they land when the decisions do)"
+               if self.rows_waiting else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -111,16 +116,21 @@ def _progress(path: Path, size: int, enabled: bool) -> Any:
 
 
 def ingest_file(
-    con: store.Connection, path: Path, split: str | None = None, progress: bool = True, source: str | None = None
+    con: store.Connection, path: Path, split: str | None = None, progress: bool = True, source: str | None = None,
+    only: str | None = None,
 ) -> IngestSummary:
     """Ingest one file inside the caller's transaction (a store session): all its good rows and its
     quarantine, or, if anything fails, nothing once the caller rolls back. `source` is where the file is
-    recorded as coming from (default: its resolved path)."""
+    recorded as coming from (default: its resolved path); `only` a traffic format the caller takes and nothing
+    else (the spool: FORMAT_DECISIONS), whose loader decides on the content, never a sniffed guess."""
     path = Path(path)
     if split is not None and split not in SPLITS:
         raise IngestError(f"split must be one of {list(SPLITS)}, not {split!r}")
     started = time.perf_counter()
-    traffic = traffic_format(path) if regular_file(path) else None
+    if only is not None:
+        traffic: str | None = only
+    else:
+        traffic = traffic_format(path) if regular_file(path) else None
     if traffic == FORMAT_OUTCOMES:
         check_size(path, path.stat().st_size)  # before hashing or reading a file too large to take
     size, file_hash = readable_file(path)
@@ -267,12 +277,13 @@ def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, f
         loaded = load_decisions(con, path, source, file_hash)
         return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
                              rows_read=loaded.rows_read, rows_accepted=loaded.rows_accepted,
-                             rows_duplicate=loaded.rows_duplicate, unit="decisions")
+                             rows_duplicate=loaded.rows_duplicate, rows_quarantined=loaded.rows_quarantined,
+                             first_problem=loaded.first_problem, unit="decisions")
     outcomes = load_outcomes(con, path, source, file_hash)
     return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
                          rows_read=outcomes.rows_read, rows_accepted=outcomes.rows_accepted,
                          rows_duplicate=outcomes.rows_duplicate, rows_quarantined=outcomes.rows_quarantined,
-                         first_problem=outcomes.first_problem, unit="outcomes")
+                         first_problem=outcomes.first_problem, unit="outcomes", rows_waiting=outcomes.rows_waiting)
 
 
 def _pairs_summary(con: store.Connection, staged: StagedPairs, source: str, file_hash: str, bar: Any,

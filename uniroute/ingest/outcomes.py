@@ -4,9 +4,10 @@ Parquet with the columns `decision_id`, `score` in [0, 1] and optionally `cost`,
 One file, one transaction, in the caller's session. The whole file is refused, in one line naming the file, row
 and value, for a missing id, a score that is not a number in [0, 1] (NaN included), a negative or non-finite cost,
 token counts that are not whole numbers >= 0, one id given two different scores, or a file over MAX_OUTCOME_BYTES.
-Against the store: an outcome repeating a stored one is skipped (so a file ingested twice changes nothing); an
-unknown decision id, or a stored decision given another score, is quarantined with the reason; a file none of
-whose ids is known is refused (nothing to land, most likely outcomes sent before their decisions were ingested).
+Against the store: an outcome repeating a stored one is skipped (so a file ingested twice changes nothing); a
+stored decision given another score is quarantined with the reason; an outcome whose decision is not stored yet
+(sent before the spool was ingested) waits in pending_outcomes and lands when its decision does, within
+OUTCOME_WAIT_DAYS.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import io
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -30,12 +31,21 @@ OUTCOME_REQUIRED = ("decision_id", "score")
 OUTCOME_OPTIONAL = ("cost", "input_tokens", "output_tokens")
 # Outcomes are ~60 bytes a row: 512 MiB is some eight million, more than a file should carry in one transaction.
 MAX_OUTCOME_BYTES = 512 * 1024 * 1024
+# How long an outcome waits for its decision: a serving process finishes its spool file within a minute, the inbox
+# runs every few minutes; a decision later than a week is not coming (a wrong id), and is not matched any more.
+OUTCOME_WAIT_DAYS = 7.0
+
+
+# Columns only a benchmark log has: a file with decision_id and score but none of these is outcomes, whatever else it
+# carries (the model that answered, a note).
+BENCHMARK_ONLY = ("prompt_id", "prompt", "question", "question_id")
 
 
 def looks_like_outcomes(columns: list[str]) -> bool:
     """Whether a file's columns (or first object's keys) are those of outcomes."""
     names = set(columns)
-    return set(OUTCOME_REQUIRED) <= names and "record" not in names and "model" not in names
+    return (set(OUTCOME_REQUIRED) <= names and "record" not in names
+            and not names.intersection(BENCHMARK_ONLY))
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class OutcomesLoaded:
     rows_duplicate: int  # repeated in the file or already stored with the same score
     rows_quarantined: int
     first_problem: str | None
+    rows_waiting: int = 0  # for decisions not stored yet: in pending_outcomes until they land
 
 
 def check_size(path: Path, size: int) -> None:
@@ -62,17 +73,19 @@ def load_outcomes(con: store.Connection, path: Path, source_file: str, file_hash
     with store.registered(con, "outcomes_staged", frame):
         store.execute(con, "outcomes_state")
         counts = store.query(con, "outcomes_counts").iloc[0]
-        if int(counts.known) == 0:
-            raise IngestError(f"{path}: none of its {len(frame):,} decision ids is a recorded decision (e.g. "
-                              f"{frame.decision_id.iloc[0]!r}): ingest the decisions first (`uniroute inbox` loads "
-                              "the spool)")
         first = store.query(con, "outcomes_first_problem")
         now = datetime.now()
-        store.execute(con, "outcomes_insert", source_file=source_file, file_hash=file_hash, now=now)
-        store.execute(con, "outcomes_quarantine", source_file=source_file, file_hash=file_hash, now=now)
-    return OutcomesLoaded(rows_read, int(counts.new), rows_read - int(counts.new) - int(counts.quarantined),
-                          int(counts.quarantined),
-                          None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}")
+        for statement in ("outcomes_insert", "outcomes_quarantine", "outcomes_pending_insert"):
+            store.execute(con, statement, source_file=source_file, file_hash=file_hash, now=now)
+    new, quarantined, waiting = int(counts.new), int(counts.quarantined), int(counts.waiting)
+    return OutcomesLoaded(rows_read, new, rows_read - new - quarantined - waiting, quarantined,
+                          None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}",
+                          waiting)
+
+
+def matched_pending(con: store.Connection, now: datetime) -> None:
+    """Land the outcomes that waited for decisions now stored (in the caller's transaction, after decisions)."""
+    store.execute(con, "outcomes_match_pending", since=now - timedelta(days=OUTCOME_WAIT_DAYS), now=now)
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -86,7 +99,8 @@ def _read(path: Path) -> pd.DataFrame:
     text = path.read_text(encoding="utf-8-sig")
     if text.lstrip().startswith("{"):
         rows, numbers = [], []
-        for number, line in enumerate(text.splitlines(), start=1):
+        # "\n" only: str.splitlines would also split at a U+2028 inside a JSON string
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:

@@ -15,7 +15,9 @@ import pyarrow.parquet as pq
 from uniroute.ingest.decisions import FORMAT_DECISIONS, first_object_is_decision
 from uniroute.ingest.outcomes import FORMAT_OUTCOMES, looks_like_outcomes
 
-HEAD_BYTES = 64 * 1024  # enough for a first JSON line or a CSV header
+HEAD_BYTES = 64 * 1024  # enough for a CSV header, and for most first JSON lines
+# A first JSON line longer than the head (a decision record with a long prompt recorded) is read whole, up to this.
+FIRST_LINE_BYTES = 64 * 1024 * 1024
 
 
 def traffic_format(path: Path) -> str | None:
@@ -23,6 +25,8 @@ def traffic_format(path: Path) -> str | None:
     try:
         with open(path, "rb") as handle:
             head = handle.read(HEAD_BYTES)
+            if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and b"\n" not in head:
+                head += handle.readline(FIRST_LINE_BYTES)
     except OSError:
         return None
     if head.startswith(b"PAR1"):

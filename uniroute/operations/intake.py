@@ -15,6 +15,7 @@ import pandas as pd
 from uniroute.embed import embed_cached
 from uniroute.embed.annotator import AnnotatorConfig, annotate
 from uniroute.ingest import InboxOutcome, IngestSummary, ingest_file, process_inbox, set_default_cost
+from uniroute.ingest.decisions import FORMAT_DECISIONS
 from uniroute.ingest.prices import Price, record_prices
 from uniroute.operations.context import Context, OperationError
 from uniroute.operations.pool import Onboarding, onboard
@@ -94,8 +95,10 @@ def inbox(ctx: Context, onboard_landed: bool = True) -> InboxRun:
     outcomes: tuple = ()
     if ctx.spool_dir is not None and ctx.spool_dir.is_dir():
         # The serving spool first, so outcomes in the inbox find their decisions; its files are renamed from
-        # .part only when finished, so none needs to settle.
-        outcomes = tuple(process_inbox(ctx.db_path, ctx.spool_dir, settle_seconds=0.0, on_wait=ctx.on_wait))
+        # .part only when finished, so none needs to settle. It takes decision records only, by their content: a
+        # benchmark log written there is refused, never training data.
+        outcomes = tuple(process_inbox(ctx.db_path, ctx.spool_dir, settle_seconds=0.0, on_wait=ctx.on_wait,
+                                       only=FORMAT_DECISIONS))
     outcomes += tuple(process_inbox(ctx.db_path, ctx.inbox_dir, settle_seconds=ctx.settle_seconds,
                                     on_wait=ctx.on_wait))
     run = InboxRun(outcomes, None)

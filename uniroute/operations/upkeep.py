@@ -27,7 +27,8 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) 
         return reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
                          repair=repair, cache_dir=ctx.cache_dir,
                          onboard_missing=ctx.onboard_missing or operation != "reconcile",
-                         min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir, gate=ctx.gate)
+                         min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir, gate=ctx.gate,
+                         spool_dir=ctx.spool_dir)
 
     try:
         with ctx.session(operation, inputs=inputs) as s, store.memory_limited(s.con, RECONCILE_DUCKDB_MEMORY):

@@ -156,16 +156,17 @@ def _check_published(s: store.Session, published_dir: Path, report: Report, repa
         report.add("files", "broken", f"{len(strays)} stray snapshot entries: {', '.join(p.name for p in strays[:5])}")
 
 
-def _check_inbox(inbox_dir: Path | None, report: Report) -> None:
+def _check_inbox(inbox_dir: Path | None, report: Report, area: str = "inbox") -> None:
+    """Files an interrupted inbox run left claimed in a folder's .processing/ (the inbox's, or the spool's)."""
     if inbox_dir is None:
         return
 
     claimed = sorted((inbox_dir / PROCESSING).glob("*")) if (inbox_dir / PROCESSING).exists() else []
     if claimed:
-        report.add("inbox", "broken", f"{len(claimed)} file(s) claimed by an interrupted inbox run "
+        report.add(area, "broken", f"{len(claimed)} file(s) claimed by an interrupted inbox run "
                    f"({', '.join(p.name for p in claimed[:5])}); `uniroute inbox` finishes them")
     else:
-        report.add("inbox", "ok", "no file left half-processed")
+        report.add(area, "ok", "no file left half-processed")
 
 
 def _check_temp(tmp_dir: Path | None, report: Report, repair: bool) -> None:
@@ -268,6 +269,7 @@ def reconcile(
     min_answers: int = MIN_VAL_ANSWERS,
     tmp_dir: Path | None = None,
     gate: GateThresholds = GateThresholds(),
+    spool_dir: Path | None = None,
 ) -> Report:
     """Check every invariant in the caller's session and, with repair, restore what is derived from the store.
 
@@ -280,6 +282,7 @@ def reconcile(
     _check_pool(s.con, report, repair, cache_dir, onboard_missing, min_answers, gate)
     _check_published(s, Path(published_dir), report, repair)
     _check_inbox(inbox_dir, report)
+    _check_inbox(spool_dir, report, "spool")
     _check_temp(tmp_dir, report, repair)
     _check_store_spill(s.db_path, report, repair)
     if tracking_uri is not None and artifact_root is not None:

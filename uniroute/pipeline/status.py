@@ -4,12 +4,15 @@ onboarding, the inbox — read without ever waiting for a writer (the published 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from uniroute import store
+from uniroute.ingest.inbox import PROCESSING
+from uniroute.ingest.outcomes import OUTCOME_WAIT_DAYS
 from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.serving import snapshot
 
@@ -29,6 +32,8 @@ class Status:
     inbox_waiting: list[str]
     inbox_failed: int
     notes: list[str] = field(default_factory=list)
+    spool: dict[str, int] | None = None  # the decision spool's finished files, claimed files and failed files
+    outcomes_waiting: int = 0  # outcomes received for decisions not stored yet (they land when those do)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,6 +61,13 @@ class Status:
         waiting = f"{len(self.inbox_waiting)} file(s) waiting" + (
             f" ({', '.join(self.inbox_waiting[:5])})" if self.inbox_waiting else "")
         out.append(f"inbox      {waiting}; {self.inbox_failed} in failed/")
+        if self.spool is not None:
+            s = self.spool
+            out.append(f"spool      {s['waiting']} decision file(s) waiting, {s['claimed']} claimed by an interrupted "
+                       f"run (.processing/), {s['failed']} in failed/")
+        if self.outcomes_waiting:
+            out.append(f"outcomes   {self.outcomes_waiting} wait for their decisions (matched when these land, "
+                       f"within {OUTCOME_WAIT_DAYS:g} days)")
         out += [f"note       {note}" for note in self.notes]
         return out
 
@@ -84,6 +96,24 @@ def _inbox(inbox_dir: Path) -> tuple[list[str], int]:
     return waiting, count
 
 
+def _spool(spool_dir: Path | None) -> dict[str, int] | None:
+    """The decision spool's finished files waiting, files left claimed in .processing/, and files in failed/."""
+    if spool_dir is None or not spool_dir.is_dir():
+        return None
+    waiting, failed = _inbox(spool_dir)
+    claimed = spool_dir / PROCESSING
+    return {"waiting": len(waiting), "failed": failed,
+            "claimed": sum(1 for p in claimed.iterdir() if p.is_file()) if claimed.is_dir() else 0}
+
+
+def _outcomes_waiting(con: Any) -> int:
+    """Outcomes waiting for their decisions within the window (0 on a store from before they could wait)."""
+    if not bool((store.query_row(con, "table_exists", table_name="pending_outcomes") or (False,))[0]):
+        return 0
+    since = datetime.now() - timedelta(days=OUTCOME_WAIT_DAYS)
+    return int((store.query_row(con, "outcomes_pending_count", since=since) or (0,))[0])
+
+
 def _from_store(con: Any) -> tuple[dict | None, list[str], list[str], dict | None, list[dict]]:
     champion = _records(store.query(con, "status_champion"))
     models = store.query(con, "status_models")
@@ -102,13 +132,15 @@ def _from_store(con: Any) -> tuple[dict | None, list[str], list[str], dict | Non
             publication[0] if publication else None, _records(runs))
 
 
-def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path) -> Status:
+def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path,
+                spool_dir: Path | None = None) -> Status:
     """The status of the store at db_path; while a writer holds it, the published snapshot's view of it."""
     waiting, failed = _inbox(inbox_dir)
+    spool = _spool(spool_dir)
     notes: list[str] = []
     if not db_path.exists():
         return Status(str(home), None, [], [], None, [], waiting, failed,
-                      ["no store yet: `uniroute ingest` your logs, then `uniroute build`"])
+                      ["no store yet: `uniroute ingest` your logs, then `uniroute build`"], spool)
     try:
         con = store.open_read_only(db_path)
     except store.StoreLocked:
@@ -118,7 +150,7 @@ def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path)
         try:
             snap = snapshot.read_current(published_dir)
         except snapshot.PublishError:
-            return Status(str(home), None, [], [], None, [], waiting, failed, notes)
+            return Status(str(home), None, [], [], None, [], waiting, failed, notes, spool)
         m = snap.manifest
         champion: dict[str, Any] | None  # the store's, below, may have none
         publication: dict[str, Any] | None
@@ -126,11 +158,12 @@ def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path)
                        "created_at": m.get("created")}
         champion = {"router_id": m["router_id"], "kind": m.get("kind"), "k": None, "val_area": None,
                     "origin": "published", "created_at": m.get("created")}
-        return Status(str(home), champion, list(m["pool"]), [], publication, [], waiting, failed, notes)
+        return Status(str(home), champion, list(m["pool"]), [], publication, [], waiting, failed, notes, spool)
     try:
         champion, active, retired, publication, runs = _from_store(con)
+        pending = _outcomes_waiting(con)
     finally:
         con.close()
     tiny = None if champion is None else tiny_table_note(champion["kind"], champion["k"])
     notes += [tiny] if tiny else []
-    return Status(str(home), champion, active, retired, publication, runs, waiting, failed, notes)
+    return Status(str(home), champion, active, retired, publication, runs, waiting, failed, notes, spool, pending)

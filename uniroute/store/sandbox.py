@@ -9,8 +9,10 @@ query that runs too long. Refusals raise SqlRefused, which the CLI turns into on
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +24,21 @@ from uniroute.store.embeddings import allowed_directory, expose_view
 
 # Statement types a user's query may contain; EXPLAIN is allowed only around an allowed statement.
 READ_ONLY_STATEMENTS = {"SELECT"}
-# With external access off, the only file read_blob and read_text can still open is the database's own: DuckDB
-# lets a connection read its file, so they returned the store's raw pages (deleted rows included). Refused by
-# name, however quoted, qualified or cased; every other file reader fails on the setting alone.
-_OWN_FILE_READERS = re.compile(r'(?<![\w$])"?(read_blob|read_text)"?\s*\(', re.IGNORECASE)
+# Table functions a user's SELECT may call, decided on DuckDB's own parse of it (json_serialize_sql), however the
+# name is quoted, qualified, cased or commented: none reads a file or runs SQL given as text. With external
+# access off DuckDB still lets read_blob and read_text open the database's own file (its raw pages, deleted rows
+# included), and query()/query_table() would run text no check has seen; whatever is not listed is refused.
+ALLOWED_TABLE_FUNCTIONS = frozenset({
+    "range", "generate_series", "unnest", "repeat", "repeat_row", "json_each", "json_tree", "pg_timezone_names",
+    "icu_calendar_names", "pragma_table_info", "pragma_show", "pragma_version", "pragma_platform",
+    "pragma_collations", "duckdb_tables", "duckdb_columns", "duckdb_views", "duckdb_schemas", "duckdb_functions",
+    "duckdb_types", "duckdb_constraints", "duckdb_indexes", "duckdb_keywords", "duckdb_sequences",
+    "duckdb_dependencies",
+})
+FILE_READERS = ("read_", "parquet_", "glob", "sniff_csv", "seq_scan")  # named as such in a refusal
+# Tables user SQL may not read: the decision records keep each routed prompt's embedding and its unkeyed sha256,
+# which would let a guessed prompt be confirmed; routing_decisions is the same rows without them.
+PRIVATE_TABLES = {"decisions": "routing_decisions"}
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MEMORY_LIMIT = "1GB"
 DEFAULT_MAX_TEMP_SIZE = "2GB"
@@ -146,6 +159,7 @@ def checked_statements(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
     for statement in statements:
         text = statement.query.strip()
         kind = statement.type.name
+        select = text
         if kind == "EXPLAIN":
             match = _EXPLAIN.match(text)
             inner = con.extract_statements(match.group("inner")) if match and match.group("inner").strip() else []
@@ -153,14 +167,51 @@ def checked_statements(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
                 wrapped = inner[0].type.name if len(inner) == 1 else "something that is not one SELECT"
                 raise SqlRefused(f"refused: EXPLAIN wraps a {wrapped} statement; `uniroute sql` runs SELECT only: "
                                  f"{text[:80]!r}")
+            select = inner[0].query
         elif kind not in READ_ONLY_STATEMENTS:
             raise SqlRefused(f"refused: `uniroute sql` is read-only and this is a {kind} statement: {text[:80]!r}")
-        found = _OWN_FILE_READERS.search(text)
-        if found:
-            raise SqlRefused(f"refused: {found.group(1)} reads files, and the only one it could reach from here is the "
-                             "store's own file (its raw pages): query the store's tables and views instead")
+        checked_references(con, select)
         out.append(text)
     return out
+
+
+def checked_references(con: duckdb.DuckDBPyConnection, select: str) -> None:
+    """SqlRefused when a SELECT, as DuckDB parses it, calls a table function outside ALLOWED_TABLE_FUNCTIONS or
+    reads a PRIVATE_TABLES table (nothing is decided on the text: comments, quotes, case and schemas are gone)."""
+    try:
+        tree = json.loads(con.execute("select json_serialize_sql($sql)", {"sql": select}).fetchall()[0][0])
+    except (duckdb.Error, json.JSONDecodeError, TypeError) as exc:
+        raise SqlRefused(f"refused: the statement could not be checked ({str(exc).splitlines()[0]})") from exc
+    if tree.get("error"):
+        raise SqlRefused(f"refused: the statement could not be checked ({tree.get('error_message', 'no parse')}): "
+                         f"{select.strip()[:80]!r}")
+    for node in _nodes(tree):
+        kind = node.get("type")
+        if kind == "TABLE_FUNCTION" and isinstance(node.get("function"), dict):
+            name = str(node["function"].get("function_name", "")).lower()
+            if name in ALLOWED_TABLE_FUNCTIONS:
+                continue
+            if name.startswith(FILE_READERS):
+                raise SqlRefused(f"refused: {name} reads files, which `uniroute sql` never does (the only one it "
+                                 "could reach is the store's own file): query the store's tables and views instead")
+            raise SqlRefused(f"refused: the table function {name} is not one `uniroute sql` runs (it may read "
+                             "files or run SQL given as text): query the store's tables and views instead")
+        if kind == "BASE_TABLE" and str(node.get("table_name", "")).lower() in PRIVATE_TABLES:
+            table = str(node["table_name"]).lower()
+            raise SqlRefused(f"refused: {table} keeps each routed prompt's embedding and hash, which `uniroute sql` "
+                             f"does not read: query {PRIVATE_TABLES[table]} (the same rows without them)")
+
+
+def _nodes(tree: object) -> Iterator[dict]:
+    """Every JSON object in a parse tree, depth first (iterative: a deep tree must not exhaust the stack)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            yield node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def run_sandboxed(con: duckdb.DuckDBPyConnection, sql: str, sandbox: Sandbox) -> pd.DataFrame:

@@ -131,8 +131,9 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
         _stop(server)
     assert server.returncode is not None
     ids = [row["decision_id"] for reply in (answer, default, explained, many) for row in reply["predictions"]]
-    assert process_inbox(served_home / "uniroute.duckdb", spool, settle_seconds=0.0)
-    with uniroute_store.opened(served_home / "uniroute.duckdb", read_only=True) as con:
+    # Into the store that holds the served router: a record names a router version of the store it lands in.
+    assert process_inbox(db_path, spool, settle_seconds=0.0)
+    with uniroute_store.opened(db_path, read_only=True) as con:
         landed = con.execute("select decision_id, source from routing_decisions").fetchall()
     assert sorted(landed) == sorted((i, "pyfunc") for i in ids) and len(set(ids)) == served
 

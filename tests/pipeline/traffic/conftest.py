@@ -3,6 +3,7 @@ published; built once per session and copied for each test (each test's spool, i
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -41,3 +42,19 @@ def traffic_home(traffic_template, tmp_path, monkeypatch) -> Path:
 def prompts(traffic_template) -> list[str]:
     """Prompts like the training ones (the synthetic logs' texts)."""
     return traffic_template[1]
+
+
+@pytest.fixture
+def real_record(traffic_home, prompts) -> dict:
+    """One decision record the served champion wrote (routed once, read back and removed from the spool): a
+    template that refers to a real router, model and embedder, for tests that write records by hand."""
+    from uniroute import operations
+    from uniroute.operations.context import Context
+    from uniroute.pipeline.serving.route import RoutingRequest
+
+    settings = Settings(home=traffic_home, mlflow=False)
+    operations.route(Context.of(settings), prompts[:1], RoutingRequest(lam=0.0))
+    [path] = list(settings.spool_dir.glob("*.jsonl"))
+    record = json.loads(path.read_text().splitlines()[0])
+    path.unlink()
+    return record

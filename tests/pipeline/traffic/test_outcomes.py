@@ -86,7 +86,6 @@ def _state(home: Path) -> tuple[int, int, int]:
 def test_each_bad_outcomes_file_gets_one_line_and_changes_nothing(traffic_home, decided, tmp_path):
     first, second = decided.decision_id.iloc[0], decided.decision_id.iloc[1]
     bad = {
-        "unknown.csv": ("decision_id,score\nnobody,1\nno-one,0\n", "none of its 2 decision ids is a recorded decision"),
         "above.csv": (f"decision_id,score\n{first},1\n{second},1.5\n", "row 2: score must be a number in [0, 1], "
                                                                           "not '1.5'"),
         "nan.jsonl": (json.dumps({"decision_id": first, "score": 1}) + "\n"
@@ -116,17 +115,18 @@ def test_each_bad_outcomes_file_gets_one_line_and_changes_nothing(traffic_home, 
     os.remove(huge)
 
 
-def test_unknown_ids_beside_known_ones_and_changed_scores_are_quarantined(traffic_home, decided, tmp_path):
+def test_unknown_ids_wait_and_changed_scores_are_quarantined(traffic_home, decided, tmp_path):
     first, second = decided.decision_id.iloc[0], decided.decision_id.iloc[1]
     (tmp_path / "mixed.csv").write_text(f"decision_id,score\n{first},1\nnobody,0\n")
     result = _ingest(tmp_path / "mixed.csv")
-    assert result.exit_code == 0 and "1 outcomes accepted" in result.output and "1 rows quarantined" in result.output
+    assert result.exit_code == 0 and "1 outcomes accepted" in result.output and "0 rows quarantined" in result.output
+    assert "1 outcomes wait for their decisions" in result.output
     (tmp_path / "changed.jsonl").write_text(json.dumps({"decision_id": first, "score": 0.0}) + "\n"
                                             + json.dumps({"decision_id": second, "score": 0.5}) + "\n")
     assert _ingest(tmp_path / "changed.jsonl").exit_code == 0
     reasons = _sql(traffic_home, "select row_number, reason from quarantine order by quarantined_at, row_number")
-    assert reasons.reason.tolist() == ["unknown decision_id (no recorded decision has it)",
-                                       "the decision already has score 1.0 from an earlier outcome"]
+    assert reasons.reason.tolist() == ["the decision already has score 1.0 from an earlier outcome"]
+    assert _sql(traffic_home, "select decision_id from pending_outcomes").decision_id.tolist() == ["nobody"]
     assert _sql(traffic_home, "select score from outcomes order by score").score.tolist() == [0.5, 1.0]
 
 
@@ -140,6 +140,31 @@ def test_the_inbox_takes_outcomes_files(traffic_home, decided):
     assert len(_sql(traffic_home, "select * from routing_outcomes")) == 5
 
 
+def test_outcomes_that_arrive_before_their_decisions_wait_and_land_with_them(traffic_home, prompts, tmp_path):
+    settings = Settings(home=traffic_home, mlflow=False)
+    routed = operations.route(Context.of(settings), prompts[:4], RoutingRequest(lam=0.0)).decisions
+    spooled = list(settings.spool_dir.glob("*.jsonl"))
+    held = tmp_path / "held"  # the spool file arrives late: held back while the outcomes are ingested
+    held.mkdir()
+    for path in spooled:
+        path.rename(held / path.name)
+    early = tmp_path / "early.csv"
+    pd.DataFrame({"decision_id": routed.decision_id, "score": [1.0, 0.0, 1.0, 0.5]}).to_csv(early, index=False)
+    first = _ingest(early)
+    assert first.exit_code == 0 and "0 outcomes accepted" in first.output, first.output
+    assert "4 outcomes wait for their decisions" in first.output
+    assert _sql(traffic_home, "select count(*) as n from outcomes").n.iloc[0] == 0
+    assert "skipped" in _ingest(early).output  # the same file again changes nothing
+    shown = runner.invoke(app, ["status"], catch_exceptions=False).output
+    assert "outcomes   4 wait for their decisions (matched when these land, within 7 days)" in shown
+    for path in held.iterdir():
+        path.rename(settings.spool_dir / path.name)
+    assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
+    landed = _sql(traffic_home, "select decision_id, score from routing_outcomes order by decision_id")
+    expected = pd.DataFrame({"decision_id": routed.decision_id, "score": [1.0, 0.0, 1.0, 0.5]})
+    assert landed.to_dict("records") == expected.sort_values("decision_id").to_dict("records")
+
+
 def test_one_inbox_run_lands_spooled_decisions_before_the_outcomes_that_name_them(traffic_home, prompts):
     routed = operations.route(Context.of(Settings(home=traffic_home, mlflow=False)), prompts[:6],
                               RoutingRequest(lam=0.0)).decisions
@@ -149,3 +174,15 @@ def test_one_inbox_run_lands_spooled_decisions_before_the_outcomes_that_name_the
     result = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
     assert result.exit_code == 0 and "judged.parquet: ingested" in result.output, result.output
     assert len(_sql(traffic_home, "select * from routing_outcomes")) == 6
+
+
+def test_outcomes_with_a_model_column_and_a_u2028_in_a_string_are_outcomes(traffic_home, decided, tmp_path):
+    first, second = decided.decision_id.iloc[0], decided.decision_id.iloc[1]
+    (tmp_path / "answered.csv").write_text(f"decision_id,score,model\n{first},1,synth-llm-00\n")
+    result = _ingest(tmp_path / "answered.csv")
+    assert result.exit_code == 0 and "[outcomes]" in result.output and "1 outcomes accepted" in result.output
+    (tmp_path / "noted.jsonl").write_text(json.dumps({"decision_id": second, "score": 0.5, "note": "a\u2028b"},
+                                                     ensure_ascii=False) + "\n", encoding="utf-8")
+    noted = _ingest(tmp_path / "noted.jsonl")
+    assert noted.exit_code == 0 and "1 outcomes accepted" in noted.output, noted.output
+    assert _sql(traffic_home, "select count(*) as n from models where model = 'synth-llm-00'").n.iloc[0] == 1

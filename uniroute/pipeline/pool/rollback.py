@@ -59,12 +59,14 @@ class RollbackResult:
 
 
 def rollback_target(con: store.Connection, router_id: str | None) -> str:
-    """The version to roll back to: the one named, or (None) the champion before the current one."""
+    """The version to roll back to: the one named, or (None) the champion promoted before the current one, so
+    that repeated rollbacks walk back through the history (a named version jumps, forwards too)."""
     if router_id is not None:
         return router_id
     row = store.query_row(con, "champion_previous")
     if row is None:
-        raise RollbackError("there is no earlier champion to roll back to (one version has been the champion)")
+        raise RollbackError("there is no earlier champion to roll back to (the current one was the first); "
+                            "`uniroute rollback ROUTER_ID` moves to any earlier or later champion")
     return row[0]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pandas as pd
 
 from uniroute import store
 from uniroute.routers.rule import RoutingRule
@@ -64,13 +65,24 @@ def traffic_calibration(con: store.Connection, embedder_id: str, window: Traffic
     since = now - timedelta(days=window.days)
     rows = store.query(con, "traffic_mix", embedder_id=embedder_id, since=since, limit=max(window.max_decisions, 1))
     found = int(rows["in_window"].iloc[0]) if len(rows) else 0
-    if found < window.min_decisions or found == 0:
+    X = stacked_embeddings(rows)
+    if found < window.min_decisions or len(X) < min(window.min_decisions, len(rows)) or len(X) == 0:
         return Calibration(None, f"{VALIDATION} (traffic window {window.days:g} days: {found} decisions, "
                                  f"{window.min_decisions} needed)")
-    X = np.stack([np.frombuffer(bytes(b), dtype="<f2") for b in rows["embedding"]]).astype(np.float32)
     oldest = rows["since"].iloc[0]
     used = f"newest {len(rows)} of " if len(rows) < found else ""
     return Calibration(X, f"traffic window: {used}{found} decisions since {oldest:%Y-%m-%d %H:%M}")
+
+
+def stacked_embeddings(rows: pd.DataFrame, dim: int | None = None) -> np.ndarray:
+    """(n, d) float32 of the rows' float16 embeddings of size `dim` (default: the most common size); rows of
+    another size (stored before records were checked at ingest) are left out, never stacked ragged."""
+    if dim is None:
+        dim = int(rows["embedding_dim"].mode().iloc[0]) if len(rows) else 0
+    kept = [bytes(b) for b, d in zip(rows["embedding"], rows["embedding_dim"], strict=True) if d == dim]
+    if not kept:
+        return np.empty((0, dim), dtype=np.float32)
+    return np.frombuffer(b"".join(kept), dtype="<f2").reshape(len(kept), dim).astype(np.float32)
 
 
 def calibration_at(db_path: Path, embedder_id: str, window: TrafficWindow) -> Calibration:

@@ -24,6 +24,7 @@ import numpy as np
 
 from uniroute import store
 from uniroute.pipeline.pool import registry
+from uniroute.pipeline.serving.calibration import stacked_embeddings
 from uniroute.pipeline.serving.records import centroid_distances
 
 
@@ -86,13 +87,15 @@ def check_drift(con: store.Connection, thresholds: DriftThresholds, now: datetim
         return DriftCheck(False, None, 0, None, None, "no drift check: no champion router yet")
     champion = registry.load_champion(con)
     router = champion.router
-    if router.psi_centroids() is None:
+    centroids = router.psi_centroids()
+    if centroids is None:
         return DriftCheck(False, champion_id, 0, None, None,
                           f"no drift check: champion {champion_id} routes by neighbours (no clusters to compare)")
     since = max(now - timedelta(days=thresholds.days), champion.created_at.replace(tzinfo=None))
     rows = store.query(con, "traffic_mix", embedder_id=router.embedder_id, since=since,
                        limit=max(thresholds.max_decisions, 1))
-    n = len(rows)
+    X = stacked_embeddings(rows, int(centroids.centers.shape[1]))
+    n = len(X)
     if n < thresholds.min_decisions:
         return DriftCheck(False, champion_id, n, None, None,
                           f"no drift check: {n} decisions since {since:%Y-%m-%d %H:%M} for champion {champion_id}, "
@@ -101,9 +104,8 @@ def check_drift(con: store.Connection, thresholds: DriftThresholds, now: datetim
     if training.empty:
         return DriftCheck(False, champion_id, n, None, None,
                           f"no drift check: champion {champion_id} has no training prompts with embeddings")
-    X = np.stack([np.frombuffer(bytes(b), dtype="<f2") for b in rows["embedding"]]).astype(np.float32)
     # The router has centroids (checked above), so its prompt clusters and distances are not None.
-    k = int(max(training.cluster.max(), router.psi_centroids().centers.shape[0] - 1)) + 1  # type: ignore[union-attr]
+    k = int(max(training.cluster.max(), centroids.centers.shape[0] - 1)) + 1
     train_counts = np.bincount(training.cluster.to_numpy(), weights=training.prompts.to_numpy(), minlength=k)
     traffic_counts = np.bincount(router.prompt_clusters(X), minlength=k)  # type: ignore[arg-type]  # has clusters
     p, q = traffic_counts / traffic_counts.sum(), train_counts / train_counts.sum()

@@ -257,6 +257,9 @@ def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayW
     for batch in _batches(con, window, batch_rows):
         frame = batch.select([c for c in batch.schema.names if c != "embedding"]).to_pandas()
         known = frame.router_id.isin(using.same_clusters).to_numpy() & frame.cluster.notna().to_numpy()
+        if router.one_hot:  # a logged cluster outside the router's K (a row stored before ingest checked it)
+            logged = frame.cluster.to_numpy(dtype=float, na_value=-1.0)
+            known &= (logged >= 0) & (logged < router.k)
         X = None
         if not (router.one_hot and known.all()):
             X = embeddings_of(batch.column("embedding"), frame.embedding_dim.to_numpy())
@@ -300,9 +303,12 @@ def window_embeddings(con: store.Connection, window: ReplayWindow, batch_rows: i
 
 def _batches(con: store.Connection, window: ReplayWindow, batch_rows: int) -> Iterator[pa.RecordBatch]:
     reader = store.query_batches(con, "replay_decisions", batch_rows, **window.params())
-    for batch in reader:
-        if batch.num_rows:
-            yield batch
+    try:
+        for batch in reader:
+            if batch.num_rows:
+                yield batch
+    finally:
+        reader.close()  # an error mid-way must not leave the session's connection with an open result
 
 
 def setting_line(setting: ReplaySetting) -> str:

@@ -120,10 +120,13 @@ def shadow_gate(con: store.Connection, challenger: AnyRouter, config: ShadowConf
     old = with_logged_clusters(con, ReplayRouter(champion_id, champion.router, pools[0], frozenset()), records)
     new = with_logged_clusters(con, ReplayRouter("challenger", challenger, pools[1], frozenset()), records)
     lam_old = float(resolved_setting(champion.router, pools[0], None, None)[0])  # type: ignore[arg-type]  # default
-    served = replayed_traffic(con, old, window, ReplaySetting(lam=lam_old))
-    spend = float(served.cost.mean())
-    lam_new = _held_to(challenger, pools[1], window_embeddings(con, window), spend)
-    shadow = replayed_traffic(con, new, window, ReplaySetting(lam=lam_new))
+    try:
+        served = replayed_traffic(con, old, window, ReplaySetting(lam=lam_old))
+        spend = float(served.cost.mean())
+        lam_new = _held_to(challenger, pools[1], window_embeddings(con, window), spend)
+        shadow = replayed_traffic(con, new, window, ReplaySetting(lam=lam_new))
+    except ReplayError as exc:  # what the window holds (records of two embedding sizes) must not stop a build
+        return _skipped(config, f"the traffic cannot be replayed ({exc})", champion_id, n)
     if not np.array_equal(served.decision_id, shadow.decision_id):  # a decision landed between the two reads
         raise ReplayError("the traffic window changed while the shadow gate read it: run the build again")
     mean, se, p = paired_worse(shadow.score - served.score)
