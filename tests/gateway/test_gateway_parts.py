@@ -18,7 +18,8 @@ from uniroute.gateway.deployments import (
     read_deployments,
     redacted,
 )
-from uniroute.gateway.live import LiveRouter, Price, requested_setting
+from uniroute.gateway.live import LiveRouter, requested_setting
+from uniroute.ingest.prices import UNDATED, Price
 from uniroute.pipeline.serving.route import RoutingError
 
 
@@ -64,9 +65,9 @@ def test_error_texts_never_carry_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_price_costs_tokens_or_a_call() -> None:
-    assert Price(100.0, 200.0).cost(10, 4) == pytest.approx((10 * 100 + 4 * 200) / 1e6)
-    assert Price(per_call=0.5).cost(None, None) == 0.5
-    assert Price(100.0, 200.0).cost(None, 4) is None
+    assert Price("m", UNDATED, 100.0, 200.0).cost(10, 4) == pytest.approx((10 * 100 + 4 * 200) / 1e6)
+    assert Price("m", UNDATED, per_call=0.5).cost(None, None) == 0.5
+    assert Price("m", UNDATED, 100.0, 200.0).cost(None, 4) is None
 
 
 def test_a_named_cap_leaves_pricier_fallbacks_out(tmp_path: Path) -> None:

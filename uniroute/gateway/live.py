@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 from uniroute import store
+from uniroute.ingest.prices import Price
 from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.serving.calibration import Calibration, TrafficWindow, calibration_at
 from uniroute.pipeline.serving.route import (
@@ -59,24 +61,6 @@ def requested_setting(model: str) -> RoutingRequest | None:
     if kind == "max-cost":
         return RoutingRequest(max_cost=value)
     return RoutingRequest(lam=value)
-
-
-@dataclass(frozen=True)
-class Price:
-    """A model's price in force: per million input and output tokens, or per call."""
-
-    input_per_mtok: float | None = None
-    output_per_mtok: float | None = None
-    per_call: float | None = None
-
-    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
-        """The real cost of one call, or None when its tokens are unknown for a token price."""
-        if self.per_call is not None:
-            return float(self.per_call)
-        if self.input_per_mtok is None or self.output_per_mtok is None or input_tokens is None \
-                or output_tokens is None:
-            return None
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,7 +122,8 @@ def prices_in_force(db_path: Path, models: list[str]) -> dict[str, Price] | None
         return None
     finally:
         con.close()
-    return {str(r.model): Price(_float(r.input_per_mtok), _float(r.output_per_mtok), _float(r.per_call))
+    return {str(r.model): Price(str(r.model), pd.Timestamp(r.valid_from).date(), _float(r.input_per_mtok),
+                                _float(r.output_per_mtok), _float(r.per_call))
             for r in rows.itertuples(index=False)}
 
 

@@ -5,7 +5,6 @@ and an outcome posted to the gateway, as an outcomes file in the inbox (the form
 
 from __future__ import annotations
 
-import hashlib
 import os
 import uuid
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from uniroute.embed import text_hash
 from uniroute.gateway.calls import Attempt
 from uniroute.gateway.live import Loaded
 from uniroute.pipeline.serving.records import Served, decision_records
@@ -41,7 +41,7 @@ class Happened:
 
 def conversation_hash(key: str | None) -> str | None:
     """A conversation key as recorded: its sha256 (a user id or session name never lands in the store)."""
-    return None if key is None else hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return None if key is None else text_hash(key)
 
 
 def gateway_record(loaded: Loaded, batch: RoutedBatch, text: str | None, happened: Happened) -> dict[str, Any]:

@@ -38,6 +38,16 @@ class Price:
     output_per_mtok: float | None = None
     per_call: float | None = None
 
+    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """The real cost of one call at this price (the rule of sql/schema's priced_call_cost macro), or None when
+        a token price meets unknown tokens."""
+        if self.per_call is not None:
+            return float(self.per_call)
+        if self.input_per_mtok is None or self.output_per_mtok is None or input_tokens is None \
+                or output_tokens is None:
+            return None
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
     def line(self) -> str:
         """E.g. "gpt-x: 2.5 in / 10 out per million tokens from 2026-01-01"."""
         what = (f"{self.per_call:g} per call" if self.per_call is not None
