@@ -70,7 +70,8 @@ _DEFAULT: list[str] = []  # the default kind's name, once registered
 _BUILTIN = (("uniroute.routers.cluster.kmeans_kind", "KMEANS"),
             ("uniroute.routers.cluster.kmeans_kind", "KMEANS_SHRUNK"),
             ("uniroute.routers.cluster.learnedmap_kind", "LEARNED_MAP"), ("uniroute.routers.knn.kind", "KNN"),
-            ("uniroute.routers.quality_rule.kind", "QUALITY_RULE"))
+            ("uniroute.routers.quality_rule.kind", "QUALITY_RULE"),
+            ("uniroute.routers.cluster.kmeans_kind", "KMEANS_HIER"))
 _DEFAULT_BUILTIN = "KMEANS_SHRUNK"
 
 
@@ -167,6 +168,9 @@ class RouterKind:
     refits_clusters: bool = False
     report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
     quality_only: bool = False  # a candidate only where every model costs the same (applies_to); not run by default
+    # Served, evaluated and compared only when named: not among a build's default candidates (so not `auto`'s), nor
+    # an evaluation's default methods, nor `auto`'s candidates in an evaluation.
+    opt_in: bool = False
 
     def applies_to(self, data: Any) -> bool:
         """Whether the kind is a candidate for this tuning data (selection.candidates.TuningData: costs, losses)."""
@@ -265,6 +269,11 @@ def router_kinds() -> tuple[RouterKind, ...]:
 def kind_names() -> tuple[str, ...]:
     """The registered kinds' names, in registration order."""
     return tuple(k.name for k in router_kinds())
+
+
+def auto_kind_names() -> tuple[str, ...]:
+    """The kinds `auto` chooses among unless told otherwise: every registered kind but the opt-in ones."""
+    return tuple(k.name for k in router_kinds() if not k.opt_in)
 
 
 def router_kind(name: str) -> RouterKind:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from uniroute.routers.budgets.lambda_path import argmin_cheapest
 from uniroute.routers.cluster.cluster_costs import cost_scale
+from uniroute.routers.cluster.hierarchy import group_map, hierarchy_psi
 from uniroute.routers.cluster.kmeans import Centroids, clustering_id_of
 from uniroute.routers.cluster.psi import cell_frame, psi_from_losses, shrunk_values
 from uniroute.routers.explain import RouteTerms
@@ -59,6 +60,9 @@ class Router(RoutingRule):
     # (M, K) each model's mean cost on a cluster's prompts over its mean cost (routers.cluster.cluster_costs): what a
     # cost cap checks its expected mean cost on. None (routers stored before it): the model's one cost everywhere.
     cost_scale: np.ndarray | None = None
+    # The hierarchy's coarser clusterings (routers.cluster.hierarchy), finest first: each cell routes by the mean of
+    # itself and its group cell at each level. Empty: the plain per-cluster table.
+    groups: tuple[Centroids, ...] = ()
 
     def __post_init__(self) -> None:
         models = tuple(str(m) for m in self.models)
@@ -96,6 +100,14 @@ class Router(RoutingRule):
         routing = psi if self.psi_counts is None else _frozen_copy(
             shrunk_values(psi, self.psi_counts, self.shrinkage), np.float64
         )
+        object.__setattr__(self, "groups", tuple(self.groups))
+        if self.groups:
+            if not isinstance(self.assigner, Centroids) or self.psi_counts is None:
+                raise ValueError("a hierarchy needs a one-hot (K-means) router with psi_counts")
+            if any(g.dim != self.assigner.dim for g in self.groups):
+                raise ValueError(f"the hierarchy's group centres must have dimension {self.assigner.dim}")
+            maps = [(group_map(self.assigner, g), g.k) for g in self.groups]
+            routing = _frozen_copy(hierarchy_psi(psi, self.psi_counts, self.shrinkage, maps), np.float64)
         if self.psi_floor is not None:
             floor = _frozen_copy(self.psi_floor, np.float64)
             if floor.shape != (m, k) or not np.all(np.isfinite(floor)) or floor.min() < 0 or floor.max() > 1:
@@ -122,9 +134,12 @@ class Router(RoutingRule):
 
     @property
     def kind(self) -> str:
-        """The router kind: "kmeans", "kmeans_shrunk" (count-aware Psi) or "learnedmap"."""
+        """The router kind: "kmeans", "kmeans_shrunk" (count-aware Psi), "kmeans_hier" (count-aware Psi over a
+        hierarchy) or "learnedmap"."""
         if not self.one_hot:
             return "learnedmap"
+        if self.groups:
+            return "kmeans_hier"
         return "kmeans" if self.shrinkage == 0 else "kmeans_shrunk"
 
     @property

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from uniroute.routers.cluster.hierarchy import group_map, group_sizes, hierarchy_psi
 from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.cluster.psi import psi_from_losses, shrunk_values
 from uniroute.routers.kinds import (
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 SHRINK_STRENGTHS = (0.0, 2.0, 5.0, 10.0, 20.0, 50.0)  # pseudo-prompts of the pool prior per Psi cell (0: none)
 MAP_PREFIX = "map."  # the cluster map's arrays in a stored router
+GROUPS_PREFIX = "groups."  # the hierarchy's coarser centres in a stored router: groups.0 (finest), groups.1, ...
 
 
 class ClusterKind(RouterKind):
@@ -167,5 +169,82 @@ class ShrunkKMeansKind(KMeansKind):
         return Tuned(self.name, search.chosen, best_s, search, strengths)
 
 
+class HierarchyKind(ShrunkKMeansKind):
+    """Count-aware K-means served on the fine clustering K_f = 2K, each cell routed by the mean of itself and its
+    groups among K_f / 2 and K_f / 4 (routers.cluster.hierarchy); K and s are count-aware K-means' own.
+
+    Opt-in: a build serves it when named (`--kinds`, UNIROUTE_BUILD_KINDS) and an evaluation runs it when named;
+    `auto` does not consider it unless named (docs/decisions/0006-several-k-not-served-yet.md)."""
+
+    name = "kmeans_hier"
+    title = "UniRoute (K-means hierarchy, count-aware Psi)"
+    opt_in = True
+
+    def tune(self, engine: TuningEngine, n_val: int) -> Tuned:
+        """Count-aware K-means' K and s (tuned once, shared with that kind), served on 2K fine clusters."""
+        shrunk = engine.tune(KMEANS_SHRUNK.name, n_val)
+        k_fine = min(2 * shrunk.value, engine.data.X_train.shape[0])
+        return Tuned(self.name, k_fine, shrunk.shrinkage, shrunk.search, shrunk.strengths)
+
+    def untuned(self, n_val: int, n_train: int) -> Tuned | None:
+        """Twice K-means' untuned K (at most n_train)."""
+        plain = super().untuned(n_val, n_train)
+        return None if plain is None else Tuned(self.name, min(2 * plain.value, n_train))
+
+    @staticmethod
+    def groups(engine: TuningEngine | HeldOutState, k_fine: int) -> tuple[Centroids, ...]:
+        """The coarser K-means clusterings of the training prompts the fine clusters are grouped by."""
+        return tuple(engine.centroids(g) for g in group_sizes(k_fine))
+
+    def routing_psi_t(self, engine: TuningEngine | HeldOutState, k_fine: int, values: np.ndarray,
+                      counts: np.ndarray, strength: float) -> np.ndarray:
+        """(K_f, M) the hierarchy's routing table of measured Psi cells (M, K_f), transposed."""
+        fine = engine.centroids(k_fine)
+        maps = [(group_map(fine, g), g.k) for g in self.groups(engine, k_fine)]
+        return hierarchy_psi(values, counts, strength, maps).T
+
+    def onboarding_gammas(self, engine: TuningEngine, value: int, n_val: int, strength: float,
+                          purpose: str) -> list[tuple[np.ndarray, Any]]:
+        """Per repeat, (gamma, pool) with the training LLMs' fine Psi measured on the n_val sampled prompts and
+        routed through the hierarchy."""
+        out = []
+        for r, smp in enumerate(engine.samples(n_val, purpose)):
+            psi = engine.sample_psi(value, n_val, purpose, r)
+            psi_t = self.routing_psi_t(engine, value, psi.values, psi.counts, strength)
+            out.append((self.measured_gamma(engine, value, smp, psi_t), smp.pool))
+        return out
+
+    def test_gamma(self, state: HeldOutState, tuned: Tuned, n_val: int) -> np.ndarray:
+        """(n_te, M_te) the served router's gamma of the test prompts: the test LLMs' fine Psi rows measured on the
+        first n_val validation prompts, in a Router with the hierarchy's groups (its routing table as served)."""
+        names = state.test_llm_names()
+        psi = psi_from_losses(state.fits.val_cluster(tuned.value)[:n_val], state.test_llm_val_losses(n_val),
+                              tuned.value, names)
+        router = Router("trial", psi.models, np.zeros(len(names)), psi.values, state.centroids(tuned.value),
+                        psi.counts, shrinkage=tuned.shrinkage, groups=self.groups(state, tuned.value))
+        return self.test_membership(state, tuned.value) @ router.routing_psi.T
+
+    def served_router(self, engine: TuningEngine, tuned: Tuned, embedder_id: str, models: Sequence[str],
+                      losses: np.ndarray, costs: np.ndarray, val_prompt_ids: Sequence[str]) -> Router:
+        """Count-aware K-means' router on the fine clusters, with the coarser clusterings it groups them by."""
+        router = super().served_router(engine, tuned, embedder_id, models, losses, costs, val_prompt_ids)
+        return replace(router, groups=self.groups(engine, tuned.value))
+
+    def router_arrays(self, router: Router) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Count-aware K-means' arrays and the coarser centres (groups.0 ... : the group maps derive from them)."""
+        header, arrays = super().router_arrays(router)
+        arrays.update({f"{GROUPS_PREFIX}{i}": g.centers for i, g in enumerate(router.groups)})
+        return header, arrays
+
+    def router_from_arrays(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> Router:
+        """The hierarchy router of a stored header and arrays (KeyError without its groups)."""
+        names = sorted((n for n in arrays if n.startswith(GROUPS_PREFIX)), key=lambda n: int(n[len(GROUPS_PREFIX):]))
+        if not names:
+            raise KeyError(f"{GROUPS_PREFIX}0")
+        router = super().router_from_arrays(header, arrays)
+        return replace(router, groups=tuple(Centroids(arrays[n]) for n in names))
+
+
 KMEANS = KMeansKind()
 KMEANS_SHRUNK = ShrunkKMeansKind()
+KMEANS_HIER = HierarchyKind()
