@@ -40,7 +40,7 @@ BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.
 # Dask plane at 1M prompts), a file generated per run (ingest memory), or a check of one feature (the cost cap,
 # explain's terms).
 ON_DEMAND = ("speed.ingest_memory", "speed.explain_terms", "scale.dask_plane", "quality.max_cost", "paper.extensions",
-             "quality.default_setting", "speed.one_vector")
+             "quality.default_setting", "speed.one_vector", "quality.conversation_message")
 
 
 def write_result(data: dict[str, Any], out: Path, indent: int = 2) -> Path:

@@ -118,3 +118,55 @@ window w as (partition by coalesce(t.router_id, g.router_id));
 
 -- traffic_drift reads the embeddings, a per-connection view over the Parquet dataset: it is created with it
 -- (sql/connection/traffic_drift.sql, store.embeddings.expose_view), not here.
+
+-- Grain: one row per model that answered at least one call in the request path (the gateway's attempts): the
+-- latency of its successful calls (median, 90th percentile, mean, in seconds), the share of its calls that failed,
+-- and the mean time to the first token of the requests it answered. A failed call's latency says how long the
+-- failure took, not how fast the model answers, so only successful calls count. `uniroute route --max-latency`
+-- reads the median over the traffic window (sql/queries/model_latency_recent.sql).
+create or replace view model_latency as
+with calls as (
+    select
+        d.decision_id,
+        struct_extract(a.call, 'model') as model,
+        struct_extract(a.call, 'error') as error,
+        struct_extract(a.call, 'latency_ms') as latency_ms
+    from decisions as d, unnest(d.attempts) as a (call)
+),
+first_tokens as (
+    select answered_by as model, avg(ttft_ms) / 1000 as ttft_mean_s
+    from decisions where answered_by is not null and ttft_ms is not null
+    group by 1
+)
+select c.model,
+       count(*) filter (where c.error is null) as calls,
+       count(*) filter (where c.error is not null) as failed_calls,
+       count(*) filter (where c.error is not null) / count(*) as failure_share,
+       quantile_cont(c.latency_ms, 0.5) filter (where c.error is null) / 1000 as latency_p50_s,
+       quantile_cont(c.latency_ms, 0.9) filter (where c.error is null) / 1000 as latency_p90_s,
+       avg(c.latency_ms) filter (where c.error is null) / 1000 as latency_mean_s,
+       t.ttft_mean_s
+from calls as c left join first_tokens as t on t.model = c.model
+group by c.model, t.ttft_mean_s;
+
+-- Grain: one row per (router_id, cluster, model) with at least 20 successful calls there: the model's latency on
+-- that cluster's prompts (median, 90th percentile, in seconds) beside its latency over all clusters, since the
+-- length of an answer, and so its latency, follows the kind of prompt. Fewer calls than that would make a
+-- cluster's median swing with one slow answer, so such cells are left out rather than shown noisy.
+create or replace view model_latency_by_cluster as
+with calls as (
+    select
+        d.router_id,
+        d.cluster,
+        struct_extract(a.call, 'model') as model,
+        struct_extract(a.call, 'latency_ms') as latency_ms
+    from decisions as d, unnest(d.attempts) as a (call)
+    where a.call.error is null and d.cluster is not null
+)
+select c.router_id, c.cluster, c.model, count(*) as calls,
+       quantile_cont(c.latency_ms, 0.5) / 1000 as latency_p50_s,
+       quantile_cont(c.latency_ms, 0.9) / 1000 as latency_p90_s,
+       any_value(m.latency_p50_s) as model_latency_p50_s
+from calls as c join model_latency as m on m.model = c.model
+group by 1, 2, 3
+having count(*) >= 20;

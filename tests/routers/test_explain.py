@@ -21,7 +21,8 @@ def test_terms_by_hand_on_a_one_hot_router_with_ties():
     first = terms.explained()[0]
     assert [t["rank"] for t in first] == [1, 2, 3]
     assert {k: v for k, v in first[0].items() if not k.startswith("error_")} == {
-        "rank": 1, "model": "b", "expected_error": 0.25, "cost": 2.0, "lam_cost": 0.25, "total": 0.5}
+        "rank": 1, "model": "b", "expected_error": 0.25, "cost": 2.0, "lam_cost": 0.25, "total": 0.5,
+        "latency_s": None}
     # The interval is the measured cell's 95% Wilson interval (10 prompts behind every cell here).
     cells = cell_frame(r.models, r.psi, r.psi_counts).set_index(["model", "cluster"])
     assert first[0]["error_lo"] == cells.loc[("b", 0), "error_lo"] and first[0]["error_hi"] == cells.loc[("b", 0),

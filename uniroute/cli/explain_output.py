@@ -23,8 +23,11 @@ def explanation_text(decisions: pd.DataFrame, texts: Sequence[str]) -> str:
         shown = text if len(text) <= PROMPT_CHARS else text[: PROMPT_CHARS - 3] + "..."
         cluster = "" if pd.isna(row.cluster) else f", cluster {row.cluster}"
         budget = "" if row.budget is None or pd.isna(row.budget) else f", budget {row.budget:g}"
+        max_latency = getattr(row, "max_latency", None)
+        cap = ("" if max_latency is None or pd.isna(max_latency) else
+               f"; max latency {max_latency:g} s: models with a recorded median latency above it left out")
         head = (f"prompt {row.prompt_index} {shown!r} -> {row.model} "
-                f"(lambda {row.lam:.6g}{budget}{cluster}; total = expected_error + lambda x cost, rank 1 chosen)")
+                f"(lambda {row.lam:.6g}{budget}{cluster}; total = expected_error + lambda x cost, rank 1 chosen{cap})")
         terms = pd.DataFrame(row.explain, columns=list(EXPLAIN_COLUMNS))
         table = pd.DataFrame({
             "rank": terms["rank"], "model": terms["model"],
@@ -33,6 +36,7 @@ def explanation_text(decisions: pd.DataFrame, texts: Sequence[str]) -> str:
                              for lo, hi in zip(terms["error_lo"], terms["error_hi"], strict=True)],
             "cost": terms["cost"].map(_number), "lambda x cost": terms["lam_cost"].map(_number),
             "total": terms["total"].map(_number),
+            "latency s": [("unknown" if v is None or pd.isna(v) else _number(v)) for v in terms["latency_s"]],
         })
         blocks.append(head + "\n" + table.to_string(index=False))
     return "\n\n".join(blocks)

@@ -45,6 +45,11 @@ def route(
                                    "cost unit: the best expected quality within it, calibrated on the recent "
                                    "traffic (else the validation prompts; said on stderr).")
     ] = None,
+    max_latency: Annotated[
+        float | None, typer.Option("--max-latency", help="Leave out the models whose median latency, recorded by "
+                                   "the gateway over the traffic window, is above this many seconds (beside any "
+                                   "other setting); a model with no recorded latency stays in, said on stderr.")
+    ] = None,
     pool: Annotated[
         str | None, typer.Option(help="Comma-separated models to choose among (default: the active pool); "
                                  'a name with a comma goes in double quotes, CSV-style: \'"GPT, mini",other\'.')
@@ -73,7 +78,8 @@ def route(
         fail("give prompts as arguments or --file, not both")
     settings = settings_from_env()
     with one_line_errors():
-        request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)), max_cost)
+        request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)), max_cost,
+                                 max_latency)
         extras: list[dict] = []
         if file is not None:
             texts, extras = operations.prompts_from_file(file)
@@ -84,6 +90,8 @@ def route(
         say(f"answered from the {routed.source}")
     if request.max_cost is not None or request.budget is not None:
         say(f"{'max cost' if request.max_cost is not None else 'budget'} calibrated on the {routed.calibration}")
+    if routed.latency_note is not None:
+        say(routed.latency_note)
     if len(routed.decisions) and routed.decisions["setting"].iloc[0] == DEFAULT_SETTING:
         say(default_setting_line(float(routed.decisions["budget"].iloc[0])))
     shown = routed.decisions.drop(columns=["text_hash"])

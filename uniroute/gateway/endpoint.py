@@ -1,12 +1,13 @@
 """The OpenAI-compatible HTTP endpoint: `POST /v1/chat/completions` (whole or streamed as server-sent events),
 `GET /v1/models` and `POST /v1/uniroute/outcomes`.
 
-`model: "uniroute"` (or `uniroute/budget-B`, `uniroute/max-cost-C`, `uniroute/lambda-L`) routes the last user
-message with the served router; the decision's model is called, then its ranked fall-backs within the cap a named
-budget or max cost sets; a conversation (header `x-uniroute-conversation`, else the `user` field) stays on the model
-that answered its first turn while it answers. The response's `model` is the model that answered and the header
-`x-uniroute-decision-id` names the decision record written for the request. A pool model asked for by name is
-called directly (no routing, no record).
+`model: "uniroute"` (or `uniroute/budget-B`, `uniroute/max-cost-C`, `uniroute/lambda-L`, `uniroute/max-latency-S`,
+the first three optionally followed by `/max-latency-S`) routes the last user message with the served router; the
+decision's model is called, then its ranked fall-backs within the cap a named budget or max cost sets (and never a
+model whose recorded latency is above a max latency); a conversation (header `x-uniroute-conversation`, else the
+`user` field) stays on the model that answered its first turn while it answers. The response's `model` is the model
+that answered and the header `x-uniroute-decision-id` names the decision record written for the request. A pool
+model asked for by name is called directly (no routing, no record).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 DECISION_HEADER = "x-uniroute-decision-id"
 CONVERSATION_HEADER = "x-uniroute-conversation"
-SETTINGS_SHOWN = ("uniroute/budget-0.3", "uniroute/max-cost-0.002", "uniroute/lambda-0.5")
+SETTINGS_SHOWN = ("uniroute/budget-0.3", "uniroute/max-cost-0.002", "uniroute/lambda-0.5", "uniroute/max-latency-2")
 # Request fields passed on to the model as given (the rest of the OpenAI chat API is LiteLLM's to map or drop).
 PASSED = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "n", "presence_penalty",
           "frequency_penalty", "seed", "tools", "tool_choice", "response_format", "logit_bias", "logprobs",
@@ -74,13 +75,15 @@ class Gateway:
                    pinned: str | None) -> tuple[list[str], list[str], float | None]:
         """(models to try in order, models left out for being above the cap, the cap): the conversation's model
         first when it has one, then the decision's model and its fall-backs; a fall-back above a named budget's or
-        max cost's cap never (the decision's own model always is tried)."""
+        max cost's cap never (the decision's own model always is tried), nor a model (a conversation's too) whose
+        recorded latency is above a max latency."""
         cap = loaded.cap(request)
         order = list(dict.fromkeys([*([pinned] if pinned in loaded.source.pool else []), chosen, *fallbacks]))
         tried, above = [], []
         for model in order:
             cost = loaded.model_cost(model)
-            if cap is not None and model != chosen and (cost is None or cost > cap):
+            if loaded.too_slow(request, model) or (cap is not None and model != chosen
+                                                   and (cost is None or cost > cap)):
                 above.append(model)
             else:
                 tried.append(model)
@@ -185,7 +188,7 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         answer = await first_answer(gateway.llm, tried, body["messages"], params, stream, gateway.secrets,
                                     gateway.deployed)
         if answer.model is None:
-            failure = _failure_line(answer, above, cap, str(row["setting"]))
+            failure = _failure_line(answer, above, cap, str(row["setting"]), setting.max_latency)
             gateway.record(loaded, batch, text, Happened(None, answer.attempts, None, _ms(started), failure=failure,
                                                          conversation=conversation_hash(key)))
             return _error(503 if above else 502, failure, "uniroute_no_answer", decision_id)
@@ -279,11 +282,14 @@ def _spend(happened: Happened) -> dict[str, Any]:
     return {"cost": happened.cost, "input_tokens": happened.input_tokens, "output_tokens": happened.output_tokens}
 
 
-def _failure_line(answer: Answer, above: list[str], cap: float | None, setting: str) -> str:
+def _failure_line(answer: Answer, above: list[str], cap: float | None, setting: str,
+                  max_latency: float | None = None) -> str:
     failed = "; ".join(f"{a.model}: {a.error}" for a in answer.attempts) or "no deployed candidate"
     line = f"no model answered ({failed})"
     if above:
-        line += (f"; not tried, above the {setting} cap of {cap:g} per call: {', '.join(above)} "
+        caps = [f"the {setting} cap of {cap:g} per call"] if cap is not None else []
+        caps += [f"the max latency of {max_latency:g} s"] if max_latency is not None else []
+        line += (f"; not tried, above {' or '.join(caps)}: {', '.join(above)} "
                  "(ask for a higher cap to allow them)")
     return line
 

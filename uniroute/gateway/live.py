@@ -38,29 +38,31 @@ from uniroute.pipeline.serving.route import (
 log = logging.getLogger(__name__)
 
 ROUTED = "uniroute"  # the model name that asks the router to choose
-_SETTING = re.compile(r"^uniroute/(budget|max-cost|lambda)-([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)$")
+_PART = re.compile(r"^(budget|max-cost|lambda|max-latency)-([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)$")
+_FIELDS = {"budget": "budget", "max-cost": "max_cost", "lambda": "lam", "max-latency": "max_latency"}
 CHECK_SECONDS = 1.0  # how often the `current` pointer is looked at
 MAX_CONVERSATIONS = 100_000  # conversations remembered (oldest forgotten first)
 
 
 def requested_setting(model: str) -> RoutingRequest | None:
-    """The routing request a `model` field names: the default setting for `uniroute`, a budget, a max cost or a
-    lambda for `uniroute/<setting>-<value>`; None for any other name (a pool model asked for directly).
-    RoutingError for a `uniroute/...` name that is not one of those forms."""
+    """The routing request a `model` field names: the default setting for `uniroute`, a budget, a max cost, a
+    lambda or a max latency for `uniroute/<setting>-<value>`, a max latency beside one of the others as
+    `uniroute/<setting>-<value>/max-latency-<seconds>`; None for any other name (a pool model asked for directly).
+    RoutingError for a `uniroute/...` name that is not one of those forms (or gives a setting twice)."""
     if model == ROUTED:
         return RoutingRequest()
     if not model.startswith(ROUTED + "/"):
         return None
-    found = _SETTING.match(model)
-    if found is None:
-        raise RoutingError(f"model {model!r}: ask for `uniroute`, `uniroute/budget-B`, `uniroute/max-cost-C` or "
-                           "`uniroute/lambda-L` (or a pool model by name)")
-    kind, value = found.group(1), float(found.group(2))
-    if kind == "budget":
-        return RoutingRequest(budget=value)
-    if kind == "max-cost":
-        return RoutingRequest(max_cost=value)
-    return RoutingRequest(lam=value)
+    given: dict[str, float] = {}
+    for part in model[len(ROUTED) + 1:].split("/"):
+        found = _PART.match(part)
+        if found is None or _FIELDS[found.group(1)] in given:
+            raise RoutingError(f"model {model!r}: ask for `uniroute`, `uniroute/budget-B`, `uniroute/max-cost-C`, "
+                               "`uniroute/lambda-L` or `uniroute/max-latency-S`, optionally followed by "
+                               "`/max-latency-S` (or a pool model by name)")
+        given[_FIELDS[found.group(1)]] = float(found.group(2))
+    return RoutingRequest(lam=given.get("lam"), budget=given.get("budget"), max_cost=given.get("max_cost"),
+                          max_latency=given.get("max_latency"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +92,11 @@ class Loaded:
             return request.budget * max(costs) if costs else None
         return None
 
+    def too_slow(self, request: RoutingRequest, model: str) -> bool:
+        """Whether a model's recorded latency is above the request's max latency (unknown latency never is)."""
+        latency = self.calibration.latency.get(model)
+        return request.max_latency is not None and latency is not None and latency > request.max_latency
+
     def decide(self, text: str, request: RoutingRequest) -> RoutedBatch:
         """The router's decision for one prompt (its ranked fall-backs included), nothing recorded. A setting's
         lambda is found once per router version (the default budget, a budget or a max cost calibrated on the
@@ -97,12 +104,14 @@ class Loaded:
         resolved = self.resolved.get(request)
         if resolved is None:
             batch = route_batch(self.source, [text], lam=request.lam, budget=request.budget, embedder=self.embedder,
-                                max_cost=request.max_cost, calibration=self.calibration)
+                                max_cost=request.max_cost, calibration=self.calibration,
+                                max_latency=request.max_latency)
             row = batch.decisions.iloc[0]
             self.resolved[request] = (float(row["lam"]), row["budget"], row["setting"], row["max_cost"])
             return batch
         lam, budget, setting, max_cost = resolved
-        batch = route_batch(self.source, [text], lam=lam, embedder=self.embedder)
+        batch = route_batch(self.source, [text], lam=lam, embedder=self.embedder, calibration=self.calibration,
+                            max_latency=request.max_latency)
         batch.decisions["budget"], batch.decisions["setting"], batch.decisions["max_cost"] = budget, setting, max_cost
         return batch
 

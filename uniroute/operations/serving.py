@@ -39,6 +39,7 @@ class Routed:
     batch_id: str | None
     recorded_to: Path | None = None
     calibration: str | None = None  # which prompt mix a budget or max cost was calibrated on
+    latency_note: str | None = None  # what a latency cap left out, and kept with no recorded latency
 
     @property
     def from_snapshot(self) -> bool:
@@ -66,11 +67,13 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
     answering = routing_source(ctx.db_path, ctx.published_dir, router_id)
     recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
     calibration = Calibration()
-    if request.budget is not None or request.max_cost is not None:
+    # The traffic is read only when something uses it: a budget's or cap's prompt mix, a latency cap's recorded
+    # latencies, an explanation's latency column.
+    if request.budget is not None or request.max_cost is not None or request.max_latency is not None or explain:
         calibration = calibration_at(ctx.db_path, answering.router.embedder_id, ctx.traffic_window)
     batch = route_batch(answering, texts, lam=request.lam, budget=request.budget, pool=request.pool,
                         cache_dir=ctx.cache_dir, recording=recording if recording.enabled else None, explain=explain,
-                        max_cost=request.max_cost, calibration=calibration)
+                        max_cost=request.max_cost, calibration=calibration, max_latency=request.max_latency)
     batch_id = None
     if log:  # first: a home that refuses the writer says so in one line, before anything is recorded
         with ctx.session("route-log", inputs=answering.router_id) as s:
@@ -88,7 +91,8 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
             recorded_to = spool.finished[-1] if spool.finished else None
         except OSError as exc:  # a read-only or full home still routes: the answer matters more than its record
             ctx.warn(f"decisions not recorded: cannot write the spool {ctx.spool_dir} ({exc.strerror or exc})")
-    return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to, calibration.source)
+    return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to, calibration.source,
+                  batch.latency_note)
 
 
 def prompts_from_file(path: Path) -> tuple[list[str], list[dict]]:

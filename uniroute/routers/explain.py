@@ -10,13 +10,15 @@ Shapes: n prompts, P candidate (pool) models.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 import pandas as pd
 
-EXPLAIN_COLUMNS = ("rank", "model", "expected_error", "error_lo", "error_hi", "cost", "lam_cost", "total")
+EXPLAIN_COLUMNS = ("rank", "model", "expected_error", "error_lo", "error_hi", "cost", "lam_cost", "total",
+                   "latency_s")
 
 
 def ranked_order(total: np.ndarray, costs: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -97,8 +99,11 @@ class RouteTerms:
             "expected_cost": self.costs[best],
         })
 
-    def explained(self) -> list[list[dict]]:
-        """Per prompt, one record per candidate in rank order with EXPLAIN_COLUMNS (intervals None when not kept)."""
+    def explained(self, latency: Mapping[str, float] | None = None) -> list[list[dict]]:
+        """Per prompt, one record per candidate in rank order with EXPLAIN_COLUMNS (intervals None when not kept;
+        latency_s the model's recorded median latency in seconds, None when none is recorded: a latency cap
+        compares it, it never enters the total)."""
+        latency = latency or {}
         order, total, lam_cost = self.order, self.total, self.lam_cost
         out = []
         for i, positions in enumerate(order):
@@ -107,5 +112,6 @@ class RouteTerms:
                 "error_lo": None if self.error_lo is None else float(self.error_lo[i, p]),
                 "error_hi": None if self.error_hi is None else float(self.error_hi[i, p]),
                 "cost": float(self.costs[p]), "lam_cost": float(lam_cost[p]), "total": float(total[i, p]),
+                "latency_s": latency.get(self.models[p]),
             } for r, p in enumerate(positions, start=1)])
         return out

@@ -9,7 +9,8 @@ budget_traffic_days, budget_traffic_min_decisions) the mix the lambda is compute
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from uniroute import store
+from uniroute.pipeline.serving.latency import recorded_latency
 from uniroute.routers.rule import RoutingRule
 from uniroute.routers.tables import validation_proxy, validation_weights
 
@@ -31,6 +33,9 @@ class Calibration:
 
     X: np.ndarray | None = None
     source: str = VALIDATION
+    # Each model's median latency in seconds over the same window's recorded calls (latency.recorded_latency):
+    # what a latency cap compares against; a model absent has unknown latency.
+    latency: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def on_traffic(self) -> bool:
@@ -66,12 +71,13 @@ def traffic_calibration(con: store.Connection, embedder_id: str, window: Traffic
     rows = store.query(con, "traffic_mix", embedder_id=embedder_id, since=since, limit=max(window.max_decisions, 1))
     found = int(rows["in_window"].iloc[0]) if len(rows) else 0
     X = stacked_embeddings(rows)
+    latency = recorded_latency(con, since)
     if found < window.min_decisions or len(X) < min(window.min_decisions, len(rows)) or len(X) == 0:
         return Calibration(None, f"{VALIDATION} (traffic window {window.days:g} days: {found} decisions, "
-                                 f"{window.min_decisions} needed)")
+                                 f"{window.min_decisions} needed)", latency)
     oldest = rows["since"].iloc[0]
     used = f"newest {len(rows)} of " if len(rows) < found else ""
-    return Calibration(X, f"traffic window: {used}{found} decisions since {oldest:%Y-%m-%d %H:%M}")
+    return Calibration(X, f"traffic window: {used}{found} decisions since {oldest:%Y-%m-%d %H:%M}", latency)
 
 
 def stacked_embeddings(rows: pd.DataFrame, dim: int | None = None) -> np.ndarray:

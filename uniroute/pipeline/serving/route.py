@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +25,7 @@ from uniroute.errors import UnirouteError
 from uniroute.pipeline.pool import registry
 from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.serving.calibration import Calibration
+from uniroute.pipeline.serving.latency import check_max_latency, latency_cut, too_slow_line
 from uniroute.pipeline.serving.records import Recording, explored, new_decision_ids
 from uniroute.routers.budgets.cost_cap import CostCapError, check_max_cost, check_reachable, lambda_for_max_cost
 from uniroute.routers.rule import check_budget, check_lambda
@@ -117,13 +118,14 @@ def routing_source(db_path: Path, published_dir: Path, router_id: str | None = N
 @dataclass(frozen=True)
 class RoutingRequest:
     """How to route, checked once at the boundary with the same rules and messages on every surface (`uniroute
-    route`, `route --file`, the MLflow pyfunc, the Python API): a lambda, a budget or a max cost, one of them; the
-    pool named."""
+    route`, `route --file`, the MLflow pyfunc, the Python API, the gateway): a lambda, a budget or a max cost, one
+    of them; the pool named; a latency cap, alone or beside any of them."""
 
     lam: float | None = None  # None: 0 (quality only), unless a budget sets it
     budget: float | None = None  # (0, 1]: target mean cost as a fraction of the priciest pool model's
     pool: tuple[str, ...] | None = None  # None: the router's active pool
     max_cost: float | None = None  # >= 0: a hard cap on the expected mean cost per prompt, in the data's cost unit
+    max_latency: float | None = None  # > 0 seconds: models whose recorded median latency is above it are left out
 
     def __post_init__(self) -> None:
         if self.lam is not None and self.budget is not None:
@@ -134,6 +136,7 @@ class RoutingRequest:
             lam = None if self.lam is None else check_lambda(self.lam)
             budget = None if self.budget is None else check_budget(self.budget)
             max_cost = None if self.max_cost is None else check_max_cost(self.max_cost)
+            max_latency = None if self.max_latency is None else check_max_latency(self.max_latency)
         except (TypeError, ValueError) as exc:
             raise RoutingError(str(exc)) from None
         pool = None
@@ -148,6 +151,7 @@ class RoutingRequest:
         object.__setattr__(self, "budget", budget)
         object.__setattr__(self, "pool", pool)
         object.__setattr__(self, "max_cost", max_cost)
+        object.__setattr__(self, "max_latency", max_latency)
 
     def pool_of(self, router_id: str, active: Sequence[str], retired: Collection[str] = ()) -> tuple[str, ...]:
         """The models to choose among: the named pool checked against the router's active pool, else all of it."""
@@ -183,17 +187,23 @@ def checked_prompts(texts: Sequence[Any]) -> list[str]:
 
 
 def checked_request(source: RoutingSource, texts: Sequence[str], lam: float | None, budget: float | None,
-                    pool: Sequence[str] | None, max_cost: float | None = None) -> tuple[list[str], tuple[str, ...]]:
+                    pool: Sequence[str] | None, max_cost: float | None = None, max_latency: float | None = None,
+                    latency: Mapping[str, float] | None = None) -> tuple[list[str], tuple[str, ...]]:
     """The prompts and the pool of a request, checked; RoutingError in one line for anything off (a max cost
-    below the cheapest pool model's cost too: nothing routes within it)."""
+    below the cheapest pool model's cost too: nothing routes within it). Under a max latency the pool loses the
+    models whose recorded latency (model -> seconds) is above it; RoutingError when that leaves none."""
     texts = checked_prompts(texts)
-    request = RoutingRequest(lam, budget, None if pool is None else tuple(pool), max_cost)
+    request = RoutingRequest(lam, budget, None if pool is None else tuple(pool), max_cost, max_latency)
     chosen = request.pool_of(source.router_id, source.pool, source.retired)
+    if request.max_latency is not None:
+        cut = latency_cut(chosen, request.max_latency, latency or {})
+        if not cut.kept:
+            raise RoutingError(too_slow_line(request.max_latency, cut, latency or {}))
+        chosen = cut.kept
     if request.max_cost is not None:
         index = source.router.pool_indices(chosen)
         try:
-            check_reachable(request.max_cost, chosen if request.pool is not None else
-                            [source.router.models[i] for i in index], source.router.costs[index])
+            check_reachable(request.max_cost, [source.router.models[i] for i in index], source.router.costs[index])
         except CostCapError as exc:
             raise RoutingError(str(exc)) from None
     return texts, chosen
@@ -234,6 +244,7 @@ class RoutedBatch:
     propensity: np.ndarray
     explored: np.ndarray
     embedder_id: str
+    latency_note: str | None = None  # what a latency cap left out, and kept with no recorded latency
 
 
 def route_batch(
@@ -248,18 +259,23 @@ def route_batch(
     explain: bool = False,
     max_cost: float | None = None,
     calibration: Calibration | None = None,
+    max_latency: float | None = None,
 ) -> RoutedBatch:
     """Route texts (lambda, or the lambda that meets a budget): per prompt its decision_id, the chosen model, its
     ranked fall-backs, expected score and cost, and its cluster; with exploration on in `recording`, a share of
     prompts goes to a near-best model drawn at random, its probability kept; with explain, an `explain` column of
     the argmin's terms per candidate (routers.explain). A budget or a max cost is turned into lambda on the
-    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts)."""
-    texts, pool = checked_request(source, texts, lam, budget, pool, max_cost)
+    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts). A max latency
+    leaves out the models whose latency recorded in the calibration's window is above it, from the choice and the
+    fall-backs (`latency_note` says which, and which were kept with none recorded)."""
+    calibration = calibration or Calibration()
+    asked = pool
+    texts, pool = checked_request(source, texts, lam, budget, pool, max_cost, max_latency, calibration.latency)
     router = source.router
     embedder = embedder or source.embedder(cache_dir)
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(texts)
-    lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration or Calibration())
+    lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration)
     # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
     # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
     terms = router.route_terms(X, lam, pool)
@@ -279,13 +295,19 @@ def route_batch(
             "budget": budget,
             "setting": setting,
             "max_cost": max_cost,
+            "max_latency": max_latency,
             "router_id": source.router_id,
             "price_snapshot": source.price_snapshot,
         }
     )
     if explain:
-        frame["explain"] = terms.explained()
-    return RoutedBatch(frame, X, propensity, explore, embedder.embedder_id)
+        frame["explain"] = terms.explained(calibration.latency)
+    note = None
+    if max_latency is not None:
+        asked = RoutingRequest(pool=None if asked is None else tuple(asked)).pool_of(source.router_id, source.pool,
+                                                                                   source.retired)
+        note = latency_cut(asked, max_latency, calibration.latency).line(max_latency, calibration.latency)
+    return RoutedBatch(frame, X, propensity, explore, embedder.embedder_id, note)
 
 
 def calibrated_lambda(router: AnyRouter, pool: Sequence[str], lam: float | None, budget: float | None,
@@ -317,10 +339,11 @@ def route_texts(
     explain: bool = False,
     max_cost: float | None = None,
     calibration: Calibration | None = None,
+    max_latency: float | None = None,
 ) -> pd.DataFrame:
     """The decisions of route_batch, nothing recorded: one row per prompt (see route_batch)."""
     return route_batch(source, texts, lam, budget, pool, embedder, cache_dir, explain=explain, max_cost=max_cost,
-                       calibration=calibration).decisions
+                       calibration=calibration, max_latency=max_latency).decisions
 
 
 def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
@@ -337,7 +360,7 @@ def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     batch_id = uuid.uuid4().hex
     # routing_log keeps lambda and budget; which setting chose them (`setting`), the fall-backs, the expectations
     # and an explanation are said to the user, not stored here (decision records keep them).
-    rows = decisions.drop(columns=["setting", "decision_id", "max_cost", *DECISION_EXTRAS, "explain"],
+    rows = decisions.drop(columns=["setting", "decision_id", "max_cost", "max_latency", *DECISION_EXTRAS, "explain"],
                           errors="ignore")
     store.write_frame(con, "routing_log", rows.assign(batch_id=batch_id,
                                                       routed_at=datetime.now(UTC).replace(tzinfo=None)))

@@ -97,6 +97,7 @@ def _router_signature() -> Any:
                 ParamSpec("lambda", "double", UNUSED_LAMBDA),  # not given: the default budget, unless a budget
                 ParamSpec("budget", "double", -1.0),
                 ParamSpec("max_cost", "double", -1.0),  # mean cost per prompt cap; -1: none (serving.RoutingRequest)
+                ParamSpec("max_latency", "double", -1.0),  # seconds, recorded median latency cap; -1: none
                 ParamSpec("pool", "string", ""),
                 ParamSpec("explain", "boolean", False),  # the argmin's terms per candidate (routers.explain)
             ]

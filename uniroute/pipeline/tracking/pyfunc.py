@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 UNUSED_BUDGET = -1.0  # the signature's default for `budget`: no budget asked for
 UNUSED_MAX_COST = -1.0  # the signature's default for `max_cost`: no cap asked for (a request's -1 never gets here)
+UNUSED_MAX_LATENCY = -1.0  # the signature's default for `max_latency`: no latency cap asked for
 # The signature's default for `lambda`: a value no request sends (-1 is a request, refused as negative); models
 # logged before it have 0.0 there, quality only.
 UNUSED_LAMBDA = -1e300
@@ -98,9 +99,11 @@ def request_of(params: Mapping[str, Any]) -> RoutingRequest:
     max_cost = None if max_cost is None or max_cost == UNUSED_MAX_COST else max_cost
     if max_cost is not None and lam == 0.0:  # the lambda of models logged before UNUSED_LAMBDA: not given
         lam = None
+    max_latency = params.get("max_latency")
+    max_latency = None if max_latency is None or max_latency == UNUSED_MAX_LATENCY else max_latency
     pool = params.get("pool")
     return RoutingRequest(lam, budget, None if pool is None or not str(pool).strip() else tuple(pool_names(pool)),
-                          max_cost)
+                          max_cost, max_latency)
 
 
 def _load_context(model: Any, context: Any) -> None:
@@ -131,7 +134,8 @@ def _load_context(model: Any, context: Any) -> None:
         traffic = calibration_at(settings.db_path, router.embedder_id,
                                  TrafficWindow(settings.budget_traffic_days, settings.budget_traffic_min_decisions,
                                                settings.budget_traffic_max_decisions))
-        model.calibration = traffic if traffic.on_traffic else Calibration(model.X_val, traffic.source)
+        model.calibration = traffic if traffic.on_traffic else Calibration(model.X_val, traffic.source,
+                                                                            traffic.latency)
 
 
 _not_recording = False  # set while MLflow checks a model being logged: its routing of the example is no traffic
@@ -166,12 +170,12 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     request = request_of(params or {})
     # Checked as `uniroute route` checks it (serving.checked_request): the same rules and one-line messages.
     source = RoutingSource(model.router, model.router_id, tuple(model.router.models), frozenset(), None, "pyfunc")
-    prompts, pool = checked_request(source, _rows(model_input), request.lam, request.budget, request.pool,
-                                    request.max_cost)
-    chosen = None if request.pool is None else list(pool)
     # A budget or cap on the traffic's mix when the home has enough of it, else the served model's validation
-    # sample (None: the router's own stand-in).
+    # sample (None: the router's own stand-in); a latency cap on the latencies the home's traffic recorded.
     calibration = getattr(model, "calibration", None) or Calibration(model.X_val, VALIDATION)
+    prompts, pool = checked_request(source, _rows(model_input), request.lam, request.budget, request.pool,
+                                    request.max_cost, request.max_latency, calibration.latency)
+    chosen = None if request.pool is None and request.max_latency is None else list(pool)
     lam, budget, setting = calibrated_lambda(model.router, pool, request.lam, request.budget, request.max_cost,
                                              calibration)
     X = np.asarray(model.embedder.encode(prompts), dtype=np.float32)
@@ -187,7 +191,8 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     clusters = cluster_of(model.router, X).astype(object)
     frame = pd.DataFrame({"prompt_index": np.arange(len(prompts), dtype=np.int64), "model": decided["model"]})
     frame = frame.assign(decision_id=new_decision_ids(len(frame)), cluster=clusters.where(clusters.notna(), None),
-                         lam=lam, budget=budget, setting=setting, max_cost=request.max_cost, router_id=model.router_id,
+                         lam=lam, budget=budget, setting=setting, max_cost=request.max_cost,
+                         max_latency=request.max_latency, router_id=model.router_id,
                          fallbacks=decided["fallbacks"], expected_score=decided["expected_score"],
                          expected_cost=decided["expected_cost"], price_snapshot=getattr(model, "price_snapshot", None))
     if spool is not None:
@@ -197,7 +202,7 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
                                    text_hashes=[text_hash(p) for p in prompts])
         spool.write(records)
     if explain_asked(params or {}):
-        frame["explain"] = terms.explained()
+        frame["explain"] = terms.explained(calibration.latency)
     return frame
 
 
