@@ -17,6 +17,7 @@ openai = needs.module("openai")
 from tests.gateway.backends import ANSWER_TOKENS, prompt_tokens  # noqa: E402
 from tests.gateway.harness import KEY, KEY_VAR, PRICES, Running, publish_current, start  # noqa: E402
 from uniroute import operations, store  # noqa: E402
+from uniroute.gateway.live import FIXED_SETTING  # noqa: E402
 from uniroute.pipeline.pool import registry  # noqa: E402
 from uniroute.routers.cluster.kmeans import Centroids, clustering_id_of  # noqa: E402
 from uniroute.routers.router import Router  # noqa: E402
@@ -57,9 +58,30 @@ def test_routes_each_prompt_and_answers_as_the_model_that_answered(running: Runn
     models = [m.id for m in client(running).models.list().data]
     assert {"uniroute", "cheap", "big"} <= set(models) and "mid" not in models  # mid: deployed but retired
     direct, direct_id = ask(running, "an easy question", model="big")  # a pool model by name: straight to it
-    assert direct.model == "big" and direct_id is None
+    assert direct.model == "big" and direct_id not in (None, easy_id, hard_id)
     with pytest.raises(openai.NotFoundError):  # retired: deployed, but out of the pool
         ask(running, "an easy question", model="mid")
+
+
+def test_a_request_naming_a_pool_model_is_recorded_as_fixed_by_the_caller(running: Running) -> None:
+    running.backends["cheap"].failing = True
+    with pytest.raises(openai.APIStatusError) as failed:  # the caller's model only: never a fall-back
+        ask(running, "a hard question", model="cheap")
+    running.backends["cheap"].failing = False
+    answer, decision_id = ask(running, "a hard question", model="cheap", extra_headers={
+        "x-uniroute-conversation": "c-fixed"})
+    chunks = list(client(running).chat.completions.create(
+        model="cheap", messages=[{"role": "user", "content": "a hard one, streamed"}], stream=True))
+    assert answer.model == "cheap" and {c.model for c in chunks} == {"cheap"}
+    records = spooled(running)
+    assert failed.value.response.headers["x-uniroute-decision-id"] == records[0]["decision_id"]
+    assert records[0]["answered_by"] is None and [a["model"] for a in records[0]["attempts"]] == ["cheap"]
+    assert records[1]["decision_id"] == decision_id
+    for record in records[1:]:  # the router would have sent "hard" to big: the record names the caller's model
+        assert (record["model"], record["answered_by"], record["setting"]) == ("cheap", "cheap", FIXED_SETTING)
+        assert record["fallbacks"] is None and record["cluster"] == 1 and record["output_tokens"] == ANSWER_TOKENS
+    # the caller's choice pins no conversation: its next routed turn is routed on its own
+    assert ask(running, "a hard question", extra_headers={"x-uniroute-conversation": "c-fixed"})[0].model == "big"
 
 
 def test_streams_server_sent_events_from_the_routed_model(running: Running) -> None:
