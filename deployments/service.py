@@ -1,15 +1,18 @@
-"""`make serve`, `make status`, `make stop`: Prefect on 4200 and MLflow on 5000 as background processes.
+"""`make serve`, `make status`, `make stop`: Prefect on 4200, MLflow on 5000 and the gateway on 4000 as
+background processes.
 
 `start` holds an exclusive lock (logs/serve.lock) while it starts anything, so a second `make serve` at the
 same time refuses in one line instead of starting a second runner (which would run every scheduled flow
-twice); it refuses too, naming the pids, when this home's services already run. It checks both ports (a taken
+twice); it refuses too, naming the pids, when this home's services already run. It checks their ports (a taken
 port is a one-line error naming the setting that moves it), then starts the Prefect server, the MLflow UI and a
-runner serving every deployment of prefect.yaml, each in its own process group with its log and pid file in
+runner serving every deployment of prefect.yaml, then the gateway (`uniroute gateway` over
+$UNIROUTE_HOME/deployments.yaml; left out, in one line saying why, while that file or a published router is
+missing), each in its own process group with its log and pid file in
 $UNIROUTE_HOME/logs, and each marked in its environment (UNIROUTE_SERVICE, UNIROUTE_HOME). `stop` stops the
 processes those pid files name after checking each is still the process that was started, and any other
 process marked as this home's service (one whose pid file was lost or overwritten), with their process groups
 and children; `status` reports them all, so it never says stopped while one lives. Ports:
-UNIROUTE_PREFECT_PORT and UNIROUTE_MLFLOW_PORT.
+UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT and UNIROUTE_GATEWAY_PORT.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 import psutil
 
 from deployments.serve import (
+    HOST,
     answers,
     mlflow_ui_command,
     port_is_free,
@@ -68,7 +72,29 @@ def services(settings: Settings, with_runner: bool = True) -> list[Service]:
     ]
     if with_runner:
         found.append(Service("runner", [sys.executable, "-m", "deployments.runner"], None, None, None, None))
+    found.append(gateway_service(settings))
     return found
+
+
+def gateway_service(settings: Settings) -> Service:
+    """`uniroute gateway` over the home's deployments file on UNIROUTE_GATEWAY_PORT."""
+    port = settings.gateway_port
+    command = [sys.executable, "-m", "uniroute", "gateway", "--deployments", str(settings.deployments_file.resolve()),
+               "--host", HOST, "--port", str(port)]
+    return Service("gateway", command, f"http://{HOST}:{port}/v1/models", f"http://{HOST}:{port}/v1", port,
+                   "UNIROUTE_GATEWAY_PORT")
+
+
+def gateway_left_out(settings: Settings) -> str | None:
+    """Why `make serve` cannot start the gateway in this home (one line), or None when it can."""
+    from uniroute.pipeline.serving.snapshot import current_version
+
+    if not settings.deployments_file.exists():
+        return (f"no deployments file at {settings.deployments_file} (a LiteLLM model_list saying how each pool model "
+                "is called: docs/operate.md)")
+    if current_version(settings.published_dir) is None:
+        return f"nothing published in {settings.published_dir} yet (a build, then the publish flow, publishes a router)"
+    return None
 
 
 def _pid_file(settings: Settings, name: str) -> Path:
@@ -211,6 +237,9 @@ def start(settings: Settings, with_runner: bool = True) -> int:
 def _start(settings: Settings, with_runner: bool) -> int:
     """start's work, under the serve lock."""
     wanted = services(settings, with_runner)
+    if (reason := gateway_left_out(settings)) is not None:
+        print(f"gateway: not started: {reason}", flush=True)
+        wanted = [s for s in wanted if s.name != "gateway"]
     running = service_processes(settings)
     if running:
         names = [s.name for s in services(settings) if s.name in running]

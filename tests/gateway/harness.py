@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import uvicorn
 
-from tests.gateway.backends import Backend, free_port
+from deployments.backends import Backend
+from deployments.serve import free_port
 from tests.pipeline.toy_store import publish_in_session, save_toy_champion
 from uniroute import operations, store
 from uniroute.gateway.endpoint import Gateway, gateway_app

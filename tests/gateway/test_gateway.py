@@ -14,7 +14,7 @@ from tests import needs
 needs.module("litellm")
 openai = needs.module("openai")
 
-from tests.gateway.backends import ANSWER_TOKENS, prompt_tokens  # noqa: E402
+from deployments.backends import ANSWER_TOKENS, prompt_tokens  # noqa: E402
 from tests.gateway.harness import KEY, KEY_VAR, PRICES, Running, publish_current, start  # noqa: E402
 from uniroute import operations, store  # noqa: E402
 from uniroute.gateway.live import FIXED_SETTING  # noqa: E402
