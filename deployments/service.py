@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,23 +224,24 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
 
-def start(settings: Settings, with_runner: bool = True) -> int:
-    """Start every service in the background; 0 when all answer, 1 (and nothing left running) otherwise."""
+def start(settings: Settings, with_runner: bool = True, only: Sequence[str] = ()) -> int:
+    """Start every service (or those named in only) in the background; 0 when all answer, 1 (and nothing left
+    running) otherwise."""
     with serve_lock(settings) as held:
         if not held:
             print(f"error: another `make serve` (pid {_lock_holder(settings)}) is starting this home's services "
                   f"({settings.home.resolve()}); wait for it, then `make status`", file=sys.stderr)
             return 1
-        return _start(settings, with_runner)
+        return _start(settings, with_runner, only)
 
 
-def _start(settings: Settings, with_runner: bool) -> int:
+def _start(settings: Settings, with_runner: bool, only: Sequence[str]) -> int:
     """start's work, under the serve lock."""
-    wanted = services(settings, with_runner)
-    if (reason := gateway_left_out(settings)) is not None:
+    wanted = [s for s in services(settings, with_runner) if not only or s.name in only]
+    if any(s.name == "gateway" for s in wanted) and (reason := gateway_left_out(settings)) is not None:
         print(f"gateway: not started: {reason}", flush=True)
         wanted = [s for s in wanted if s.name != "gateway"]
-    running = service_processes(settings)
+    running = {name: procs for name, procs in service_processes(settings).items() if not only or name in only}
     if running:
         names = [s.name for s in services(settings) if s.name in running]
         print(f"error: already running: {', '.join(f'{n} ({_pids(running[n])})' for n in names)} "
@@ -267,7 +268,7 @@ def _start(settings: Settings, with_runner: bool) -> int:
         except (RuntimeError, TimeoutError) as exc:
             log = _log_file(settings, service.name)
             print(f"error: {service.name} did not start: {exc}; last lines of {log}:\n{_tail(log)}", file=sys.stderr)
-            stop(settings, quiet=True)
+            stop(settings, quiet=True, only=[s.name for s in wanted])
             return 1
     status(settings)
     print(f"\nUse the Prefect CLI against it:  export PREFECT_API_URL={_api_url(settings)}")
@@ -301,11 +302,12 @@ def _stop_tree(name: str, proc: psutil.Process, timeout: float) -> str:
     return f"{name}: stopped (pid {proc.pid})"
 
 
-def stop(settings: Settings, quiet: bool = False, timeout: float = 20.0) -> int:
-    """Stop every process started as this home's service (pid files and marked ones), newest service first."""
+def stop(settings: Settings, quiet: bool = False, timeout: float = 20.0, only: Sequence[str] = ()) -> int:
+    """Stop every process started as this home's service (pid files and marked ones; those named in only, when
+    given), newest service first."""
     running = service_processes(settings)
     said = []
-    for service in reversed(services(settings)):
+    for service in reversed([s for s in services(settings) if not only or s.name in only]):
         path = _pid_file(settings, service.name)
         procs = running.get(service.name, [])
         if path.exists() and running_process(settings, service.name) is None:
@@ -343,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["start", "stop", "status"])
     parser.add_argument("--no-runner", action="store_true",
                         help="start only the servers (when a `prefect worker` runs the deployments instead)")
+    parser.add_argument("--only", action="append", default=[], metavar="SERVICE",
+                        choices=["prefect-server", "mlflow-ui", "runner", "gateway"],
+                        help="start or stop this service only (repeatable), e.g. the gateway after its "
+                             "deployments file changed: stop --only gateway, then start --only gateway")
     args = parser.parse_args(argv)
     try:
         settings = settings_from_environment()
@@ -350,8 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.action == "start":
-        return start(settings, with_runner=not args.no_runner)
-    return stop(settings) if args.action == "stop" else status(settings)
+        return start(settings, with_runner=not args.no_runner, only=args.only)
+    return stop(settings, only=args.only) if args.action == "stop" else status(settings)
 
 
 if __name__ == "__main__":
