@@ -10,9 +10,12 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import uvicorn
+import yaml
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -110,3 +113,15 @@ class Backend:
             return {"object": "list", "data": [{"id": self.name, "object": "model"}]}
 
         return app
+
+
+def write_deployments(path: Path, backends: Mapping[str, Backend], key_var: str, timeout: float = 5.0) -> Path:
+    """A deployments file (LiteLLM's model_list) calling each model at its backend, its key read from key_var;
+    written whole (a temporary name, then a rename), so a gateway never reads half of it."""
+    model_list = [{"model_name": name, "litellm_params": {
+        "model": f"openai/{name}", "api_base": backend.api_base, "api_key": f"os.environ/{key_var}",
+        "timeout": timeout}} for name, backend in backends.items()]
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(yaml.safe_dump({"model_list": model_list}, sort_keys=False))
+    partial.replace(path)
+    return path

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import uvicorn
 
-from deployments.backends import Backend
+from deployments.backends import Backend, write_deployments
 from deployments.serve import free_port, wait_for
 from tests.pipeline.toy_store import publish_in_session, save_toy_champion
 from uniroute import operations, store
@@ -53,13 +53,7 @@ def publish_current(db_path: Path, published: Path, force: bool = False) -> str:
 
 
 def deployments_yaml(path: Path, backends: dict[str, Backend], timeout: float = 5.0) -> Path:
-    lines = ["model_list:"]
-    for name, backend in backends.items():
-        lines += [f"  - model_name: {name}", "    litellm_params:", f"      model: openai/{name}",
-                  f"      api_base: {backend.api_base}", f"      api_key: os.environ/{KEY_VAR}",
-                  f"      timeout: {timeout}"]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_deployments(path, backends, KEY_VAR, timeout)
 
 
 @dataclass
