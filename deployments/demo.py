@@ -297,8 +297,14 @@ def main(argv: list[str] | None = None) -> None:
         say("6. Traffic through the gateway: a batch sent with the OpenAI client, its outcomes come back, the "
             "inbox flow ingests both")
         routed_traffic(settings, logs, gateway, tiny)
-        for outcome in ingest_inbox():
-            print(f"inbox: {outcome['name']} {outcome['status']}")
+        ingested = ingest_inbox()
+        spooled = [o for o in ingested if o["name"].startswith("decisions-")]  # the spool's files: one line
+        if spooled:
+            print(f"inbox: {len(spooled)} decision file(s) of the gateway's spool "
+                  f"{', '.join(sorted({o['status'] for o in spooled}))}")
+        for outcome in ingested:
+            if outcome not in spooled:
+                print(f"inbox: {outcome['name']} {outcome['status']}")
         print(default_setting_of_traffic(settings) or "the batch was not routed at the default budget")
         # Send what the flows logged and emitted while the server still runs (else: errors at exit).
         from prefect.events.worker import EventsWorker

@@ -63,8 +63,12 @@ class Gateway:
 
     def _switched(self, loaded: Loaded) -> None:
         """A new router serves: its pool may have gained a model without a deployment (or lost one), said once."""
-        log.warning("gateway: now serving router %s; %s", loaded.source.router_id,
-                    coverage_line(loaded.source.pool, self.deployments.names))
+        log.warning(self.switch_line(loaded))
+
+    def switch_line(self, loaded: Loaded) -> str:
+        """What a switch to a new router version is told as: the router now serving, its pool's coverage."""
+        coverage = coverage_line(loaded.source.pool, self.deployments.names)
+        return f"gateway: now serving router {loaded.source.router_id}; {coverage}"
 
     def coverage(self) -> str:
         """One line: pool models without a deployment, deployments naming no pool model."""
@@ -166,16 +170,17 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         except RoutingError as exc:
             return _error(400, str(exc), "invalid_request_error")
         loaded = gateway.live.loaded  # one router for the whole request, whatever switches meanwhile
-        named = body["model"] if setting is None else None  # a pool model asked for by name
-        if named is not None and (named not in gateway.deployed or named not in loaded.source.pool):
-            return _error(404, f"model {named!r} is neither `uniroute` nor a deployed model of the active pool "
+        if setting is None and (body["model"] not in gateway.deployed or body["model"] not in loaded.source.pool):
+            return _error(404, f"model {body['model']!r} is neither `uniroute` nor a deployed model of the active pool "
                           "(GET /v1/models)", "invalid_request_error")
         text = last_user_text(body["messages"])
         if text is None:
             return _error(400, "no user message with text to route", "invalid_request_error")
         try:
-            batch = await anyio.to_thread.run_sync(loaded.decide, text, setting) if named is None else \
-                await anyio.to_thread.run_sync(loaded.fixed, text, named)
+            if setting is not None:
+                batch = await anyio.to_thread.run_sync(loaded.decide, text, setting)
+            else:
+                batch = await anyio.to_thread.run_sync(loaded.fixed, text, body["model"])
         except RoutingError as exc:
             return _error(400, str(exc), "invalid_request_error")
         row = batch.decisions.iloc[0]
@@ -183,11 +188,11 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         key = request.headers.get(CONVERSATION_HEADER) or (body.get("user") if isinstance(body.get("user"), str)
                                                             else None)
         fallbacks = [] if row["fallbacks"] is None else [str(m) for m in row["fallbacks"]]
-        if named is None:
+        if setting is not None:
             tried, above, cap = gateway.candidates(loaded, setting, str(row["model"]), fallbacks,
                                                    gateway.conversations.model_of(key))
         else:  # the caller's model only: no fall-back, and the conversation is not pinned to it
-            tried, above, cap = [named], [], None
+            tried, above, cap = [body["model"]], [], None
         answer = await first_answer(gateway.llm, tried, body["messages"], params, stream, gateway.secrets,
                                     gateway.deployed)
         if answer.model is None:
@@ -195,7 +200,7 @@ def gateway_app(gateway: Gateway) -> FastAPI:
             gateway.record(loaded, batch, text, Happened(None, answer.attempts, None, _ms(started), failure=failure,
                                                          conversation=conversation_hash(key)))
             return _error(503 if above else 502, failure, "uniroute_no_answer", decision_id)
-        if named is None:
+        if setting is not None:
             gateway.conversations.remember(key, answer.model)
         headers = {DECISION_HEADER: decision_id}
         if not stream:

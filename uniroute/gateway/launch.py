@@ -50,6 +50,8 @@ def serve(gateway: Gateway, host: str, port: int, say: Callable[[str], None] = p
     # uvicorn stops gracefully on SIGTERM, then raises the signal again: under the default handler the process
     # would die there, before the spool's open file is finished (`make stop` lost the last seconds of records).
     signal.signal(signal.SIGTERM, _exit_quietly)
+    # A switch of router is told like the start: a line for the operator, not a warning in the log.
+    gateway.live.on_switch = lambda loaded: say(gateway.switch_line(loaded))
     say(gateway.coverage())
     say(f"gateway: router {gateway.live.loaded.source.router_id} on http://{host}:{port}/v1 (model \"uniroute\")")
     gateway.live.start()
