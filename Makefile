@@ -51,14 +51,16 @@ bench: $(STAMP)
 mutation: $(STAMP)
 	nice -n 10 $(BIN)/python -m tools.mutation $(MODULES)
 
-# Prefect on 4200 and MLflow on 5000 (UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT) in the background, with a
-# runner serving prefect.yaml's deployments; logs and pid files in $UNIROUTE_HOME/logs. `make serve
-# SERVE_ARGS=--no-runner` starts only the servers, for a `prefect worker`. stop and status never install.
+# Prefect on 4200, MLflow on 5000 and the gateway on 4000 (UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT,
+# UNIROUTE_GATEWAY_PORT) in the background, with a runner serving prefect.yaml's deployments; the gateway only once
+# $UNIROUTE_HOME/deployments.yaml and a published router exist (else one line says which is missing); logs and pid
+# files in $UNIROUTE_HOME/logs. `make serve SERVE_ARGS=--no-runner` starts only the servers, for a `prefect worker`;
+# `SERVE_ARGS="--only gateway"` starts or stops one service. stop and status never install.
 serve: $(STAMP)
 	$(BIN)/python -m deployments.service start $(SERVE_ARGS)
 
 stop:
-	@$(BIN)/python -m deployments.service stop
+	@$(BIN)/python -m deployments.service stop $(SERVE_ARGS)
 
 status:
 	@$(BIN)/python -m deployments.service status

@@ -9,17 +9,18 @@
    `uniroute.results.landed`, the served onboarding deployment is triggered by it and makes the LLM
    routable without refitting (a Psi row on the frozen clusters, or its labels in the K-NN table).
 5. Republish, and show with SQL where the new LLM now takes traffic; end with the evaluation table.
-6. Traffic: a batch of test prompts is routed at the default setting (`uniroute route --file`, each decision
-   recorded to the spool; one sentence says why when every prompt goes to one model),
-   their outcomes (the logs' scores of the chosen LLMs) land in the inbox, the inbox flow ingests both, and one
-   SQL query compares the realised quality with what the router expected.
+6. Traffic through the gateway (started in the background after step 3, over a local OpenAI-compatible test
+   backend per LLM: deployments/demo_traffic.py): a batch of test prompts is sent with the OpenAI client at
+   `model="uniroute"` (the default setting; each request recorded to the spool; one sentence says why when every
+   prompt goes to one model), the gateway stops, their outcomes (the logs' scores of the answering LLMs) land in
+   the inbox, the inbox flow ingests both, and one SQL query compares the realised quality with what the router
+   expected.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import os
 import shutil
 import subprocess
@@ -29,8 +30,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from deployments.demo_traffic import CONCURRENCY, DemoGateway, send_batch, start_gateway
 from deployments.heartbeat import heartbeat
 from uniroute.pipeline.build.result import tiny_table_note
+from uniroute.pipeline.serving.route import DEFAULT_SETTING, default_setting_line
 from uniroute.pipeline.serving.spool import PART, SUFFIX
 from uniroute.progress import EVERY_SECONDS
 from uniroute.settings import Settings, apply_offline_environment
@@ -118,30 +121,47 @@ def why_one_model(model: str, tiny: str | None) -> str:
     return f"every prompt went to {model} at the default setting: {reason}"
 
 
-def routed_traffic(settings: Settings, logs: pd.DataFrame, work: Path, tiny: str | None, n: int = 300) -> None:
-    """Route n test prompts as a user would (`uniroute route --file` at the default setting: decisions recorded to
-    the spool), then drop their outcomes into the inbox: each chosen LLM's score and cost on the prompt, from the
-    logs. tiny: the build's note when its tuned K is tiny, the likely reason for one model taking everything."""
+def routed_traffic(settings: Settings, logs: pd.DataFrame, gateway: DemoGateway, tiny: str | None,
+                   n: int = 300) -> None:
+    """Send n test prompts through the gateway as a user would (the OpenAI client, model "uniroute": the default
+    setting; each request recorded to the spool), stop it, then drop their outcomes into the inbox: the answering
+    LLM's score and cost on the prompt, from the logs. tiny: the build's note when its tuned K is tiny, the likely
+    reason for one model taking everything."""
+    from uniroute.pipeline.serving.snapshot import current_manifest
+
     test_ids = set(sql(settings, "select prompt_id from prompt_splits where split = 'test'").prompt_id)
     prompts = logs[logs.prompt_id.isin(test_ids)].drop_duplicates("prompt_id").head(n)
-    batch = work / "traffic.jsonl"
-    prompts[["prompt_id", "prompt"]].to_json(batch, orient="records", lines=True)
-    done = subprocess.run([sys.executable, "-m", "uniroute", "route", "--file", str(batch)],
-                          capture_output=True, text=True, env=os.environ | {"UNIROUTE_HOME": str(settings.home)})
-    if done.returncode:
-        sys.exit(f"error: uniroute route --file failed: {done.stderr.strip()}")
-    routed = pd.read_json(io.StringIO(done.stdout), lines=True)
-    chosen = routed.model.value_counts()
-    print(next((line for line in done.stderr.splitlines() if line.startswith("routed at the default")),
-               "routed at the default setting"))
-    print(f"routed {len(routed):,} prompts; spooled decision files: "
-          f"{len(list(settings.spool_dir.glob('*.jsonl')))}; models chosen: "
+    router_id = str((current_manifest(settings.published_dir) or {}).get("router_id"))
+    with heartbeat("waiting for the gateway to serve the new publication"):
+        gateway.wait_until_serving(router_id)
+    print(f"gateway {gateway.base_url} serves router {router_id}; sending {len(prompts)} test prompts with the "
+          f"OpenAI client (model=\"uniroute\", {CONCURRENCY} at a time)", flush=True)
+    started = time.monotonic()
+    sent = send_batch(gateway, prompts)
+    took = time.monotonic() - started
+    code = gateway.stop()
+    failed = sent[sent.error.notna()]
+    if len(failed):
+        sys.exit(f"error: {len(failed)} of {len(sent)} requests failed through the gateway, e.g. "
+                 f"{failed.error.iloc[0]} (its log: {gateway.log})")
+    chosen = sent.model.value_counts()
+    print(f"{len(sent):,} answers in {took:.1f} s, 0 failed; answered by: "
           f"{', '.join(f'{m} {c}' for m, c in chosen.items())}")
+    print(f"stopped the gateway (exit {code}) and the test backends; spooled decision files: "
+          f"{len(list(settings.spool_dir.glob('*.jsonl')))}")
     if len(chosen) == 1:
         print(why_one_model(str(chosen.index[0]), tiny))
-    outcomes = routed.merge(logs, on=["prompt_id", "model"])[["decision_id", "score", "cost"]]
+    outcomes = sent.merge(logs, on=["prompt_id", "model"])[["decision_id", "score", "cost"]]
     drop_into_inbox(outcomes, settings.inbox_dir / "traffic_outcomes.parquet")
-    print(f"{len(outcomes):,} outcomes (the chosen LLM's logged score and cost) dropped into the inbox")
+    print(f"{len(outcomes):,} outcomes (the answering LLM's logged score and cost) dropped into the inbox")
+
+
+def default_setting_of_traffic(settings: Settings) -> str | None:
+    """The line saying at which default budget the gateway routed the batch (from its decision records)."""
+    found = sql(settings, "select any_value(budget) as budget from routing_decisions "
+                          f"where source = 'api' and setting = '{DEFAULT_SETTING}' and budget is not null")
+    budget = found.budget.iloc[0] if len(found) else None
+    return None if budget is None or pd.isna(budget) else default_setting_line(float(budget))
 
 
 def wait_for_onboarding(api_url: str, since: float, timeout: float) -> dict:
@@ -239,6 +259,11 @@ def main(argv: list[str] | None = None) -> None:
         say("3. Publish")
         first = publish_routing_tables()
         print(f"published {first['version']} -> {first['path']}")
+        gateway = start_gateway(settings, sorted(logs.model.unique()), logs_dir / "gateway.log")
+        stack.callback(gateway.stop)  # whatever happens next, nothing is left running
+        print(f"starting the gateway in the background (uniroute gateway, log {gateway.log}) over "
+              f"{len(gateway.backends)} local OpenAI-compatible test backends, one per LLM "
+              f"({settings.deployments_file})")
 
         say(f"4. {newcomer!r} answers the validation prompts; its results land in the inbox")
         runner_env = server_environment(settings) | {"PREFECT_API_URL": api_url, "PREFECT_RUNNER_POLL_FREQUENCY": "1"}
@@ -269,10 +294,18 @@ def main(argv: list[str] | None = None) -> None:
         second = publish_routing_tables()
         print(f"published {second['version']}")
 
-        say("6. Traffic: route a batch, its outcomes come back, the inbox flow ingests both")
-        routed_traffic(settings, logs, work, tiny)
-        for outcome in ingest_inbox():
-            print(f"inbox: {outcome['name']} {outcome['status']}")
+        say("6. Traffic through the gateway: a batch sent with the OpenAI client, its outcomes come back, the "
+            "inbox flow ingests both")
+        routed_traffic(settings, logs, gateway, tiny)
+        ingested = ingest_inbox()
+        spooled = [o for o in ingested if o["name"].startswith("decisions-")]  # the spool's files: one line
+        if spooled:
+            print(f"inbox: {len(spooled)} decision file(s) of the gateway's spool "
+                  f"{', '.join(sorted({o['status'] for o in spooled}))}")
+        for outcome in ingested:
+            if outcome not in spooled:
+                print(f"inbox: {outcome['name']} {outcome['status']}")
+        print(default_setting_of_traffic(settings) or "the batch was not routed at the default budget")
         # Send what the flows logged and emitted while the server still runs (else: errors at exit).
         from prefect.events.worker import EventsWorker
         from prefect.logging.handlers import APILogWorker

@@ -1,15 +1,18 @@
-"""`make serve`, `make status`, `make stop`: Prefect on 4200 and MLflow on 5000 as background processes.
+"""`make serve`, `make status`, `make stop`: Prefect on 4200, MLflow on 5000 and the gateway on 4000 as
+background processes.
 
 `start` holds an exclusive lock (logs/serve.lock) while it starts anything, so a second `make serve` at the
 same time refuses in one line instead of starting a second runner (which would run every scheduled flow
-twice); it refuses too, naming the pids, when this home's services already run. It checks both ports (a taken
+twice); it refuses too, naming the pids, when this home's services already run. It checks their ports (a taken
 port is a one-line error naming the setting that moves it), then starts the Prefect server, the MLflow UI and a
-runner serving every deployment of prefect.yaml, each in its own process group with its log and pid file in
+runner serving every deployment of prefect.yaml, then the gateway (`uniroute gateway` over
+$UNIROUTE_HOME/deployments.yaml; left out, in one line saying why, while that file or a published router is
+missing), each in its own process group with its log and pid file in
 $UNIROUTE_HOME/logs, and each marked in its environment (UNIROUTE_SERVICE, UNIROUTE_HOME). `stop` stops the
 processes those pid files name after checking each is still the process that was started, and any other
 process marked as this home's service (one whose pid file was lost or overwritten), with their process groups
 and children; `status` reports them all, so it never says stopped while one lives. Ports:
-UNIROUTE_PREFECT_PORT and UNIROUTE_MLFLOW_PORT.
+UNIROUTE_PREFECT_PORT, UNIROUTE_MLFLOW_PORT and UNIROUTE_GATEWAY_PORT.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 from deployments.serve import (
+    HOST,
     answers,
     mlflow_ui_command,
     port_is_free,
@@ -68,7 +72,29 @@ def services(settings: Settings, with_runner: bool = True) -> list[Service]:
     ]
     if with_runner:
         found.append(Service("runner", [sys.executable, "-m", "deployments.runner"], None, None, None, None))
+    found.append(gateway_service(settings))
     return found
+
+
+def gateway_service(settings: Settings) -> Service:
+    """`uniroute gateway` over the home's deployments file on UNIROUTE_GATEWAY_PORT."""
+    port = settings.gateway_port
+    command = [sys.executable, "-m", "uniroute", "gateway", "--deployments", str(settings.deployments_file.resolve()),
+               "--host", HOST, "--port", str(port)]
+    return Service("gateway", command, f"http://{HOST}:{port}/v1/models", f"http://{HOST}:{port}/v1", port,
+                   "UNIROUTE_GATEWAY_PORT")
+
+
+def gateway_left_out(settings: Settings) -> str | None:
+    """Why `make serve` cannot start the gateway in this home (one line), or None when it can."""
+    from uniroute.pipeline.serving.snapshot import current_version
+
+    if not settings.deployments_file.exists():
+        return (f"no deployments file at {settings.deployments_file} (a LiteLLM model_list saying how each pool model "
+                "is called: docs/operate.md)")
+    if current_version(settings.published_dir) is None:
+        return f"nothing published in {settings.published_dir} yet (a build, then the publish flow, publishes a router)"
+    return None
 
 
 def _pid_file(settings: Settings, name: str) -> Path:
@@ -198,20 +224,24 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
 
-def start(settings: Settings, with_runner: bool = True) -> int:
-    """Start every service in the background; 0 when all answer, 1 (and nothing left running) otherwise."""
+def start(settings: Settings, with_runner: bool = True, only: Sequence[str] = ()) -> int:
+    """Start every service (or those named in only) in the background; 0 when all answer, 1 (and nothing left
+    running) otherwise."""
     with serve_lock(settings) as held:
         if not held:
             print(f"error: another `make serve` (pid {_lock_holder(settings)}) is starting this home's services "
                   f"({settings.home.resolve()}); wait for it, then `make status`", file=sys.stderr)
             return 1
-        return _start(settings, with_runner)
+        return _start(settings, with_runner, only)
 
 
-def _start(settings: Settings, with_runner: bool) -> int:
+def _start(settings: Settings, with_runner: bool, only: Sequence[str]) -> int:
     """start's work, under the serve lock."""
-    wanted = services(settings, with_runner)
-    running = service_processes(settings)
+    wanted = [s for s in services(settings, with_runner) if not only or s.name in only]
+    if any(s.name == "gateway" for s in wanted) and (reason := gateway_left_out(settings)) is not None:
+        print(f"gateway: not started: {reason}", flush=True)
+        wanted = [s for s in wanted if s.name != "gateway"]
+    running = {name: procs for name, procs in service_processes(settings).items() if not only or name in only}
     if running:
         names = [s.name for s in services(settings) if s.name in running]
         print(f"error: already running: {', '.join(f'{n} ({_pids(running[n])})' for n in names)} "
@@ -238,7 +268,7 @@ def _start(settings: Settings, with_runner: bool) -> int:
         except (RuntimeError, TimeoutError) as exc:
             log = _log_file(settings, service.name)
             print(f"error: {service.name} did not start: {exc}; last lines of {log}:\n{_tail(log)}", file=sys.stderr)
-            stop(settings, quiet=True)
+            stop(settings, quiet=True, only=[s.name for s in wanted])
             return 1
     status(settings)
     print(f"\nUse the Prefect CLI against it:  export PREFECT_API_URL={_api_url(settings)}")
@@ -272,11 +302,12 @@ def _stop_tree(name: str, proc: psutil.Process, timeout: float) -> str:
     return f"{name}: stopped (pid {proc.pid})"
 
 
-def stop(settings: Settings, quiet: bool = False, timeout: float = 20.0) -> int:
-    """Stop every process started as this home's service (pid files and marked ones), newest service first."""
+def stop(settings: Settings, quiet: bool = False, timeout: float = 20.0, only: Sequence[str] = ()) -> int:
+    """Stop every process started as this home's service (pid files and marked ones; those named in only, when
+    given), newest service first."""
     running = service_processes(settings)
     said = []
-    for service in reversed(services(settings)):
+    for service in reversed([s for s in services(settings) if not only or s.name in only]):
         path = _pid_file(settings, service.name)
         procs = running.get(service.name, [])
         if path.exists() and running_process(settings, service.name) is None:
@@ -314,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["start", "stop", "status"])
     parser.add_argument("--no-runner", action="store_true",
                         help="start only the servers (when a `prefect worker` runs the deployments instead)")
+    parser.add_argument("--only", action="append", default=[], metavar="SERVICE",
+                        choices=["prefect-server", "mlflow-ui", "runner", "gateway"],
+                        help="start or stop this service only (repeatable), e.g. the gateway after its "
+                             "deployments file changed: stop --only gateway, then start --only gateway")
     args = parser.parse_args(argv)
     try:
         settings = settings_from_environment()
@@ -321,8 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.action == "start":
-        return start(settings, with_runner=not args.no_runner)
-    return stop(settings) if args.action == "stop" else status(settings)
+        return start(settings, with_runner=not args.no_runner, only=args.only)
+    return stop(settings, only=args.only) if args.action == "stop" else status(settings)
 
 
 if __name__ == "__main__":

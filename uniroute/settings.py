@@ -113,9 +113,11 @@ class Settings(BaseSettings):
     drift_far_threshold: float = 0.25
     sql_memory_limit: str = "1GB"
     sql_temp_limit: str = "2GB"  # how much a `uniroute sql` query may spill to $UNIROUTE_HOME/tmp
-    # `make serve`: the ports Prefect and MLflow users expect; change them when another server holds them.
+    # `make serve`: the ports Prefect and MLflow users expect (and LiteLLM's proxy's, for the gateway); change them
+    # when another server holds them.
     prefect_port: int = 4200
     mlflow_port: int = 5000
+    gateway_port: int = 4000
     shared_datasets: Path = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
     # The prompt-attribute annotator (`uniroute annotate`): any OpenAI-compatible chat endpoint, e.g. a local
     # model server at http://127.0.0.1:8000/v1; the key is sent as a bearer token when given.
@@ -153,6 +155,11 @@ class Settings(BaseSettings):
     @property
     def published_dir(self) -> Path:
         return self.home / "published"
+
+    @property
+    def deployments_file(self) -> Path:
+        """The gateway's deployments (a LiteLLM model_list) unless `--deployments` names another file."""
+        return self.home / "deployments.yaml"
 
     @property
     def mlflow_uri(self) -> str:

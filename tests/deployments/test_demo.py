@@ -56,10 +56,12 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
     assert "already routable" not in output and "repaired pool" not in output
     assert "1. Benchmark logs land in the inbox" in output and "inbox: benchmark_logs.parquet" in output
     assert "router kinds compared on validation prompts" in output
-    # The batch routes at the default setting: more than one model takes it, or one sentence says why not.
+    # The batch goes through the gateway (the OpenAI client, local test backends) at the default setting, none
+    # fails, and more than one model answers it, or one sentence says why not.
     assert "routed at the default budget" in output
-    chosen = next(line for line in output.splitlines() if line.startswith("routed 300 prompts"))
-    assert "," in chosen.split("models chosen:")[1] or "every prompt went to" in output, chosen
+    chosen = next(line for line in output.splitlines() if line.startswith("300 answers in"))
+    assert ", 0 failed;" in chosen and ("," in chosen.split("answered by:")[1] or "every prompt went to" in output)
+    assert "stopped the gateway (exit 0)" in output and "decision file(s) of the gateway's spool ingested" in output
     assert "embedding the new prompts with static" in output  # the interactive embedder, whatever builds default to
     noisy = [line for line in output.splitlines()
              if "Warning" in line or "warnings.warn" in line or "| distributed." in line
@@ -68,7 +70,7 @@ def test_make_run_tells_the_whole_story_without_log_noise(tmp_path: Path) -> Non
     # The logs of what it started (the Prefect server, the onboarding runner and the flow run it launched): the
     # runner's stop at the end used to leave an asyncio CancelledError traceback there.
     logs = tmp_path / "home" / "logs"
-    assert {p.name for p in logs.glob("*.log")} == {"prefect-server.log", "onboarding-runner.log"}
+    assert {p.name for p in logs.glob("*.log")} == {"prefect-server.log", "onboarding-runner.log", "gateway.log"}
     assert noisy_logs(logs) == {}
     # Each line the library logged to a flow run says something new (the learned map's half maps read as one
     # line logged twice): the run logs the Prefect server kept.

@@ -51,6 +51,20 @@ def test_a_taken_port_is_a_clear_error_and_starts_nothing(home, capsys):
     assert not list((home / "logs").glob("*.pid"))
 
 
+def test_the_gateway_is_left_out_in_one_line_without_deployments_or_a_published_router(home, capsys):
+    settings = Settings(home=home, prefect_port=free_port(), mlflow_port=free_port(), gateway_port=free_port())
+    with socket.socket() as holder:  # nothing starts: the check of the ports refuses after the gateway's line
+        holder.bind(("127.0.0.1", settings.mlflow_port))
+        holder.listen()
+        assert start(settings) == 1
+        assert capsys.readouterr().out == (f"gateway: not started: no deployments file at {home / 'deployments.yaml'} "
+                                           "(a LiteLLM model_list saying how each pool model is called: "
+                                           "docs/operate.md)\n")
+        settings.deployments_file.write_text("model_list: []\n")
+        assert start(settings) == 1
+        assert capsys.readouterr().out.startswith(f"gateway: not started: nothing published in {home / 'published'}")
+
+
 def test_stop_leaves_alone_a_process_that_merely_reuses_a_recorded_pid(home, capsys):
     settings = Settings(home=home)
     settings.logs_dir.mkdir()
@@ -86,7 +100,8 @@ def test_make_serve_status_stop(tmp_path):
     prefect_port, mlflow_port = _ports()
     home = tmp_path / "home"
     env = {**os.environ, "UNIROUTE_HOME": str(home), "UNIROUTE_PREFECT_PORT": str(prefect_port),
-           "UNIROUTE_MLFLOW_PORT": str(mlflow_port), "PYTHONPATH": str(REPO)}
+           "UNIROUTE_MLFLOW_PORT": str(mlflow_port), "UNIROUTE_GATEWAY_PORT": str(free_port()),
+           "PYTHONPATH": str(REPO)}
     env.pop("PREFECT_API_URL", None)
     # Two at once: one starts the services, the other refuses (the lock, or the services it finds running).
     racing = [subprocess.Popen(["make", "--no-print-directory", "-o", ".venv/.installed", "serve"], cwd=REPO, env=env,
@@ -100,6 +115,7 @@ def test_make_serve_status_stop(tmp_path):
         assert len(refused) == 1 and re.search(r"error: (another `make serve` \(pid \d+\) is starting|already running)",
                                                refused[0]), outputs
         assert f"export PREFECT_API_URL=http://127.0.0.1:{prefect_port}/api" in served.stdout
+        assert f"gateway: not started: no deployments file at {home / 'deployments.yaml'}" in served.stdout
         status = _make("status", env).stdout
         assert status.count("running (pid") == 3 and status.count("answering") == 2, status
         assert f"http://127.0.0.1:{mlflow_port}" in status and str(home / "logs") in status
@@ -124,7 +140,7 @@ def test_make_serve_status_stop(tmp_path):
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
     assert port_is_free(prefect_port) and port_is_free(mlflow_port)
     assert "nothing to stop" in _make("stop", env).stdout
-    assert _make("status", env).stdout.count("stopped") == 3
+    assert _make("status", env).stdout.count("stopped") == 4
     # The servers' and the runner's logs, from start to stop: no traceback, warning or "never awaited" coroutine.
     assert noisy_logs(home / "logs") == {}
 
@@ -235,7 +251,7 @@ def test_a_service_missing_from_its_pid_file_is_reported_refused_and_stopped(hom
         child = psutil.Process(stray.pid).children()[0]
         status(settings)
         said = capsys.readouterr().out
-        assert f"running (pid {stray.pid}), 1 not in its pid file" in said and said.count("stopped") == 2, said
+        assert f"running (pid {stray.pid}), 1 not in its pid file" in said and said.count("stopped") == 3, said
         assert start(settings) == 1
         assert capsys.readouterr().err == (f"error: already running: runner (pid {stray.pid}) (see `make status`; "
                                            "`make stop` stops them)\n")
@@ -245,7 +261,7 @@ def test_a_service_missing_from_its_pid_file_is_reported_refused_and_stopped(hom
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
         assert elsewhere.poll() is None
         status(settings)
-        assert capsys.readouterr().out.count("stopped") == 3
+        assert capsys.readouterr().out.count("stopped") == 4
     finally:
         for proc in (stray, elsewhere):
             with contextlib.suppress(ProcessLookupError):
@@ -295,3 +311,40 @@ def test_sigterm_while_a_flow_run_holds_its_control_connection_is_quiet(prefect_
                 runner.wait()
     said = log_path.read_text()
     assert not noisy_lines(said) and "ERROR" not in said, said
+
+
+def test_serve_starts_the_gateway_on_its_port_status_shows_it_and_stop_finishes_its_records(home, monkeypatch,
+                                                                                            capsys):
+    needs.module("litellm")
+    openai = needs.module("openai")
+    from deployments.backends import Backend
+    from tests.gateway.harness import KEY_VAR, portable_home
+
+    monkeypatch.setenv(KEY_VAR, "sk-serve-test-key")
+    backends = {name: Backend(name).start() for name in ("cheap", "big")}
+    portable_home(home, backends)
+    settings = Settings(home=home, gateway_port=free_port())
+    url = f"http://127.0.0.1:{settings.gateway_port}/v1"
+    try:
+        assert start(settings, only=["gateway"]) == 0, capsys.readouterr().err
+        said = capsys.readouterr().out
+        assert re.search(rf"gateway +running \(pid \d+\), answering +{re.escape(url)}\n", said), said
+        assert "prefect-server  stopped" in said  # only the gateway was asked for
+        answer = openai.OpenAI(base_url=url, api_key="unused", max_retries=0).chat.completions.create(
+            model="uniroute", messages=[{"role": "user", "content": "a hard proof"}])
+        assert answer.model in ("cheap", "big")
+        pid = json.loads((settings.logs_dir / "gateway.pid").read_text())["pid"]
+        assert start(settings, only=["gateway"]) == 1
+        assert f"error: already running: gateway (pid {pid})" in capsys.readouterr().err
+        status(settings)
+        assert re.search(rf"gateway +running \(pid {pid}\), answering +{re.escape(url)}", capsys.readouterr().out)
+    finally:
+        stop(settings)
+        for backend in backends.values():
+            backend.kill()
+    assert capsys.readouterr().out == f"gateway: stopped (pid {pid})\n"
+    assert port_is_free(settings.gateway_port) and not (settings.logs_dir / "gateway.pid").exists()
+    spool = settings.spool_dir
+    assert not list(spool.glob("*.part")) and len(list(spool.glob("*.jsonl"))) == 1  # its record, finished
+    log = (settings.logs_dir / "gateway.log").read_text()
+    assert "deployment coverage: every pool model (2) has a deployment" in log and "sk-serve-test-key" not in log

@@ -3,6 +3,8 @@ local OpenAI-compatible backends for cheap and big; the gateway's endpoint in a 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -13,7 +15,8 @@ import numpy as np
 import pandas as pd
 import uvicorn
 
-from tests.gateway.backends import Backend, free_port
+from deployments.backends import Backend, write_deployments
+from deployments.serve import free_port, wait_for
 from tests.pipeline.toy_store import publish_in_session, save_toy_champion
 from uniroute import operations, store
 from uniroute.gateway.endpoint import Gateway, gateway_app
@@ -50,13 +53,7 @@ def publish_current(db_path: Path, published: Path, force: bool = False) -> str:
 
 
 def deployments_yaml(path: Path, backends: dict[str, Backend], timeout: float = 5.0) -> Path:
-    lines = ["model_list:"]
-    for name, backend in backends.items():
-        lines += [f"  - model_name: {name}", "    litellm_params:", f"      model: openai/{name}",
-                  f"      api_base: {backend.api_base}", f"      api_key: os.environ/{KEY_VAR}",
-                  f"      timeout: {timeout}"]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_deployments(path, backends, KEY_VAR, timeout)
 
 
 @dataclass
@@ -114,3 +111,50 @@ def start(home: Path, latency: float = 0.0, spool_seconds: float = 60.0,
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.02)
     return Running(gateway, backends, home, port, server, thread)
+
+
+# A router a gateway in another process can load: its embedder (TF-IDF, fitted here) travels in the publication,
+# where the toy router's ToyEmbedder lives only in this process. Prompts saying "hard" land in cluster 1 (big).
+PORTABLE_TEXTS = ["an easy question", "easy small talk", "an easy one", "a hard proof", "hard algebra", "a hard one"]
+
+
+def save_portable_champion(db_path: Path) -> Path:
+    """Save router r-001 (cheap, big; mid retired) on a TF-IDF embedder stored with it as the promoted champion."""
+    from uniroute.embed.tfidf import fit_tfidf
+    from uniroute.pipeline.pool import registry
+    from uniroute.routers.cluster.kmeans import Centroids, clustering_id_of
+    from uniroute.routers.router import Router
+
+    embedder = fit_tfidf(PORTABLE_TEXTS, dim=2, progress=False)
+    X = embedder.encode(PORTABLE_TEXTS)
+    centers = np.stack([X[:3].mean(axis=0), X[3:].mean(axis=0)]).astype(np.float32)
+    router = Router(embedder.embedder_id, ("cheap", "big", "mid"), np.array([1.0, 10.0, 5.0]),
+                    np.array([[0.1, 0.9], [0.5, 0.1], [0.6, 0.6]]), Centroids(centers))
+    with store.session(db_path, "test") as s:
+        registry.save_embedder(s.con, embedder)
+        registry.save_router_version(s.con, registry.NewVersion(
+            router, "r-001", clustering_id_of(router.assigner), "kmeans", "fp-1", 0.7, True, "test",
+            centroids=router.assigner, embedder=embedder))
+        store.write_frame(s.con, "models", pd.DataFrame({
+            "model": ["cheap", "big", "mid"], "default_cost": 1.0, "status": ["active", "active", "retired"],
+            "first_seen": pd.Timestamp("2026-01-01")}))
+    return db_path
+
+
+def portable_home(home: Path, backends: dict[str, Backend]) -> Path:
+    """A home a `uniroute gateway` subprocess serves: the portable champion published, prices, and
+    $UNIROUTE_HOME/deployments.yaml over the backends."""
+    home.mkdir(parents=True, exist_ok=True)
+    db_path = save_portable_champion(home / "uniroute.duckdb")
+    set_prices(db_path)
+    publish_current(db_path, home / "published")
+    deployments_yaml(home / "deployments.yaml", backends)
+    return home
+
+
+def gateway_process(home: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+    """`uniroute gateway` serving home (its default deployments file) on port, answering /v1/models."""
+    proc = subprocess.Popen([sys.executable, "-m", "uniroute", "gateway", "--port", str(port)], env=env | {
+        "UNIROUTE_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    wait_for(f"http://127.0.0.1:{port}/v1/models", 180, proc)
+    return proc

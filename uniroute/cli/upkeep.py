@@ -30,10 +30,9 @@ def doctor(
     else:
         for line in report.lines():
             typer.echo(line)
-        from uniroute.cli.gateway import DEPLOYMENTS_FILE
         from uniroute.gateway.deployments import published_coverage
 
-        coverage = published_coverage(settings.home / DEPLOYMENTS_FILE, settings.published_dir)
+        coverage = published_coverage(settings.deployments_file, settings.published_dir)
         if coverage is not None:  # the gateway's deployments against the published pool, in one line
             typer.echo(coverage)
     if not report.healthy:

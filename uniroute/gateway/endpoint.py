@@ -7,7 +7,8 @@ decision's model is called, then its ranked fall-backs within the cap a named bu
 model whose recorded latency is above a max latency); a conversation (header `x-uniroute-conversation`, else the
 `user` field) stays on the model that answered its first turn while it answers. The response's `model` is the model
 that answered and the header `x-uniroute-decision-id` names the decision record written for the request. A pool
-model asked for by name is called directly (no routing, no record).
+model asked for by name is called directly, without fall-backs, and recorded too (its setting says the caller fixed
+the model).
 """
 
 from __future__ import annotations
@@ -64,8 +65,12 @@ class Gateway:
 
     def _switched(self, loaded: Loaded) -> None:
         """A new router serves: its pool may have gained a model without a deployment (or lost one), said once."""
-        log.warning("gateway: now serving router %s; %s", loaded.source.router_id,
-                    coverage_line(loaded.source.pool, self.deployments.names))
+        log.warning(self.switch_line(loaded))
+
+    def switch_line(self, loaded: Loaded) -> str:
+        """What a switch to a new router version is told as: the router now serving, its pool's coverage."""
+        coverage = coverage_line(loaded.source.pool, self.deployments.names)
+        return f"gateway: now serving router {loaded.source.router_id}; {coverage}"
 
     def coverage(self) -> str:
         """One line: pool models without a deployment, deployments naming no pool model."""
@@ -168,14 +173,18 @@ def gateway_app(gateway: Gateway) -> FastAPI:
             setting = requested_setting(body["model"])
         except RoutingError as exc:
             return _error(400, str(exc), "invalid_request_error")
-        if setting is None:
-            return await _direct(gateway, body, params, stream)
+        loaded = gateway.live.loaded  # one router for the whole request, whatever switches meanwhile
+        if setting is None and (body["model"] not in gateway.deployed or body["model"] not in loaded.source.pool):
+            return _error(404, f"model {body['model']!r} is neither `uniroute` nor a deployed model of the active pool "
+                          "(GET /v1/models)", "invalid_request_error")
         text = last_user_text(body["messages"])
         if text is None:
             return _error(400, "no user message with text to route", "invalid_request_error")
-        loaded = gateway.live.loaded  # one router for the whole request, whatever switches meanwhile
         try:
-            batch = await anyio.to_thread.run_sync(loaded.decide, text, setting)
+            if setting is not None:
+                batch = await anyio.to_thread.run_sync(loaded.decide, text, setting)
+            else:
+                batch = await anyio.to_thread.run_sync(loaded.fixed, text, body["model"])
         except RoutingError as exc:
             return _error(400, str(exc), "invalid_request_error")
         row = batch.decisions.iloc[0]
@@ -183,8 +192,11 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         key = request.headers.get(CONVERSATION_HEADER) or (body.get("user") if isinstance(body.get("user"), str)
                                                             else None)
         fallbacks = [] if row["fallbacks"] is None else [str(m) for m in row["fallbacks"]]
-        tried, above, cap = gateway.candidates(loaded, setting, str(row["model"]), fallbacks,
-                                               gateway.conversations.model_of(key))
+        if setting is not None:
+            tried, above, cap = gateway.candidates(loaded, setting, str(row["model"]), fallbacks,
+                                                   gateway.conversations.model_of(key))
+        else:  # the caller's model only: no fall-back, and the conversation is not pinned to it
+            tried, above, cap = [body["model"]], [], None
         answer = await first_answer(gateway.llm, tried, body["messages"], params, stream, gateway.secrets,
                                     gateway.deployed)
         if answer.model is None:
@@ -192,7 +204,8 @@ def gateway_app(gateway: Gateway) -> FastAPI:
             gateway.record(loaded, batch, text, Happened(None, answer.attempts, None, _ms(started), failure=failure,
                                                          conversation=conversation_hash(key)))
             return _error(503 if above else 502, failure, "uniroute_no_answer", decision_id)
-        gateway.conversations.remember(key, answer.model)
+        if setting is not None:
+            gateway.conversations.remember(key, answer.model)
         headers = {DECISION_HEADER: decision_id}
         if not stream:
             happened = _happened(loaded, answer, answer.response, started, key)
@@ -240,33 +253,6 @@ async def _events(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: st
         record(f"{type(exc).__name__} after the first chunk")
     finally:
         record("the client went away before the end of the stream")
-
-
-async def _direct(gateway: Gateway, body: dict[str, Any], params: dict[str, Any], stream: bool) -> Response:
-    """A pool model asked for by name: called as it is, no routing and no record."""
-    model = body["model"]
-    if model not in gateway.deployed or model not in gateway.live.loaded.source.pool:
-        return _error(404, f"model {model!r} is neither `uniroute` nor a deployed model of the active pool "
-                      "(GET /v1/models)", "invalid_request_error")
-    answer = await first_answer(gateway.llm, [model], body["messages"], params, stream, gateway.secrets)
-    if answer.model is None:
-        return _error(502, f"{model} failed: {answer.attempts[-1].error}", "uniroute_no_answer")
-    if not stream:
-        return Response(orjson.dumps(_dump(answer.response, model)), media_type="application/json")
-
-    rest = cast(AsyncIterator[Any], answer.stream)  # a streamed answer carries the rest of its stream
-
-    async def events():  # noqa: ANN202
-        chunk = answer.first_chunk
-        while True:
-            yield b"data: " + orjson.dumps(_dump(chunk, model)) + b"\n\n"
-            try:
-                chunk = await rest.__anext__()
-            except StopAsyncIteration:
-                break
-        yield b"data: [DONE]\n\n"
-
-    return StreamingResponse(events(), media_type="text/event-stream")
 
 
 def _happened(loaded: Loaded, answer: Answer, usage_from: Any, started: float, key: str | None,

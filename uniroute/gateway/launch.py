@@ -3,6 +3,7 @@ one line on the deployments' coverage, then uvicorn until stopped (the spool's o
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,11 @@ def serve(gateway: Gateway, host: str, port: int, say: Callable[[str], None] = p
     """Serve until interrupted: the router watcher runs meanwhile; the spool's file is finished at the end."""
     import uvicorn
 
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again: under the default handler the process
+    # would die there, before the spool's open file is finished (`make stop` lost the last seconds of records).
+    signal.signal(signal.SIGTERM, _exit_quietly)
+    # A switch of router is told like the start: a line for the operator, not a warning in the log.
+    gateway.live.on_switch = lambda loaded: say(gateway.switch_line(loaded))
     say(gateway.coverage())
     say(f"gateway: router {gateway.live.loaded.source.router_id} on http://{host}:{port}/v1 (model \"uniroute\")")
     gateway.live.start()
@@ -55,3 +61,7 @@ def serve(gateway: Gateway, host: str, port: int, say: Callable[[str], None] = p
         gateway.live.stop()
         if gateway.spool is not None:
             gateway.spool.close()
+
+
+def _exit_quietly(signum: int, frame: object) -> None:
+    raise SystemExit(0)

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 ROUTED = "uniroute"  # the model name that asks the router to choose
 _PART = re.compile(r"^(budget|max-cost|lambda|max-latency)-([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)$")
 _FIELDS = {"budget": "budget", "max-cost": "max_cost", "lambda": "lam", "max-latency": "max_latency"}
+FIXED_SETTING = "fixed by caller"  # the setting of a request that named a pool model itself: the router chose nothing
 CHECK_SECONDS = 1.0  # how often the `current` pointer is looked at
 MAX_CONVERSATIONS = 100_000  # conversations remembered (oldest forgotten first)
 
@@ -113,6 +114,17 @@ class Loaded:
         batch = route_batch(self.source, [text], lam=lam, embedder=self.embedder, calibration=self.calibration,
                             max_latency=request.max_latency)
         batch.decisions["budget"], batch.decisions["setting"], batch.decisions["max_cost"] = budget, setting, max_cost
+        return batch
+
+    def fixed(self, text: str, model: str) -> RoutedBatch:
+        """The record's decision for a prompt whose caller named the model: embedded and placed (cluster, drift) as
+        a routed prompt is, the named model with no fall-backs, its setting FIXED_SETTING, so traffic views count
+        it and replay can tell it from the router's own choices."""
+        batch = self.decide(text, RoutingRequest())
+        decisions = batch.decisions
+        decisions["model"], decisions["setting"], decisions["budget"] = model, FIXED_SETTING, None
+        decisions["fallbacks"] = pd.Series([None], dtype=object, index=decisions.index)
+        decisions["expected_score"], decisions["expected_cost"] = None, self.model_cost(model)
         return batch
 
 
