@@ -222,6 +222,19 @@ def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Rep
     return False
 
 
+def _mlflow_pending(con: store.Connection, report: Report) -> bool:
+    """Whether the store recorded what MLflow does not hold yet (said as pending: an operation's follow-up or the
+    next reconciliation logs it, and MLflow's aliases follow then)."""
+    if not bool((store.query_row(con, "table_exists", table_name="router_mlflow") or (False,))[0]):
+        return False
+    routers, publications = store.query_row(con, "mlflow_pending_count") or (0, 0)
+    if not routers and not publications:
+        return False
+    report.add("mlflow", "pending", f"{routers} router version(s) and {publications} publication(s) wait for their "
+               "MLflow sync: an operation's follow-up logs them (logs/mlflow-sync.log), else `uniroute doctor`")
+    return True
+
+
 def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool,
                   published_dir: Path) -> None:
     db_file = tracking_store_file(tracking_uri)
@@ -233,6 +246,8 @@ def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
                    "one" if champion else "no champion yet")
         return
     if not _check_tracking_location(tracking_uri, artifact_root, report, repair):
+        return
+    if not repair and _mlflow_pending(con, report):
         return
     if repair:
         try:
