@@ -35,8 +35,9 @@ class MlflowFollowUp:
     def line(self) -> str:
         from uniroute.pipeline.tracking.client import EXPERIMENT, REGISTERED_NAME
 
-        return (f"MLflow: logging in the background (pid {self.pid}) to {self.tracking_uri}, experiment {EXPERIMENT!r}, "
-                f"model {REGISTERED_NAME!r}; output in {self.log_path}; `uniroute status` shows what still waits")
+        return (f"MLflow: logging in the background (pid {self.pid}) to {self.tracking_uri}, "
+                f"experiment {EXPERIMENT!r}, model {REGISTERED_NAME!r}; output in {self.log_path}; "
+                "`uniroute status` shows what still waits")
 
 
 def start_mlflow_sync(ctx: Context) -> MlflowFollowUp | None:

@@ -25,7 +25,8 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True, 
 
     def checked(s: store.Session) -> Report:
         # doctor (an explicit repair) always onboards what is missing; the routine reconciliation as its context says
-        return reconcile(s, ctx.published_dir, ctx.tracking_uri if mlflow else None, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
+        return reconcile(s, ctx.published_dir, ctx.tracking_uri if mlflow else None, ctx.artifact_root,
+                         inbox_dir=ctx.inbox_dir,
                          repair=repair, cache_dir=ctx.cache_dir,
                          onboard_missing=ctx.onboard_missing or operation != "reconcile",
                          min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir, gate=ctx.gate,
