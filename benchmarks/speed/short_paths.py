@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -110,11 +111,18 @@ sys.stderr.write("\\nPHASES " + json.dumps(spent) + "\\n")
 """
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run(env: dict[str, str], args: list[str], what: str) -> tuple[float, subprocess.CompletedProcess]:
     """Wall seconds of one process, and what it printed; raises with its stderr when it fails."""
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
+    # CPU seconds of the process (and of any it waited for): on a loaded machine, wall time is mostly waiting.
+    done.cpu_seconds = round(_children_cpu() - cpu, 3)  # type: ignore[attr-defined]
     if done.returncode:
         raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr[-1500:]}")
     return seconds, done
@@ -196,15 +204,17 @@ def main() -> None:
     bare = [run(env, [python, "-c", "pass"], "python")[0] for _ in range(args.repeats)]
     baseline = statistics.median(bare)
     uniroute(env, "--help")  # bytecode written once, as after an install
-    helps = [uniroute(env, "--help")[0] for _ in range(args.repeats)]
-    routes = [uniroute(env, "route", PROMPT, "--json")[0] for _ in range(args.repeats)]
+    help_runs = [uniroute(env, "--help") for _ in range(args.repeats)]
+    route_runs = [uniroute(env, "route", PROMPT, "--json") for _ in range(args.repeats)]
+    helps, routes = [r[0] for r in help_runs], [r[0] for r in route_runs]
     route_phases = json.loads(run(env, [python, "-c", ROUTE_PHASES, PROMPT], "route phases")[1].stdout
                               .strip().splitlines()[-1])
-    onboards, onboard_phases, follow_ups = [], [], []
+    onboards, onboard_phases, follow_ups, onboard_cpu = [], [], [], []
     for _ in range(args.repeats):
         fresh_copy(pristine, home)
         seconds, done = uniroute(env, "onboard", "--results", str(args.work / "newcomer.parquet"))
         onboards.append(seconds)
+        onboard_cpu.append(done.cpu_seconds)  # type: ignore[attr-defined]
         follow_ups.append(follow_up_seconds(done))
         fresh_copy(pristine, home)
         _, done = run(env, [python, "-c", ONBOARD_PHASES, "onboard", "--results",
@@ -220,12 +230,15 @@ def main() -> None:
                    "repeats": args.repeats, "prompt": PROMPT},
         "machine": machine_info() | {"load_average_before": load_before, "load_average_after": load_average()},
         "bare_python": {"command": "python -c pass", **summary(bare, baseline)},
-        "help": {"command": "uniroute --help", **summary(helps, baseline, TARGETS["help_seconds"])},
+        "help": {"command": "uniroute --help", **summary(helps, baseline, TARGETS["help_seconds"]),
+                 "cpu_seconds": [r[1].cpu_seconds for r in help_runs]},  # type: ignore[attr-defined]
         "route": {"command": "uniroute route PROMPT --json (cold process, default router, decision recorded)",
-                  **summary(routes, baseline, TARGETS["route_seconds"]), "phases_one_run": route_phases},
+                  **summary(routes, baseline, TARGETS["route_seconds"]), "phases_one_run": route_phases,
+                  # the first run restores the embedder's file and the default setting into the home's cache
+                  "cpu_seconds": [r[1].cpu_seconds for r in route_runs]},  # type: ignore[attr-defined]
         "onboard": {"command": "uniroute onboard --results FILE (one model, the whole command)",
                     **summary(onboards, baseline, TARGETS["onboard_seconds"]),
-                    "phases_median_wall": phases,
+                    "phases_median_wall": phases, "cpu_seconds": onboard_cpu,
                     # The detached process that logs the run to MLflow after the answer (docs/decisions/0410):
                     # not part of the command's time, measured from the command's end until it exits.
                     "mlflow_follow_up_seconds_after_answer": follow_ups},
