@@ -223,7 +223,7 @@ def main() -> None:
         onboard_phases.append(json.loads(done.stderr.rsplit("\nPHASES ", 1)[1]))
     phases = {name: round(statistics.median(p[name] for p in onboard_phases), 3) for name in onboard_phases[0]}
 
-    result = {
+    result: dict[str, Any] = {
         "benchmark": "short_paths",
         "date": now_utc(),
         "config": {"embedder": "static", "store_prompts": args.prompts, "models": args.models,
