@@ -10,6 +10,7 @@ fingerprint into a folder the caller gives, so restoring twice reuses it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -107,7 +108,9 @@ def embedder_from_state(data: bytes, folder: Path | None = None, progress: bool 
     embedder = _from_header(header, path, progress)
     pointer = _pointer(folder, embedder.embedder_id)
     if not pointer.is_file():
-        _write_atomically(pointer, json.dumps(header).encode())
+        # A read-only cache that holds the file already: only the shortcut is lost.
+        with contextlib.suppress(OSError):
+            _write_atomically(pointer, json.dumps(header).encode())
     return embedder
 
 
