@@ -19,6 +19,9 @@ from uniroute.settings import Settings, apply_offline_environment  # noqa: E402 
 apply_offline_environment()
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# An onboarding logs its MLflow run before it returns: a test checks MLflow right after it, and no detached
+# follow-up outlives its test's home (tests/cli/test_mlflow_after.py runs the background follow-up itself).
+os.environ.setdefault("UNIROUTE_MLFLOW_BACKGROUND", "false")
 
 # ../shared/datasets beside the repository; UNIROUTE_TEST_SHARED_DATASETS points elsewhere (tests/test_needs.py
 # points it at a missing folder to prove a CI run then fails rather than skips).

@@ -72,6 +72,10 @@ class Settings(BaseSettings):
     # environment itself (uniroute/store/embeddings.py: every connection, in any process), so set it there.
     embeddings_url: str | None = None
     mlflow: bool = True  # log lineage to MLflow (UNIROUTE_MLFLOW=false: the store alone, e.g. for tests)
+    # Whether `uniroute onboard` logs its MLflow run in a detached process once it has answered (importing MLflow
+    # and logging a model cost ten of the command's twelve seconds); false: before it answers, as every other
+    # operation does. The store decides either way: MLflow follows (docs/decisions/0004).
+    mlflow_background: bool = True
     # Evidence before traffic: validation answers a model needs before the router sends it any prompt.
     min_val_answers: int = 5
     # The evidence gate (pipeline/pool/evidence_gate.py): a model that would win a cluster with fewer answers there
@@ -189,6 +193,11 @@ class Settings(BaseSettings):
     @property
     def logs_dir(self) -> Path:
         return self.home / "logs"
+
+    @property
+    def mlflow_sync_log(self) -> Path:
+        """Where the detached MLflow follow-up of an operation writes its output (operations/mlflow_after.py)."""
+        return self.logs_dir / "mlflow-sync.log"
 
     @property
     def reports_dir(self) -> Path:

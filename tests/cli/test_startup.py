@@ -58,6 +58,21 @@ def test_a_command_that_needs_no_heavy_stack_loads_none(args: list[str], forbidd
         assert "champion" in done.stdout and not any(home.iterdir())  # status creates nothing
 
 
+def test_status_of_a_stored_pool_loads_no_heavy_stack(tmp_path: Path) -> None:
+    # With a store to read (and MLflow on: it counts what MLflow has not logged yet from the store alone).
+    from tests.helpers import ingest
+
+    home = tmp_path / "home"
+    home.mkdir()
+    logs = tmp_path / "logs.csv"
+    logs.write_text("prompt_id,prompt,model,score,cost\np1,one,m,1,0.5\np2,two,m,0,0.5\n")
+    ingest(home / "uniroute.duckdb", logs, progress=False)
+    loaded, done = loaded_by(["status"], home)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "pool       1 active: m" in done.stdout
+    assert "uniroute" in loaded and not loaded & HEAVY, sorted(loaded & HEAVY)
+
+
 def test_the_routing_path_loads_no_heavy_stack() -> None:
     # What `uniroute route` imports to answer one prompt: the operation, the registry of router kinds (every stored
     # router is read through it) and the default embedder; scipy alone once cost a second here.

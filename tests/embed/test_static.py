@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from uniroute import embed
+from uniroute.embed import static as static_module
 from uniroute.embed.static import load_static, sif_weights
 
 from .test_embed import ALGEBRA, COOKING
@@ -101,3 +102,14 @@ def test_static_state_travels_and_restores_the_same_embedder(static: embed.Stati
     restored = embed.embedder_from_state(embed.embedder_state(static), tmp_path)
     assert restored.embedder_id == static.embedder_id and restored.table_file != static.table_file
     np.testing.assert_array_equal(restored.encode(ALGEBRA), static.encode(ALGEBRA))
+
+    # Restored once, found again by its id alone (what `uniroute route` reads instead of the stored state), and
+    # encoding from the table's memory-mapped copy gives the same bytes as from the npz.
+    assert embed.restored_embedder(static.embedder_id, tmp_path / "elsewhere") is None
+    assert embed.restored_embedder(static.embedder_id.replace(":d", ":d9"), tmp_path) is None  # another id: no
+    again = embed.restored_embedder(static.embedder_id, tmp_path)
+    assert again is not None and again.embedder_id == static.embedder_id and again.table_file == restored.table_file
+    assert list(Path(restored.table_file).parent.glob("*.vectors.npy"))  # the copy the first encode wrote
+    static_module._table.cache_clear()  # a new process: the copy is memory-mapped this time
+    assert isinstance(again.table()[0], np.memmap)
+    np.testing.assert_array_equal(again.encode(ALGEBRA), static.encode(ALGEBRA))

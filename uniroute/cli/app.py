@@ -146,12 +146,19 @@ def settings_from_env() -> Settings:
     return settings
 
 
-def context(settings: Settings) -> OperationsContext:
-    """The operations' context: waits and the reconciliation's findings as lines on stderr."""
+def context(settings: Settings, mlflow_after: bool = False) -> OperationsContext:
+    """The operations' context: waits and the reconciliation's findings as lines on stderr. mlflow_after: the
+    operation may leave its MLflow logging to a detached follow-up once it has answered, as
+    UNIROUTE_MLFLOW_BACKGROUND allows (operations/mlflow_after.py)."""
+    from dataclasses import replace
+
     from uniroute.operations.context import Context as OperationsContext
 
-    return OperationsContext.of(settings, on_wait=say,
-                                on_warning=lambda line: say(f"warning: {line} (see `uniroute doctor`)"))
+    ctx = OperationsContext.of(settings, on_wait=say,
+                               on_warning=lambda line: say(f"warning: {line} (see `uniroute doctor`)"))
+    if mlflow_after and settings.mlflow_background:
+        ctx = replace(ctx, mlflow_after_log=settings.mlflow_sync_log)
+    return ctx
 
 
 # Exit codes: 1 for an error, 2 for a refusal (a request that is not allowed, e.g. SQL that would write).

@@ -31,9 +31,12 @@ def onboard(
     """
     settings = settings_from_env()
     with one_line_errors():
-        done = operations.onboard(context(settings), results=results, progress=not as_json, reactivate=reactivate)
+        done = operations.onboard(context(settings, mlflow_after=True), results=results,
+                                  progress=not as_json, reactivate=reactivate)
     for problem in done.problems:  # rows that did not land (e.g. every row of a second model): never silently
         say(f"{problem} (see the quarantine table)")
+    if done.mlflow_follow_up is not None:
+        say(done.mlflow_follow_up.line())
     typer.echo(json.dumps(done.as_dict()) if as_json else done.line())
 
 

@@ -24,7 +24,7 @@ from uniroute.embed.kinds import (
 )
 from uniroute.embed.minilm import MINILM_MAX_TOKENS, MiniLMEmbedder, load_minilm, minilm_path, minilm_version
 from uniroute.embed.minilm_onnx import MiniLMOnnxEmbedder, load_minilm_onnx
-from uniroute.embed.portable import embedder_from_state, embedder_state
+from uniroute.embed.portable import embedder_from_state, embedder_state, restored_embedder
 from uniroute.embed.static import StaticEmbedder, load_static
 from uniroute.embed.static_tuned import StaticTunedEmbedder, fit_static_tuned
 from uniroute.embed.tfidf import TfidfEmbedder, fit_tfidf, tfidf_from_bytes, tfidf_to_bytes
@@ -50,6 +50,7 @@ __all__ = [
     "embed_cached",
     "embed_missing",
     "embedder_from_state",
+    "restored_embedder",
     "embedder_kind",
     "embedder_state",
     "fit_static_tuned",

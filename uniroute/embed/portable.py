@@ -10,6 +10,8 @@ fingerprint into a folder the caller gives, so restoring twice reuses it.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import json
 import os
@@ -62,15 +64,34 @@ def _restored_file(content: np.ndarray, name: str, folder: Path) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     if not path.exists():
-        handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
-        with os.fdopen(handle, "wb") as out:
-            out.write(content.tobytes())
-        os.replace(tmp, path)
+        _write_atomically(path, content.tobytes())
     return str(path)
 
 
+def _pointer(folder: Path, embedder_id: str) -> Path:
+    """Where the header of the model file restored for embedder_id is kept (the id names the file's fingerprint)."""
+    return folder / "restored" / f"{hashlib.sha256(embedder_id.encode()).hexdigest()[:24]}.json"
+
+
+def restored_embedder(embedder_id: str, folder: Path | None = None, progress: bool = False) -> Any | None:
+    """The embedder of embedder_id when its model file was restored under folder before (by embedder_from_state),
+    built from that file without the stored state; None otherwise. A one-prompt `uniroute route` then never
+    fetches and unpacks the tens of megabytes of state from the store (most of its time, once)."""
+    folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+    try:
+        header = json.loads(_pointer(folder, embedder_id).read_text())
+        path = folder / "restored" / f"{header['kind']}-{header['fingerprint']}{header['suffix']}"
+        if not path.is_file():
+            return None
+        embedder = _from_header(header, str(path), progress)
+    except (OSError, ValueError, KeyError, TypeError):  # no pointer, or one unreadable: the state restores it
+        return None
+    return embedder if embedder.embedder_id == embedder_id else None
+
+
 def embedder_from_state(data: bytes, folder: Path | None = None, progress: bool = False) -> Any:
-    """The embedder saved by embedder_state; a model file is written once under folder (default: DEFAULT_FOLDER)."""
+    """The embedder saved by embedder_state; a model file is written once under folder (default: DEFAULT_FOLDER),
+    with a pointer from its embedder id (restored_embedder)."""
     with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as saved:
         header = json.loads(str(saved["header"]))
         if header.get("format") == TFIDF_FORMAT:
@@ -81,7 +102,26 @@ def embedder_from_state(data: bytes, folder: Path | None = None, progress: bool 
             raise ValueError(f"not a saved embedder (format {header.get('format')!r})")
         folder = Path(folder) if folder is not None else DEFAULT_FOLDER
         name = f"{header['kind']}-{header['fingerprint']}{header['suffix']}"
-        path = _restored_file(saved["content"], name, folder / "restored")
+        restored = folder / "restored" / name
+        # The content is unpacked only when the file is missing: reading it is most of a restore.
+        path = str(restored) if restored.is_file() else _restored_file(saved["content"], name, folder / "restored")
+    embedder = _from_header(header, path, progress)
+    pointer = _pointer(folder, embedder.embedder_id)
+    if not pointer.is_file():
+        # A read-only cache that holds the file already: only the shortcut is lost.
+        with contextlib.suppress(OSError):
+            _write_atomically(pointer, json.dumps(header).encode())
+    return embedder
+
+
+def _write_atomically(path: Path, content: bytes) -> None:
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(handle, "wb") as out:
+        out.write(content)
+    os.replace(tmp, path)
+
+
+def _from_header(header: dict[str, Any], path: str, progress: bool) -> Any:
     if header["kind"] == "static":
         return StaticEmbedder(path, header["fingerprint"], dim=header["dim"], pca_dims=header["pca_dims"],
                               sif_coefficient=header["sif_coefficient"], max_tokens=header["max_tokens"],

@@ -56,6 +56,9 @@ class Context:
     shadow: ShadowConfig = ShadowConfig()  # the nightly build's shadow gate on recent traffic
     traffic_window: TrafficWindow = TrafficWindow()  # the traffic budgets and --max-cost are calibrated on
     gate: GateThresholds = GateThresholds()  # when a newcomer is provisional in a cluster (pipeline.pool.evidence_gate)
+    # Where a detached follow-up process writes its output when an onboarding leaves its MLflow logging to it (the
+    # CLI, UNIROUTE_MLFLOW_BACKGROUND); None: MLflow is logged before the operation returns.
+    mlflow_after_log: Path | None = None
 
     @classmethod
     def of(cls, settings: Settings, on_wait: Callable[[str], None] | None = None,

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from uniroute.ingest import ingest_file
 from uniroute.operations.context import Context, OperationError
+from uniroute.operations.mlflow_after import MlflowFollowUp, start_mlflow_sync
 from uniroute.operations.upkeep import reconciled
 from uniroute.pipeline.pool import registry
 from uniroute.pipeline.pool.onboard import OnboardError, OnboardResult, onboard_models
@@ -41,6 +42,7 @@ class Onboarding:
     models: tuple[str, ...]
     result: OnboardResult | None
     problems: tuple[str, ...] = ()  # per results file: rows quarantined, and the first reason
+    mlflow_follow_up: MlflowFollowUp | None = None  # the process logging this run to MLflow after the answer
 
     def line(self) -> str:
         return self.result.line() if self.result is not None else waiting_line(self.models)
@@ -76,8 +78,9 @@ def onboard(ctx: Context, models: Sequence[str] = (), results: Sequence[Path] = 
             if registry.champion_id(s.con) else None
         done = Onboarding(tuple(names), result, tuple(problems))
         s.detail = done.line()
-    reconciled(ctx)
-    return done
+    later = ctx.mlflow_after_log is not None and ctx.tracking_uri is not None and result is not None
+    reconciled(ctx, mlflow=not later)
+    return replace(done, mlflow_follow_up=start_mlflow_sync(ctx)) if later else done
 
 
 def onboarding_set(ctx: Context, size: int, out: Path, strategy: str = DEFAULT_STRATEGY, model: str | None = None,

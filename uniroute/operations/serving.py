@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 
 from uniroute.operations.context import Context
-from uniroute.operations.upkeep import reconciled
 from uniroute.pipeline.serving.calibration import Calibration, calibration_at
 from uniroute.pipeline.serving.publish import (
     PublishResult,
@@ -64,7 +63,7 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
     store, so routing never waits for its writer) unless record is False; `source` names the serving path (cli,
     file, api). `log` also appends the batch to the routing_log table, in a store session. With explain, the
     terms of each argmin (Routed.explanation)."""
-    answering = routing_source(ctx.db_path, ctx.published_dir, router_id)
+    answering = routing_source(ctx.db_path, ctx.published_dir, router_id, ctx.cache_dir)
     recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
     calibration = Calibration()
     # The traffic is read only when something uses it: a budget's or cap's prompt mix, a latency cap's recorded
@@ -135,5 +134,7 @@ def publish(ctx: Context, force: bool = False) -> PublishResult:
         result = publish_champion(s.con, ctx.published_dir, force=force, window=ctx.traffic_window)
         switch_current_after_commit(s, ctx.published_dir, result)
         s.detail = result.line()
+    from uniroute.operations.upkeep import reconciled  # MLflow's and the pool's checks: not on routing's path
+
     reconciled(ctx)
     return result

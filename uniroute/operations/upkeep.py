@@ -15,16 +15,18 @@ RECONCILE_DUCKDB_MEMORY = "256MB"
 NOTEWORTHY = ("repaired", "broken")
 
 
-def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True) -> Report:
+def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True, mlflow: bool = True) -> Report:
     """Check every invariant between the store and what is derived from it (MLflow, `published/current`, the
-    inbox) and, with repair, restore the derived state; noteworthy findings go to ctx.warn."""
+    inbox) and, with repair, restore the derived state; noteworthy findings go to ctx.warn. mlflow False leaves
+    MLflow to a follow-up (operations.mlflow_after): the store's side only."""
     if operation == "reconcile" and not ctx.db_path.exists():  # nothing stored: nothing derived from it either
         return Report()
     inputs = "" if operation == "reconcile" else ("repair" if repair else "check")
 
     def checked(s: store.Session) -> Report:
         # doctor (an explicit repair) always onboards what is missing; the routine reconciliation as its context says
-        return reconcile(s, ctx.published_dir, ctx.tracking_uri, ctx.artifact_root, inbox_dir=ctx.inbox_dir,
+        return reconcile(s, ctx.published_dir, ctx.tracking_uri if mlflow else None, ctx.artifact_root,
+                         inbox_dir=ctx.inbox_dir,
                          repair=repair, cache_dir=ctx.cache_dir,
                          onboard_missing=ctx.onboard_missing or operation != "reconcile",
                          min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir, gate=ctx.gate,

@@ -222,6 +222,23 @@ def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Rep
     return False
 
 
+def _mlflow_pending(con: store.Connection, tracking_uri: str, report: Report) -> bool:
+    """Whether the store recorded what MLflow does not hold yet (said as pending: an operation's follow-up or the
+    next reconciliation logs it, and MLflow's champion alias follows then)."""
+    if not bool((store.query_row(con, "table_exists", table_name="router_mlflow") or (False,))[0]):
+        return False
+    routers, publications = store.query_row(con, "mlflow_pending_count") or (0, 0)
+    if not routers and not publications:
+        return False
+    champion, in_mlflow = registry.champion_id(con), tracking.mlflow_champion_router(tracking_uri)
+    alias = "" if champion == in_mlflow else f"; until then MLflow's champion is router {in_mlflow}, the store's is " \
+        f"{champion}"
+    report.add("mlflow", "pending", f"{routers} router version(s) and {publications} publication(s) wait for their "
+               "MLflow sync: an operation's follow-up logs them (logs/mlflow-sync.log), else `uniroute doctor`"
+               + alias)
+    return True
+
+
 def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool,
                   published_dir: Path) -> None:
     db_file = tracking_store_file(tracking_uri)
@@ -233,6 +250,8 @@ def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
                    "one" if champion else "no champion yet")
         return
     if not _check_tracking_location(tracking_uri, artifact_root, report, repair):
+        return
+    if not repair and _mlflow_pending(con, tracking_uri, report):
         return
     if repair:
         try:

@@ -34,6 +34,9 @@ class Status:
     notes: list[str] = field(default_factory=list)
     spool: dict[str, int] | None = None  # the decision spool's finished files, claimed files and failed files
     outcomes_waiting: int = 0  # outcomes received for decisions not stored yet (they land when those do)
+    # What the store recorded that MLflow does not hold yet ({"routers": n, "publications": n}; None: MLflow off,
+    # or nothing waits): an operation's detached follow-up, or the next reconciliation, logs it.
+    mlflow_pending: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +71,10 @@ class Status:
         if self.outcomes_waiting:
             out.append(f"outcomes   {self.outcomes_waiting} wait for their decisions (matched when these land, "
                        f"within {OUTCOME_WAIT_DAYS:g} days)")
+        if self.mlflow_pending:
+            m = self.mlflow_pending
+            out.append(f"mlflow     {m['routers']} router version(s) and {m['publications']} publication(s) wait for "
+                       "their MLflow sync (a follow-up is logging them, else `uniroute doctor` does)")
         out += [f"note       {note}" for note in self.notes]
         return out
 
@@ -132,9 +139,19 @@ def _from_store(con: Any) -> tuple[dict | None, list[str], list[str], dict | Non
             publication[0] if publication else None, _records(runs))
 
 
+def _mlflow_pending(con: Any) -> dict[str, int] | None:
+    """What MLflow does not hold yet, or None when nothing waits (a store without the MLflow tables: everything
+    waits, as it does for `uniroute doctor`, but such a store was never synced and says nothing new)."""
+    if not bool((store.query_row(con, "table_exists", table_name="router_mlflow") or (False,))[0]):
+        return None
+    routers, publications = store.query_row(con, "mlflow_pending_count") or (0, 0)
+    return {"routers": int(routers), "publications": int(publications)} if routers or publications else None
+
+
 def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path,
-                spool_dir: Path | None = None) -> Status:
-    """The status of the store at db_path; while a writer holds it, the published snapshot's view of it."""
+                spool_dir: Path | None = None, mlflow: bool = True) -> Status:
+    """The status of the store at db_path; while a writer holds it, the published snapshot's view of it. With
+    mlflow, what MLflow does not hold yet."""
     waiting, failed = _inbox(inbox_dir)
     spool = _spool(spool_dir)
     notes: list[str] = []
@@ -162,8 +179,10 @@ def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path,
     try:
         champion, active, retired, publication, runs = _from_store(con)
         pending = _outcomes_waiting(con)
+        unsynced = _mlflow_pending(con) if mlflow else None
     finally:
         con.close()
     tiny = None if champion is None else tiny_table_note(champion["kind"], champion["k"])
     notes += [tiny] if tiny else []
-    return Status(str(home), champion, active, retired, publication, runs, waiting, failed, notes, spool, pending)
+    return Status(str(home), champion, active, retired, publication, runs, waiting, failed, notes, spool, pending,
+                  unsynced)

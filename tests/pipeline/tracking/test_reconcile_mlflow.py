@@ -45,12 +45,15 @@ def test_doctor_logs_the_champion_and_a_check_finds_the_alias_in_step(db_path, t
     assert _mlflow(_reconcile(db_path, tmp_path, (tracking[0], None))) == []
 
 
-def test_a_store_champion_mlflow_has_not_seen_is_broken_until_doctor_syncs_it(db_path, tracking, tmp_path):
+def test_a_store_champion_mlflow_has_not_seen_is_pending_until_doctor_syncs_it(db_path, tracking, tmp_path):
     save_toy_champion(db_path)
     _reconcile(db_path, tmp_path, tracking)
     _promote_a_second_version(db_path)
+    # A check only: the new version waits for its sync (a follow-up's or doctor's), the stale alias named.
     assert _mlflow(_reconcile(db_path, tmp_path, tracking, repair=False)) == [
-        ("broken", "MLflow's champion is router r-001, the store's is r-002")]
+        ("pending", "1 router version(s) and 0 publication(s) wait for their MLflow sync: an operation's follow-up "
+         "logs them (logs/mlflow-sync.log), else `uniroute doctor`; until then MLflow's champion is router r-001, "
+         "the store's is r-002")]
     assert _mlflow(_reconcile(db_path, tmp_path, tracking))[-1] == (
         "ok", "alias champion names the store's champion r-002")
 

@@ -169,7 +169,7 @@ def save_router_version(con: store.Connection, version: NewVersion) -> None:
         store.write_frame(con, "router_curves", v.curves.assign(router_id=router_id))
 
 
-def _version_from_row(con: store.Connection, row: pd.Series) -> RouterVersion:
+def _version_from_row(con: store.Connection, row: pd.Series, embedder: bool = True) -> RouterVersion:
     router = router_from_bytes(bytes(row["router"]))
     return RouterVersion(
         router_id=row["router_id"],
@@ -181,7 +181,7 @@ def _version_from_row(con: store.Connection, row: pd.Series) -> RouterVersion:
         reason=row["reason"],
         created_at=row["created_at"],
         router=router,
-        embedder_state=stored_embedder_state(con, router.embedder_id),
+        embedder_state=stored_embedder_state(con, router.embedder_id) if embedder else None,
         price_snapshot=row.get("price_snapshot") if isinstance(row.get("price_snapshot"), str) else None,
     )
 
@@ -195,21 +195,21 @@ def price_snapshot(con: store.Connection) -> str:
     return f"{as_of}/{'no prices' if pd.isna(set_by) else pd.Timestamp(set_by).isoformat(timespec='microseconds')}"
 
 
-def load_router_version(con: store.Connection, router_id: str) -> RouterVersion:
-    """A stored router version by id."""
+def load_router_version(con: store.Connection, router_id: str, embedder: bool = True) -> RouterVersion:
+    """A stored router version by id (embedder False: without its embedder's state, which the caller has)."""
     rows = store.query(con, "router_by_id", router_id=router_id)
     if rows.empty:
         raise NoRouter(f"no router version {router_id!r} in the store")
-    return _version_from_row(con, rows.iloc[0])
+    return _version_from_row(con, rows.iloc[0], embedder)
 
 
-def load_champion(con: store.Connection) -> RouterVersion:
+def load_champion(con: store.Connection, embedder: bool = True) -> RouterVersion:
     """The champion: the router version that routes and gets published (the newest promoted one, or the one a
-    later rollback chose)."""
+    later rollback chose); embedder False: without its embedder's state, which the caller has."""
     rows = store.query(con, "router_champion")
     if rows.empty:
         raise NoRouter("no champion router in the store: run `uniroute build` first")
-    return _version_from_row(con, rows.iloc[0])
+    return _version_from_row(con, rows.iloc[0], embedder)
 
 
 def champion_id(con: store.Connection) -> str | None:

@@ -25,6 +25,7 @@ from uniroute.errors import UnirouteError
 from uniroute.pipeline.pool import registry
 from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.serving.calibration import Calibration
+from uniroute.pipeline.serving.default_memo import remembered_default
 from uniroute.pipeline.serving.latency import check_max_latency, latency_cut, too_slow_line
 from uniroute.pipeline.serving.records import Recording, explored, new_decision_ids
 from uniroute.routers.budgets.cost_cap import CostCapError, check_max_cost, check_reachable, lambda_for_max_cost
@@ -49,22 +50,27 @@ class RoutingSource:
     source: str  # one line: the store's champion, or the published version answering while the store is busy
     publication_version: str | None = None  # the publication of this router answering (decision records say it)
     price_snapshot: str | None = None  # which prices the router's costs came from (registry.price_snapshot)
+    restored: Any = None  # the router's embedder, restored from its model file in the cache (embed.restored_embedder)
 
     def embedder(self, cache_dir: Path | None = None) -> Any:
         """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
 
+        if self.restored is not None:
+            return self.restored
         if self.embedder_state is not None:
             return embed.embedder_from_state(self.embedder_state, cache_dir)
         return embed.make_embedder(registry.embedder_name(self.router.embedder_id), progress=False,
                                    cache_dir=cache_dir)
 
 
-def _from_store(con: store.Connection, router_id: str | None = None) -> RoutingSource:
+def _from_store(con: store.Connection, router_id: str | None = None, cache_dir: Path | None = None) -> RoutingSource:
+    # The embedder's state (tens of megabytes for a model file) is fetched only when its file was never restored
+    # into cache_dir: reading it was most of a one-prompt `uniroute route`.
     if router_id is None:
-        version, what = registry.load_champion(con), "champion router"
+        version, what = registry.load_champion(con, embedder=False), "champion router"
     else:
         try:
-            version, what = registry.load_router_version(con, router_id), "router"
+            version, what = registry.load_router_version(con, router_id, embedder=False), "router"
         except LookupError as exc:
             raise RoutingError(f"{exc}: `uniroute sql \"select router_id, created_at from routers\"` lists them") \
                 from None
@@ -74,8 +80,11 @@ def _from_store(con: store.Connection, router_id: str | None = None) -> RoutingS
     latest = store.query(con, "latest_publication")
     published = (str(latest.version.iloc[0]) if len(latest) and latest.router_id.iloc[0] == version.router_id
                  else None)
-    return RoutingSource(version.router, version.router_id, pool, retired, version.embedder_state,
-                         f"{what} {version.router_id}", published, version.price_snapshot)
+    embedder_id = version.router.embedder_id
+    restored = embed.restored_embedder(embedder_id, cache_dir)
+    state = None if restored is not None else registry.stored_embedder_state(con, embedder_id)
+    return RoutingSource(version.router, version.router_id, pool, retired, state,
+                         f"{what} {version.router_id}", published, version.price_snapshot, restored)
 
 
 def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
@@ -97,9 +106,11 @@ def published_source(published_dir: Path) -> RoutingSource:
     return _from_snapshot(published_dir, "served from the published snapshot")
 
 
-def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None) -> RoutingSource:
+def routing_source(db_path: Path, published_dir: Path, router_id: str | None = None,
+                   cache_dir: Path | None = None) -> RoutingSource:
     """The champion (or the stored version router_id) from the store, or, while a writer holds the store, the
-    published `current` snapshot (which carries the champion only: a named version waits for the store)."""
+    published `current` snapshot (which carries the champion only: a named version waits for the store). An
+    embedder restored into cache_dir before is taken from there."""
     try:
         con = store.open_read_only(db_path)
     except store.StoreLocked:
@@ -110,7 +121,7 @@ def routing_source(db_path: Path, published_dir: Path, router_id: str | None = N
                                "finishes (the published snapshot carries the champion only)") from None
         return _from_snapshot(published_dir, f"the store is held by {who}")
     try:
-        return _from_store(con, router_id)
+        return _from_store(con, router_id, cache_dir)
     finally:
         con.close()
 
@@ -275,7 +286,11 @@ def route_batch(
     embedder = embedder or source.embedder(cache_dir)
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(texts)
-    lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration)
+    if lam is None and budget is None and max_cost is None and cache_dir is not None:
+        budget, lam = remembered_default(cache_dir, source.router_id, router, pool)  # what resolved_setting gives
+        setting = DEFAULT_SETTING
+    else:
+        lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration)
     # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
     # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
     terms = router.route_terms(X, lam, pool)
