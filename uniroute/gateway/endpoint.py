@@ -200,7 +200,8 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         answer = await first_answer(gateway.llm, tried, body["messages"], params, stream, gateway.secrets,
                                     gateway.deployed)
         if answer.model is None:
-            failure = _failure_line(answer, above, cap, str(row["setting"]), setting.max_latency)
+            failure = _failure_line(answer, above, cap, str(row["setting"]),
+                                    None if setting is None else setting.max_latency)
             gateway.record(loaded, batch, text, Happened(None, answer.attempts, None, _ms(started), failure=failure,
                                                          conversation=conversation_hash(key)))
             return _error(503 if above else 502, failure, "uniroute_no_answer", decision_id)
