@@ -60,7 +60,7 @@ def _serving_rows(data: dict[str, Any]) -> list[str]:
     on, off = served["recording_on"], served["recording_off"]
     ratio = data["ratio_to_trivial"]
     predict = data.get("in_process_predict", {})
-    direct = (f"; predict called directly {predict['recording_on']['decisions_per_second']:,}/s"
+    direct = (f"; predict called directly {predict['recording_on']['decisions_per_cpu_second']:,} per CPU s"
               if "recording_on" in predict else "")
     where = "`benchmarks/speed/serving.py`"
     return [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,8 +28,8 @@ COLUMNS = {"prompt_index": "int64", "model": "str", "decision_id": "str", "clust
            "budget": "float64", "setting": "str", "max_cost": "object", "router_id": "str", "fallbacks": "object",
            "expected_score": "float64", "expected_cost": "float64", "price_snapshot": "str"}
 SAME_AS_ROUTE = ("model", "fallbacks", "expected_score", "expected_cost", "lam", "budget", "setting")
-REQUESTS = {"no setting": {}, "lambda": {"lambda": 0.05}, "budget": {"budget": 0.5}, "max cost": {"max_cost": 6.0},
-            "pool": {"pool": "cheap,mid"}}
+REQUESTS: dict[str, dict[str, Any]] = {"no setting": {}, "lambda": {"lambda": 0.05}, "budget": {"budget": 0.5},
+                                        "max cost": {"max_cost": 6.0}, "pool": {"pool": "cheap,mid"}}
 
 
 class _LineEmbedder:
