@@ -4,6 +4,7 @@ bad row already stored) crashes the inbox, replay, the shadow gate, drift or the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -320,3 +321,15 @@ def test_a_spool_file_written_in_place_is_taken_only_once_it_stands_still(pool, 
     later = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
     assert "decisions-in-place.jsonl: ingested" in later.output and "2 decisions accepted" in later.output, later.output
     assert _sql(settings, "select count(*) from decision_quarantine") == [(0,)]
+
+
+def test_the_shadow_gate_names_the_challenger_when_the_challenger_cannot_replay(traffic_with_old_rows):
+    """A challenger on another embedder than the traffic's: the skip line names the challenger, not the champion."""
+    settings = traffic_with_old_rows
+    with store.opened(settings.db_path) as con:
+        champion = replay_router(con, "champion")
+        challenger = dataclasses.replace(champion.router, embedder_id="another-embedder")
+        gate = shadow_gate(con, challenger, ShadowConfig(min_decisions=10))
+    assert gate.verdict == "skipped", gate.line
+    assert "the challenger (this build's router) was fitted on embedder another-embedder" in gate.line, gate.line
+    assert f"router {champion.router_id} was fitted" not in gate.line
