@@ -29,7 +29,7 @@ from uniroute.ingest.staging import IngestError
 FORMAT_OUTCOMES = "outcomes"
 OUTCOME_REQUIRED = ("decision_id", "score")
 OUTCOME_OPTIONAL = ("cost", "input_tokens", "output_tokens")
-BATCH_ROWS = 100_000  # rows read and checked at a time: some 100 MB of Python objects at the widest
+BATCH_ROWS = 50_000  # rows read and checked at a time: some 50 MB of Python objects at the widest
 # Outcomes are ~60 bytes a row: 512 MiB is some eight million, more than a file should carry in one transaction.
 MAX_OUTCOME_BYTES = 512 * 1024 * 1024
 # How long an outcome waits for its decision: a serving process finishes its spool file within a minute, the inbox

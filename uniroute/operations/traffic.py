@@ -16,7 +16,6 @@ from uniroute.ingest.prices import prices_from_file
 from uniroute.operations.context import Context
 from uniroute.pipeline.traffic.drift import DriftCheck, DriftThresholds, check_drift, record_announcement
 from uniroute.pipeline.traffic.replay import (
-    PriceSchedule,
     ReplayError,
     ReplaySetting,
     ReplayWindow,
@@ -26,6 +25,7 @@ from uniroute.pipeline.traffic.replay import (
 )
 from uniroute.pipeline.traffic.replay import replay as replay_traffic
 from uniroute.pipeline.traffic.replay_estimates import markdown
+from uniroute.pipeline.traffic.replay_prices import PriceSchedule
 from uniroute.settings import Settings
 from uniroute.store.embeddings import expose_view
 

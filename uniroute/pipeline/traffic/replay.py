@@ -17,7 +17,7 @@ import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from uniroute.pipeline.pool import registry
 from uniroute.pipeline.serving.route import DEFAULT_SETTING, resolved_setting
 from uniroute.pipeline.traffic import replay_estimates as estimates
 from uniroute.pipeline.traffic.replay_estimates import ReplayedTraffic
+from uniroute.pipeline.traffic.replay_prices import PriceSchedule
 from uniroute.routers.budgets.cost_cap import check_max_cost, lambda_for_max_cost
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.rule import check_budget, check_lambda
@@ -118,35 +119,6 @@ def repriced(router: AnyRouter, per_call: dict[str, float]) -> AnyRouter:
                           f"(it routes {', '.join(router.models)})")
     costs = np.array([per_call.get(m, c) for m, c in zip(router.models, router.costs, strict=True)], dtype=float)
     return replace(router, costs=costs)  # type: ignore[type-var]  # every kind is a frozen dataclass
-
-
-@dataclass(frozen=True)
-class PriceSchedule:
-    """Per-call prices by the day they hold from (`replay --prices`): a decision is replayed at the prices in force
-    when it was decided, so a price dated later (next month's, or 2099's) never prices today's or older traffic; a
-    decision older than every price in the file keeps the router's own costs."""
-
-    prices: tuple[tuple[date, str, float], ...] = ()  # (valid from, model, cost per call)
-
-    @property
-    def days(self) -> np.ndarray:
-        """The distinct days a price changes, oldest first, as datetime64 (midnight, UTC like decided_at)."""
-        return np.array(sorted({p[0] for p in self.prices}), dtype="datetime64[ns]")
-
-    def periods(self, decided_at: np.ndarray) -> np.ndarray:
-        """(n,) per decision the number of change days at or before its time: 0 before any, i from days[i-1]."""
-        return np.searchsorted(self.days, decided_at.astype("datetime64[ns]"), side="right")
-
-    def in_force(self, period: int) -> dict[str, float]:
-        """{model: per-call price} in force in a period (the newest per model from on or before its day)."""
-        if period == 0:
-            return {}
-        day = self.days[period - 1]
-        out: dict[str, float] = {}
-        for valid_from, model, per_call in sorted(self.prices):
-            if np.datetime64(valid_from, "ns") <= day:
-                out[model] = per_call
-        return out
 
 
 def checked_embedder(router_id: str, router: AnyRouter, embedders: pd.DataFrame, who: str | None = None) -> int:
