@@ -83,7 +83,7 @@ class Settings(BaseSettings):
     gate_min_cluster_answers: int = 10
     gate_max_interval_width: float = 0.5
     store_wait_seconds: float = 120.0  # how long a writer waits for another operation to release the store
-    inbox_settle_seconds: float = 2.0  # a file copied into the inbox in place must stand still this long
+    inbox_settle_seconds: float = 2.0  # a file copied into the inbox or the spool in place must stand still this long
     sql_timeout_seconds: float = 30.0
     # Decision records (pipeline/serving/records.py): every routed prompt is recorded to the spool unless switched off
     # (UNIROUTE_RECORD_DECISIONS=false, or `route --no-log`); the prompt text only when opted in; exploration off.

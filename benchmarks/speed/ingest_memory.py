@@ -2,12 +2,15 @@
 
 A file of about --mb MB (default 200) is generated: random prompt text, a few models, every fifth score and cost
 not a number (junk the checks quarantine), as a long-format CSV (--format csv), JSON lines (jsonl), a RouterBench
-wide CSV with a response column per model (wide), a RouterDC JSON list (routerdc) or a pairwise CSV (pairwise).
+wide CSV with a response column per model (wide), a RouterDC JSON list (routerdc) or a pairwise CSV (pairwise); or
+outcomes as JSON lines (outcomes: decision_id, score, cost, tokens; --rows sets the count, for decisions not stored,
+so each waits in pending_outcomes).
 `uniroute ingest` runs in a child process into a fresh home; its peak RSS (ru_maxrss of the child) is recorded
 against the file size. Each run is kept in benchmarks/results/ingest_memory.json under its format and size, so
 runs at several sizes show whether the peak grows with the file.
 
-    python -m benchmarks.speed.ingest_memory [--mb 200] [--format csv|jsonl|wide|routerdc|pairwise]
+    python -m benchmarks.speed.ingest_memory [--mb 200] [--format csv|jsonl|wide|routerdc|pairwise|outcomes]
+    python -m benchmarks.speed.ingest_memory --format outcomes --rows 1000000 [--whole]
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import numpy as np
 from benchmarks.runner import load_average
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "ingest_memory.json"
-ROW_BYTES = {"csv": 130, "jsonl": 190, "wide": 790, "routerdc": 345, "pairwise": 132}  # about one generated row
+# About one generated row's bytes.
+ROW_BYTES = {"csv": 130, "jsonl": 190, "wide": 790, "routerdc": 345, "pairwise": 132, "outcomes": 115}
 WORDS = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda",
                   "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon"])
 MODELS = [f"junk-llm-{i}" for i in range(5)]
@@ -128,19 +132,37 @@ def _write_pairwise(path: Path, n: int, rng: np.random.Generator) -> int:
     return n
 
 
+def _write_outcomes(path: Path, n: int, rng: np.random.Generator) -> int:
+    """Outcomes as JSON lines: a 32-hex decision_id, a 0/1 score, a cost and token counts per row."""
+    with open(path, "w", encoding="utf-8") as out:
+        for start in range(0, n, 100_000):
+            m = min(100_000, n - start)
+            ids = [f"{start + i:08d}" + rng.bytes(12).hex() for i in range(m)]
+            scores, costs = rng.integers(0, 2, m), (rng.random(m) / 100).round(6)
+            tokens = rng.integers(1, 2000, (m, 2))
+            out.writelines(f'{{"decision_id": "{ids[i]}", "score": {scores[i]}, "cost": {costs[i]}, '
+                           f'"input_tokens": {tokens[i, 0]}, "output_tokens": {tokens[i, 1]}}}\n' for i in range(m))
+    return n
+
+
+# The same CLI with every reader's batch above any file: read whole, as before blocks (or outcome batches) existed.
 WHOLE = ("import sys; import uniroute.ingest.blocks as b; b.BATCH_BYTES = 1 << 62; "
+         "import uniroute.ingest.outcomes as o; o.BATCH_ROWS = 1 << 62; "
          "sys.argv = ['uniroute', *sys.argv[1:]]; from uniroute.cli import app; app()")
-WRITERS = {"wide": _write_wide, "routerdc": _write_routerdc, "pairwise": _write_pairwise}
-SUFFIX = {"csv": "csv", "jsonl": "jsonl", "wide": "csv", "routerdc": "json", "pairwise": "csv"}
+WRITERS = {"wide": _write_wide, "routerdc": _write_routerdc, "pairwise": _write_pairwise, "outcomes": _write_outcomes}
+SUFFIX = {"csv": "csv", "jsonl": "jsonl", "wide": "csv", "routerdc": "json", "pairwise": "csv", "outcomes": "jsonl"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=200.0)
     parser.add_argument("--format", choices=sorted(ROW_BYTES), default="csv")
+    parser.add_argument("--rows", type=int, default=None, help="the number of rows instead of --mb")
     parser.add_argument("--whole", action="store_true",
                         help="read the file whole, as before it was read in blocks (the comparison point)")
     args = parser.parse_args()
+    if args.rows is not None:
+        args.mb = args.rows * ROW_BYTES[args.format] / 1e6
     with tempfile.TemporaryDirectory(prefix="uniroute-ingest-memory-") as tmp:
         csv_path = Path(tmp) / f"junk.{SUFFIX[args.format]}"
         rows = write_junk_csv(csv_path, args.mb, fmt=args.format)
@@ -158,8 +180,9 @@ def main() -> None:
     result = {
         "benchmark": "ingest_memory",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "duckdb": duckdb.__version__},
-        "command": "python -m benchmarks.speed.ingest_memory --mb " + f"{args.mb:g} --format {args.format}"
-                   + (" --whole" if args.whole else ""),
+        "command": "python -m benchmarks.speed.ingest_memory " + (f"--rows {args.rows}" if args.rows is not None
+                                                                   else f"--mb {args.mb:g}")
+                   + f" --format {args.format}" + (" --whole" if args.whole else ""),
         "format": args.format,
         "whole": args.whole,
         "file_mb": round(file_mb, 1),
@@ -175,7 +198,8 @@ def main() -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     kept = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     runs = kept.get("runs", {})
-    runs[f"{args.format}-{args.mb:g}mb" + ("-whole" if args.whole else "")] = result
+    size = f"{args.rows}rows" if args.rows is not None else f"{args.mb:g}mb"
+    runs[f"{args.format}-{size}" + ("-whole" if args.whole else "")] = result
     kept = {"benchmark": "ingest_memory", **{k: v for k, v in kept.items() if k not in ("runs", "benchmark")},
             "runs": dict(sorted(runs.items()))}
     RESULTS.write_text(json.dumps(kept, indent=2) + "\n")

@@ -1,6 +1,6 @@
 -- Each outcome of a file against the store: new, stored already with the same score, for an unknown decision, or
 -- for a decision stored with another score. Needs outcomes_staged(row_number, decision_id, score, cost,
--- input_tokens, output_tokens) registered by uniroute/ingest/outcomes.py (ids unique within the file).
+-- input_tokens, output_tokens) from outcomes_read_staged.sql (ids unique within the file).
 -- Grain: one row per outcome of the file.
 create or replace temp table outcomes_state as
 select s.*,

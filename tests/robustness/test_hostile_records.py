@@ -4,10 +4,12 @@ bad row already stored) crashes the inbox, replay, the shadow gate, drift or the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import shutil
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -50,6 +52,7 @@ def _spooled(settings: Settings, name: str, lines: list[str]) -> Path:
     path = settings.spool_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(line + "\n" for line in lines))
+    os.utime(path, (0, 0))  # written long ago: taken without the settle wait (its own test below)
     return path
 
 
@@ -296,3 +299,37 @@ def test_a_stored_decision_id_given_other_content_is_quarantined(pool, logs, mon
     assert "line 2: decision_id is stored already with other content" in result.output
     assert _sql(settings, f"select model from decisions where decision_id = '{record['decision_id']}'") == [
         (record["model"],)]
+
+
+def test_a_spool_file_written_in_place_is_taken_only_once_it_stands_still(pool, logs, monkeypatch):
+    settings = _settings(pool, monkeypatch)
+    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "1.5")
+    first, second = _real_records(settings, logs.prompt.unique()[:2].tolist())
+    path = settings.spool_dir / "decisions-in-place.jsonl"  # no .part: written where the inbox reads
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torn = _dump(second)
+    path.write_text(_dump(first) + "\n" + torn[:40])
+    finish = threading.Timer(0.5, lambda: path.open("a").write(torn[40:] + "\n"))  # the writer goes on
+    finish.start()
+    early = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
+    finish.join()
+    assert early.exit_code == 0 and "decisions-in-place.jsonl" not in early.output, early.output
+    assert path.exists() and _sql(settings, "select count(*) from decisions") == [(0,)]
+    status = runner.invoke(app, ["status"], catch_exceptions=False)
+    assert "1 of the waiting file(s) still being written in place (no .part)" in status.output, status.output
+    os.utime(path, (0, 0))  # it stood still since
+    later = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
+    assert "decisions-in-place.jsonl: ingested" in later.output and "2 decisions accepted" in later.output, later.output
+    assert _sql(settings, "select count(*) from decision_quarantine") == [(0,)]
+
+
+def test_the_shadow_gate_names_the_challenger_when_the_challenger_cannot_replay(traffic_with_old_rows):
+    """A challenger on another embedder than the traffic's: the skip line names the challenger, not the champion."""
+    settings = traffic_with_old_rows
+    with store.opened(settings.db_path) as con:
+        champion = replay_router(con, "champion")
+        challenger = dataclasses.replace(champion.router, embedder_id="another-embedder")
+        gate = shadow_gate(con, challenger, ShadowConfig(min_decisions=10))
+    assert gate.verdict == "skipped", gate.line
+    assert "the challenger (this build's router) was fitted on embedder another-embedder" in gate.line, gate.line
+    assert f"router {champion.router_id} was fitted" not in gate.line

@@ -65,6 +65,11 @@ def test_generated_records_never_crash_the_inbox_replay_or_the_shadow_gate(home,
     assert summary.rows_read == len(lines)
     assert summary.rows_accepted + summary.rows_duplicate + summary.rows_quarantined == len(lines)
     assert _sql(settings_, f"select count(*) from decisions where decision_id = '{good['decision_id']}'") == [(1,)]
+    # Every record accepted is loaded once: as many rows of this file's ids as accepted, none twice.
+    ids = ", ".join(f"'{r['decision_id']}'" for r in [*generated, good] if isinstance(r.get("decision_id"), str)
+                    and "'" not in r["decision_id"])
+    assert _sql(settings_, f"select count(*), count(distinct decision_id) from decisions where decision_id in ({ids})"
+                ) == [(summary.rows_accepted, summary.rows_accepted)]
     quarantined = _sql(settings_, f"select count(*), count(reason) from decision_quarantine where path like '%{name}'")
     assert quarantined == [(summary.rows_quarantined, summary.rows_quarantined)]
     with ctx.session("replay", inputs="generated records") as s:

@@ -34,7 +34,8 @@ def replay_command(
     with_models: Annotated[str | None, typer.Option("--with", help="Models the router holds a row for to add to "
                                                     "the pool (e.g. retired ones), comma-separated.")] = None,
     prices: Annotated[Path | None, typer.Option("--prices", help="A prices file (model, from, per_call): replay at "
-                                                "these costs per call.")] = None,
+                                                "these costs per call, each decision at the prices in force when it "
+                                                "was decided.")] = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Replay at this budget (a fraction (0, 1] of the "
                                                  "priciest pool model's cost).")] = None,
     lam: Annotated[float | None, typer.Option("--lambda", help="Replay at this lambda. None of --lambda, --budget "

@@ -13,7 +13,7 @@ from uniroute.cli.app import JsonFlag, app, context, one_line_errors, settings_f
 
 @app.command()
 def doctor(
-    check: Annotated[bool, typer.Option("--check", help="Only report; repair nothing.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Only report; repair nothing and write nothing.")] = False,
     as_json: JsonFlag = False,
 ):
     """Check the invariants between the store, MLflow and the published snapshots; report and repair.

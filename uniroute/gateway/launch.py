@@ -14,7 +14,7 @@ from uniroute.gateway.endpoint import Gateway, gateway_app
 from uniroute.gateway.live import LiveRouter
 from uniroute.pipeline.serving.calibration import TrafficWindow
 from uniroute.pipeline.serving.route import RoutingSource
-from uniroute.pipeline.serving.spool import DecisionSpool
+from uniroute.pipeline.serving.spool import DecisionSpool, finish_on_stop
 
 SPOOL_SECONDS = 10.0  # a gateway's spool file is finished (ingestible) at the latest this long after it opened
 
@@ -55,6 +55,10 @@ def serve(gateway: Gateway, host: str, port: int, say: Callable[[str], None] = p
     say(gateway.coverage())
     say(f"gateway: router {gateway.live.loaded.source.router_id} on http://{host}:{port}/v1 (model \"uniroute\")")
     gateway.live.start()
+    if gateway.spool is not None:
+        # uvicorn stops gracefully on SIGTERM, then raises it again with the handler it found: the process would end
+        # there, before the `finally` below. This handler, found by uvicorn, finishes the file first.
+        finish_on_stop(gateway.spool)
     try:
         uvicorn.run(gateway_app(gateway), host=host, port=port, log_level="warning", access_log=False)
     finally:

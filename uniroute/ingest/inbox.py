@@ -101,13 +101,45 @@ def _not_a_regular_file(path: Path) -> str | None:
 
 def _settled(path: Path, settle_seconds: float) -> bool:
     """Whether a file's size and modification time stay unchanged for settle_seconds (waiting if it is newer)."""
-    first = path.lstat()
-    age = time.time() - first.st_mtime
-    if age >= settle_seconds:
-        return True
-    time.sleep(settle_seconds - age)
-    second = path.lstat()
-    return (first.st_size, first.st_mtime_ns) == (second.st_size, second.st_mtime_ns)
+    return path in _settled_files([path], settle_seconds)[0]
+
+
+def _settled_files(paths: list[Path], settle_seconds: float) -> tuple[list[Path], list[Path]]:
+    """(settled, still being written) of regular files: those modified within settle_seconds are looked at again
+    after one wait for the youngest (not one wait per file), and taken when their size and modification time held."""
+    stats = {}
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):  # renamed away meanwhile (a writer's own rename): not ours
+            stats[path] = path.lstat()
+    now = time.time()
+    young = {p: s for p, s in stats.items() if now - s.st_mtime < settle_seconds}
+    if young:
+        time.sleep(max(settle_seconds - (now - s.st_mtime) for s in young.values()))
+    growing = []
+    for path, first in young.items():
+        try:
+            second = path.lstat()
+        except FileNotFoundError:
+            growing.append(path)
+            continue
+        if (first.st_size, first.st_mtime_ns) != (second.st_size, second.st_mtime_ns):
+            growing.append(path)
+    return [p for p in stats if p not in growing], growing
+
+
+def still_being_written(folder: Path, settle_seconds: float = SETTLE_SECONDS) -> list[str]:
+    """Names of the files waiting in an inbox folder that were modified within settle_seconds (no wait): what the
+    next run leaves for later if they are still growing (`status` names them)."""
+    if not folder.is_dir():
+        return []
+    now = time.time()
+    out = []
+    for path in inbox_files(folder):
+        with contextlib.suppress(OSError):
+            mode = path.lstat()
+            if stat.S_ISREG(mode.st_mode) and now - mode.st_mtime < settle_seconds:
+                out.append(path.name)
+    return out
 
 
 def _moved(path: Path, folder: Path, name: str | None = None) -> Path:
@@ -195,14 +227,17 @@ def _process_claimed(db_path: Path, inbox_dir: Path, split: str | None, progress
     processing.mkdir(exist_ok=True)
     claimed = sorted(p for p in processing.iterdir())  # left by a killed run
     outcomes: list[InboxOutcome] = []
+    regular = []
     for path in inbox_files(inbox_dir):
         reason = _not_a_regular_file(path)
         if reason is not None:
             outcomes.append(_failed(path, inbox_dir, path.name, reason))
-        elif not _settled(path, settle_seconds):
-            log.info("%s: still being written; left for the next run", path.name)
         else:
-            claimed.append(_moved(path, processing))
+            regular.append(path)
+    settled, growing = _settled_files(regular, settle_seconds)
+    for path in growing:
+        log.info("%s: still being written; left for the next run", path.name)
+    claimed += [_moved(path, processing) for path in settled]
     for path in claimed:
         name = path.name
         reason = _not_a_regular_file(path)

@@ -279,7 +279,8 @@ def _traffic_summary(con: store.Connection, path: Path, fmt: str, source: str, f
                              rows_read=loaded.rows_read, rows_accepted=loaded.rows_accepted,
                              rows_duplicate=loaded.rows_duplicate, rows_quarantined=loaded.rows_quarantined,
                              first_problem=loaded.first_problem, unit="decisions")
-    outcomes = load_outcomes(con, path, source, file_hash)
+    with store.memory_limited(con, INGEST_DUCKDB_MEMORY):  # the file's batches spill past it, as a log's blocks
+        outcomes = load_outcomes(con, path, source, file_hash)
     return IngestSummary(path=source, file_hash=file_hash, format=fmt, status="ingested",
                          rows_read=outcomes.rows_read, rows_accepted=outcomes.rows_accepted,
                          rows_duplicate=outcomes.rows_duplicate, rows_quarantined=outcomes.rows_quarantined,

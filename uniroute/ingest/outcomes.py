@@ -12,9 +12,9 @@ OUTCOME_WAIT_DAYS.
 
 from __future__ import annotations
 
-import io
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,6 +29,7 @@ from uniroute.ingest.staging import IngestError
 FORMAT_OUTCOMES = "outcomes"
 OUTCOME_REQUIRED = ("decision_id", "score")
 OUTCOME_OPTIONAL = ("cost", "input_tokens", "output_tokens")
+BATCH_ROWS = 50_000  # rows read and checked at a time: some 50 MB of Python objects at the widest
 # Outcomes are ~60 bytes a row: 512 MiB is some eight million, more than a file should carry in one transaction.
 MAX_OUTCOME_BYTES = 512 * 1024 * 1024
 # How long an outcome waits for its decision: a serving process finishes its spool file within a minute, the inbox
@@ -65,18 +66,30 @@ def check_size(path: Path, size: int) -> None:
                           f"{MAX_OUTCOME_BYTES / 2**20:,.0f} MiB: split it into smaller files")
 
 
-def load_outcomes(con: store.Connection, path: Path, source_file: str, file_hash: str) -> OutcomesLoaded:
-    """Check an outcomes file and write what it adds, in the caller's transaction; IngestError for a bad file."""
-    frame = checked_outcomes(path, _read(path))
-    rows_read = len(frame)
-    frame = frame.drop_duplicates("decision_id")  # exact repeats (same score): checked_outcomes refused the rest
-    with store.registered(con, "outcomes_staged", frame):
-        store.execute(con, "outcomes_state")
-        counts = store.query(con, "outcomes_counts").iloc[0]
-        first = store.query(con, "outcomes_first_problem")
-        now = datetime.now()
-        for statement in ("outcomes_insert", "outcomes_quarantine", "outcomes_pending_insert"):
-            store.execute(con, statement, source_file=source_file, file_hash=file_hash, now=now)
+def load_outcomes(con: store.Connection, path: Path, source_file: str, file_hash: str,
+                  batch_rows: int | None = None) -> OutcomesLoaded:
+    """Check an outcomes file and write what it adds, in the caller's transaction; IngestError for a bad file.
+
+    Read and checked batch_rows at a time into a DuckDB temp table (the file is never held whole in Python: a
+    10^6-row JSON lines file read whole peaked at 11x its size); the file's own agreement (one score per id) and
+    the rest are decided in SQL over that table."""
+    store.execute(con, "outcomes_read_create")
+    for raw in _batches(path, batch_rows or BATCH_ROWS):
+        with store.registered(con, "outcomes_batch", checked_outcomes(path, raw)):
+            store.execute(con, "outcomes_read_append")
+    clash = store.query(con, "outcomes_read_clash")
+    if len(clash):
+        given = ", ".join(f"row {r}: {s:g}" for r, s in zip(clash.row_number, clash.score, strict=True))
+        raise IngestError(f"{path}: decision_id {clash.decision_id.iloc[0]!r} is given different scores ({given}); "
+                          "keep one")
+    rows_read = int(store.query_row(con, "outcomes_read_count")[0])  # type: ignore[index]  # a count: one row
+    store.execute(con, "outcomes_read_staged")  # exact repeats (same score) dropped: the clash check refused the rest
+    store.execute(con, "outcomes_state")
+    counts = store.query(con, "outcomes_counts").iloc[0]
+    first = store.query(con, "outcomes_first_problem")
+    now = datetime.now()
+    for statement in ("outcomes_insert", "outcomes_quarantine", "outcomes_pending_insert"):
+        store.execute(con, statement, source_file=source_file, file_hash=file_hash, now=now)
     new, quarantined, waiting = int(counts.new), int(counts.quarantined), int(counts.waiting)
     return OutcomesLoaded(rows_read, new, rows_read - new - quarantined - waiting, quarantined,
                           None if first.empty else f"row {first.row_number.iloc[0]}: {first.reason.iloc[0]}",
@@ -88,40 +101,91 @@ def matched_pending(con: store.Connection, now: datetime) -> None:
     store.execute(con, "outcomes_match_pending", since=now - timedelta(days=OUTCOME_WAIT_DAYS), now=now)
 
 
-def _read(path: Path) -> pd.DataFrame:
-    """The file's rows as text-or-number columns, with their 1-based row numbers (CSV data rows, JSON lines)."""
+def _batches(path: Path, batch_rows: int) -> Iterator[pd.DataFrame]:
+    """The file's rows as text-or-number columns, with their 1-based row numbers (CSV data rows, JSON lines), at
+    most batch_rows at a time; each batch has the required columns (None where its rows lack them)."""
+    for frame in _raw_batches(path, batch_rows):
+        for name in OUTCOME_REQUIRED:
+            if name not in frame.columns:
+                frame[name] = None
+        yield frame
+
+
+def _raw_batches(path: Path, batch_rows: int) -> Iterator[pd.DataFrame]:
     with open(path, "rb") as handle:
         head = handle.read(4)
     if head == b"PAR1":
-        frame = pq.read_table(path).to_pandas()
-        frame.insert(0, "row_number", np.arange(1, len(frame) + 1))
-        return frame
-    text = path.read_text(encoding="utf-8-sig")
-    if text.lstrip().startswith("{"):
-        rows, numbers = [], []
-        # "\n" only: str.splitlines would also split at a U+2028 inside a JSON string
-        for number, line in enumerate(text.split("\n"), start=1):
+        start = 1
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
+            frame = batch.to_pandas()
+            frame.insert(0, "row_number", np.arange(start, start + len(frame)))
+            start += len(frame)
+            yield frame
+        return
+    if _first_character(path) == b"{":
+        yield from _json_lines(path, batch_rows)
+        return
+    start = 1
+    for frame in pd.read_csv(path, dtype=object, keep_default_na=False, encoding="utf-8-sig", chunksize=batch_rows):
+        frame.insert(0, "row_number", np.arange(start, start + len(frame)))
+        start += len(frame)
+        yield frame
+
+
+def _first_character(path: Path) -> bytes:
+    """The file's first byte that is not a byte-order mark nor white space (b"" for a blank file)."""
+    with open(path, "rb") as handle:
+        rest = handle.read(3)
+        rest = rest[3:] if rest.startswith(b"\xef\xbb\xbf") else rest
+        while True:
+            stripped = rest.lstrip()
+            if stripped:
+                return stripped[:1]
+            rest = handle.read(64 * 1024)
+            if not rest:
+                return b""
+
+
+def _json_lines(path: Path, batch_rows: int) -> Iterator[pd.DataFrame]:
+    rows: list[dict] = []
+    numbers: list[int] = []
+    yielded = False
+    with open(path, "rb") as handle:
+        # Bytes split at "\n" only: str.splitlines would also split at a U+2028 inside a JSON string
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise IngestError(f"{path}: line {number} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
+                line = line.rstrip("\n")
                 raise IngestError(f"{path}: line {number} is not JSON ({exc.msg}): {line[:80]!r}") from None
             if not isinstance(row, dict):
-                raise IngestError(f"{path}: line {number} is not a JSON object: {line[:80]!r}")
+                raise IngestError(f"{path}: line {number} is not a JSON object: {line.rstrip(chr(10))[:80]!r}")
             rows.append(row)
             numbers.append(number)
-        frame = pd.DataFrame(rows)
-        frame.insert(0, "row_number", numbers)
-        return frame
-    frame = pd.read_csv(io.StringIO(text), dtype=object, keep_default_na=False)
-    frame.insert(0, "row_number", np.arange(1, len(frame) + 1))
+            if len(rows) == batch_rows:
+                yield _frame(rows, numbers)
+                rows, numbers, yielded = [], [], True
+    if rows or not yielded:
+        yield _frame(rows, numbers)
+
+
+def _frame(rows: list[dict], numbers: list[int]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows)
+    frame.insert(0, "row_number", np.asarray(numbers, dtype=np.int64))
     return frame
 
 
 def checked_outcomes(path: Path, raw: pd.DataFrame) -> pd.DataFrame:
-    """The rows as (row_number, decision_id, score, cost, input_tokens, output_tokens); IngestError naming the
-    first bad row and value."""
+    """A batch's rows as (row_number, decision_id, score, cost, input_tokens, output_tokens); IngestError naming
+    the first bad row and value."""
     out = pd.DataFrame({"row_number": raw["row_number"].astype(np.int64)})
     ids = raw["decision_id"]
     blank = ids.map(lambda v: v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip())
@@ -139,15 +203,7 @@ def checked_outcomes(path: Path, raw: pd.DataFrame) -> pd.DataFrame:
                                  lambda x: (x >= 0) & (np.floor(x) == x), optional=True).astype("Int64")
         else:
             out[name] = pd.array([pd.NA] * len(out), dtype="Int64")
-    scores = out.groupby("decision_id")["score"].transform("nunique")
-    clash = scores > 1
-    if clash.any():
-        i = int(np.argmax(clash.to_numpy()))
-        decision = out.decision_id.iloc[i]
-        rows = out.loc[out.decision_id == decision, ["row_number", "score"]]
-        given = ", ".join(f"row {r}: {s:g}" for r, s in rows.itertuples(index=False))
-        raise IngestError(f"{path}: decision_id {decision!r} is given different scores ({given}); keep one")
-    return out
+    return out  # one id given two scores is refused over the whole file (load_outcomes: outcomes_read_clash)
 
 
 def _numbers(path: Path, raw: pd.DataFrame, column: str, rule: str, valid, optional: bool = False) -> pd.Series:

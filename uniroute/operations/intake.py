@@ -94,11 +94,12 @@ def inbox(ctx: Context, onboard_landed: bool = True) -> InboxRun:
         raise OperationError(f"no inbox folder for the store at {ctx.db_path}")
     outcomes: tuple = ()
     if ctx.spool_dir is not None and ctx.spool_dir.is_dir():
-        # The serving spool first, so outcomes in the inbox find their decisions; its files are renamed from
-        # .part only when finished, so none needs to settle. It takes decision records only, by their content: a
-        # benchmark log written there is refused, never training data.
-        outcomes = tuple(process_inbox(ctx.db_path, ctx.spool_dir, settle_seconds=0.0, on_wait=ctx.on_wait,
-                                       only=FORMAT_DECISIONS))
+        # The serving spool first, so outcomes in the inbox find their decisions. Its own writers rename a file
+        # from .part when finished, but another writer may write one in place: a file is taken once it stood still
+        # (one wait per run for the youngest), a growing one is left for the next run. It takes decision records
+        # only, by their content: a benchmark log written there is refused, never training data.
+        outcomes = tuple(process_inbox(ctx.db_path, ctx.spool_dir, settle_seconds=ctx.settle_seconds,
+                                       on_wait=ctx.on_wait, only=FORMAT_DECISIONS))
     outcomes += tuple(process_inbox(ctx.db_path, ctx.inbox_dir, settle_seconds=ctx.settle_seconds,
                                     on_wait=ctx.on_wait))
     run = InboxRun(outcomes, None)

@@ -25,6 +25,7 @@ from uniroute.pipeline.traffic.replay import (
 )
 from uniroute.pipeline.traffic.replay import replay as replay_traffic
 from uniroute.pipeline.traffic.replay_estimates import markdown
+from uniroute.pipeline.traffic.replay_prices import PriceSchedule
 from uniroute.settings import Settings
 from uniroute.store.embeddings import expose_view
 
@@ -46,17 +47,17 @@ class Replayed:
         return {"replay_id": self.replay_id, **self.result}
 
 
-def per_call_prices(path: Path) -> dict[str, float]:
-    """{model: cost per call} of a prices file (the newest price per model); ReplayError for a token price, which
-    cannot price a logged decision (records carry no token counts)."""
-    newest: dict[str, tuple] = {}
+def per_call_prices(path: Path) -> PriceSchedule:
+    """The per-call prices of a prices file, each from its day (a decision is replayed at the prices in force when
+    it was decided); ReplayError for a token price, which cannot price a logged decision (records carry no token
+    counts)."""
+    prices = []
     for price in prices_from_file(path):
         if price.per_call is None:
             raise ReplayError(f"{path}: {price.line()} is a token price; a replay needs a per-call price "
                               "(column per_call) for each model it reprices")
-        if price.model not in newest or price.valid_from >= newest[price.model][0]:
-            newest[price.model] = (price.valid_from, price.per_call)
-    return {m: float(v[1]) for m, v in newest.items()}
+        prices.append((price.valid_from, price.model, float(price.per_call)))
+    return PriceSchedule(tuple(prices))
 
 
 def replay(ctx: Context, window: ReplayWindow, router: str = "champion", without: Sequence[str] = (),
@@ -65,12 +66,12 @@ def replay(ctx: Context, window: ReplayWindow, router: str = "champion", without
     """Re-route the window's logged decisions with `router` ("champion", "challenger" or a router id), repriced by
     a prices file, its pool edited, at a setting; ReplayError in one line for anything off, before the store opens
     where it can."""
-    per_call = per_call_prices(prices) if prices is not None else {}
+    schedule = per_call_prices(prices) if prices is not None else PriceSchedule()
     inputs = {"last": window.last, "since": window.since, "router": router, "without": list(without),
               "with": list(with_models), "prices": None if prices is None else str(prices), "lambda": setting.lam,
               "budget": setting.budget, "max_cost": setting.max_cost}
     with ctx.session("replay", inputs=f"{router} {window.line()}") as s:
-        using = replay_router(s.con, router, without, with_models, per_call)
+        using = replay_router(s.con, router, without, with_models, schedule)
         result, _ = replay_traffic(s.con, using, window, setting, inputs=inputs)
         replay_id = record_replay(s.con, result)
         done = Replayed(result, replay_id)

@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+from pathlib import Path
+
 from uniroute import store
 from uniroute.operations.context import Context
 from uniroute.pipeline.reconcile import Report, reconcile
@@ -32,20 +37,21 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True, 
                          min_answers=ctx.min_val_answers, tmp_dir=ctx.tmp_dir, gate=ctx.gate,
                          spool_dir=ctx.spool_dir)
 
-    try:
-        with ctx.session(operation, inputs=inputs) as s, store.memory_limited(s.con, RECONCILE_DUCKDB_MEMORY):
-            report = checked(s)
-            if operation != "reconcile":
-                s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
-    except store.ReadOnlyHome as exc:
-        if repair:
-            raise
-        # A read-only home (a replica, a mounted backup) is checked as it is: nothing to record, nothing repaired.
+    if not repair:
+        # "Repair nothing" writes nothing either: no operations row, no killed run marked, no schema upgrade, no
+        # lock file; the store opened read-only (DuckDB refuses any write), the home's tree left as it was.
         with store.inspection(ctx.db_path, operation) as s, store.memory_limited(s.con, RECONCILE_DUCKDB_MEMORY):
             report = checked(s)
             _unfinished_runs(s, report)
-        report.add("home", "ok", f"{exc.folder} is read-only ({exc.reason}): checked without writing; route and sql "
-                   "answer, writers refuse until it is writable")
+        reason = _read_only_reason(ctx.db_path.parent)
+        if reason is not None:
+            report.add("home", "ok", f"{ctx.db_path.parent} is read-only ({reason}): checked without writing; route "
+                       "and sql answer, writers refuse until it is writable")
+        return report
+    with ctx.session(operation, inputs=inputs) as s, store.memory_limited(s.con, RECONCILE_DUCKDB_MEMORY):
+        report = checked(s)
+        if operation != "reconcile":
+            s.detail = f"{len(report.repaired)} repaired, healthy={report.healthy}"
     if operation == "reconcile":
         for finding in report.findings:
             if finding.status in NOTEWORTHY:
@@ -54,6 +60,16 @@ def reconciled(ctx: Context, operation: str = "reconcile", repair: bool = True, 
                 ctx.warn(f"{finding.check}: {finding.detail}" if finding.status == "broken"
                          else f"{finding.check} {finding.status}: {finding.detail}")
     return report
+
+
+def _read_only_reason(folder: Path) -> str | None:
+    """Why a folder cannot be written (a read-only mount, no permission), found without writing; None if it can."""
+    with contextlib.suppress(OSError):
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return os.strerror(errno.EROFS)
+    if not os.access(folder, os.W_OK):
+        return os.strerror(errno.EACCES)
+    return None
 
 
 def _unfinished_runs(s: store.Session, report: Report) -> None:

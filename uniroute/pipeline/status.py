@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from uniroute import store
-from uniroute.ingest.inbox import PROCESSING
+from uniroute.ingest.inbox import PROCESSING, still_being_written
 from uniroute.ingest.outcomes import OUTCOME_WAIT_DAYS
 from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.serving import snapshot
@@ -32,7 +32,9 @@ class Status:
     inbox_waiting: list[str]
     inbox_failed: int
     notes: list[str] = field(default_factory=list)
-    spool: dict[str, int] | None = None  # the decision spool's finished files, claimed files and failed files
+    # the decision spool's finished files, claimed files, failed files, and waiting files modified within the inbox's
+    # settle time (written in place, perhaps still growing)
+    spool: dict[str, int] | None = None
     outcomes_waiting: int = 0  # outcomes received for decisions not stored yet (they land when those do)
     # What the store recorded that MLflow does not hold yet ({"routers": n, "publications": n}; None: MLflow off,
     # or nothing waits): an operation's detached follow-up, or the next reconciliation, logs it.
@@ -68,6 +70,9 @@ class Status:
             s = self.spool
             out.append(f"spool      {s['waiting']} decision file(s) waiting, {s['claimed']} claimed by an interrupted "
                        f"run (.processing/), {s['failed']} in failed/")
+            if s.get("writing"):
+                out.append(f"spool      {s['writing']} of the waiting file(s) still being written in place (no .part): "
+                           "the inbox takes a file once it stands still")
         if self.outcomes_waiting:
             out.append(f"outcomes   {self.outcomes_waiting} wait for their decisions (matched when these land, "
                        f"within {OUTCOME_WAIT_DAYS:g} days)")
@@ -110,7 +115,8 @@ def _spool(spool_dir: Path | None) -> dict[str, int] | None:
     waiting, failed = _inbox(spool_dir)
     claimed = spool_dir / PROCESSING
     return {"waiting": len(waiting), "failed": failed,
-            "claimed": sum(1 for p in claimed.iterdir() if p.is_file()) if claimed.is_dir() else 0}
+            "claimed": sum(1 for p in claimed.iterdir() if p.is_file()) if claimed.is_dir() else 0,
+            "writing": len(still_being_written(spool_dir))}
 
 
 def _outcomes_waiting(con: Any) -> int:

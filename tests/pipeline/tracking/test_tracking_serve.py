@@ -76,27 +76,28 @@ def _stop(server: subprocess.Popen) -> None:
         server.wait(timeout=30)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("embedder_name", ["tfidf", "static", "minilm-onnx", "minilm"])
-def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, tracking, built_embedders_cache,
-                                                       tmp_path):
-    embedder = _embedder(embedder_name, built_embedders_cache)
+def _champion(embedder: Any, name: str, db_path: Path, tracking: tuple) -> Router:
+    """A K-means router (K=3) over the embedder, stored and synced to MLflow as its champion."""
     X = np.asarray(embedder.encode(PROMPTS), dtype=np.float32)
     centroids = fit_centroids(X, k=3, seed=0)
     psi = psi_from_losses(centroids.assign(X), topic_losses(), 3, MODELS)
     router = Router(embedder.embedder_id, MODELS, COSTS, psi.values, centroids, psi.counts)
     with uniroute_store.session(db_path, "build") as s:
         registry.save_router_version(s.con, registry.NewVersion(
-            router, f"kmeans-{embedder_name}", clustering_id_of(centroids), "kmeans", "fp", 0.7, True,
+            router, f"kmeans-{name}", clustering_id_of(centroids), "kmeans", "fp", 0.7, True,
             "test build", centroids=centroids, embedder=embedder))
     with uniroute_store.session(db_path, "reconcile") as s:
         assert sync_mlflow(s.con, *tracking).aliases == {CHAMPION: "1"}
+    return router
 
+
+def _served(tmp_path: Path, tracking: tuple, served_home: Path, extra_env: dict[str, str]
+            ) -> tuple[int, subprocess.Popen, float]:
+    """(port, process, deadline): `mlflow models serve` of the champion in its own process group, answering /ping."""
     port = _free_port()
     bin_dir = Path(sys.executable).parent  # `mlflow models serve` starts uvicorn from PATH (STACK.md)
-    served_home = tmp_path / "served-home"  # the server's UNIROUTE_HOME: its decision spool
     env = {**os.environ, "MLFLOW_TRACKING_URI": tracking[0], "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "UNIROUTE_HOME": str(served_home), "UNIROUTE_SPOOL_MAX_SECONDS": "1"}
+           "UNIROUTE_HOME": str(served_home), **extra_env}
     log_path = tmp_path / "serve.log"
     with log_path.open("wb") as log:
         server = subprocess.Popen(
@@ -104,8 +105,8 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
              "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path,
         )
+    deadline = time.monotonic() + SERVER_START_SECONDS
     try:
-        deadline = time.monotonic() + SERVER_START_SECONDS
         while True:
             assert server.poll() is None, f"mlflow models serve exited: {log_path.read_text()[-3000:]}"
             try:
@@ -115,6 +116,21 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
                 pass
             assert time.monotonic() < deadline, f"no /ping answer in {SERVER_START_SECONDS} s: {log_path.read_text()}"
             time.sleep(0.5)
+    except BaseException:
+        _stop(server)
+        raise
+    return port, server, deadline
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("embedder_name", ["tfidf", "static", "minilm-onnx", "minilm"])
+def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, tracking, built_embedders_cache,
+                                                       tmp_path):
+    embedder = _embedder(embedder_name, built_embedders_cache)
+    router = _champion(embedder, embedder_name, db_path, tracking)
+    served_home = tmp_path / "served-home"  # the server's UNIROUTE_HOME: its decision spool
+    port, server, deadline = _served(tmp_path, tracking, served_home, {"UNIROUTE_SPOOL_MAX_SECONDS": "1"})
+    try:
         body = {"dataframe_records": [{"prompt": p} for p in NEW_PROMPTS], "params": {"lambda": 0.1}}
         answer = _post(f"http://127.0.0.1:{port}/invocations", body)
         default = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_split": {
@@ -151,3 +167,29 @@ def test_mlflow_models_serve_routes_with_each_embedder(embedder_name, db_path, t
         assert [t["rank"] for t in terms] == list(range(1, len(MODELS) + 1)) and terms[0]["model"] == row["model"]
         assert [t["model"] for t in terms[1:]] == row["fallbacks"] and "lam_cost" in terms[0]
     assert "explain" not in answer["predictions"][0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_served_model_stopped_by_a_signal_finishes_its_spool_file(stop, db_path, tracking, tmp_path):
+    """uvicorn stops gracefully, then raises SIGTERM again with the handler it found: the process ended before
+    atexit, its last spool file stayed `.part` and was never loaded. The file is finished on the signal now."""
+    _champion(_embedder("tfidf", tmp_path), "tfidf", db_path, tracking)
+    served_home = tmp_path / "served-home"
+    # An hour: only the signal finishes the file.
+    port, server, _ = _served(tmp_path, tracking, served_home, {"UNIROUTE_SPOOL_MAX_SECONDS": "3600"})
+    spool = served_home / "spool" / "decisions"
+    try:
+        answer = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_records": [{"prompt": p}
+                                                                                      for p in NEW_PROMPTS]})
+        assert [p.name.endswith(".part") for p in spool.iterdir()] == [True]
+        os.killpg(server.pid, stop)  # the mlflow CLI and its uvicorn, as a terminal's Ctrl-C or a service manager
+        server.wait(timeout=60)
+    finally:
+        _stop(server)
+    assert not list(spool.glob("*.part")), (tmp_path / "serve.log").read_text()[-3000:]
+    [outcome] = process_inbox(db_path, spool, settle_seconds=0.0)
+    assert outcome.status == "ingested", outcome.error
+    with uniroute_store.opened(db_path, read_only=True) as con:
+        landed = sorted(r[0] for r in con.execute("select decision_id from routing_decisions").fetchall())
+    assert landed == sorted(row["decision_id"] for row in answer["predictions"])

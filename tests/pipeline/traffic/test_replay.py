@@ -125,6 +125,23 @@ def test_prices_and_a_setting_change_the_replay(traffic_home, logged, tmp_path):
     assert shown["inputs"]["lambda"] == 1.0 and shown["setting"] == "lambda 1"
 
 
+def test_a_price_dated_after_a_decision_does_not_price_it(traffic_home, logged, tmp_path):
+    """A price is in force from its day: one dated 2099 leaves today's decisions at the router's costs (it used to
+    be taken as the newest price and applied to every decision); a price from a past day applies."""
+    models = _active(traffic_home)
+    asked = ["replay", "--lambda", "1", "--json"]
+    plain = json.loads(runner.invoke(app, asked, catch_exceptions=False).stdout)
+    future, past = tmp_path / "future.csv", tmp_path / "past.csv"
+    future.write_text("model,from,per_call\n" + "".join(f"{m},2099-01-01,{0.5 if i else 100.0}\n"
+                                                        for i, m in enumerate(models)))
+    past.write_text(future.read_text().replace("2099-01-01", "2026-01-01") + f"{models[0]},2099-01-01,0.0\n")
+    later = json.loads(runner.invoke(app, [*asked, "--prices", str(future)], catch_exceptions=False).stdout)
+    assert later["overall"] == plain["overall"] and later["models"] == plain["models"]
+    now = json.loads(runner.invoke(app, [*asked, "--prices", str(past)], catch_exceptions=False).stdout)
+    assert {m["model"]: m["share"] for m in now["models"]}.get(models[0], 0.0) == 0.0  # 100 per call from 2026
+    assert now["overall"] != plain["overall"]
+
+
 def test_a_max_cost_replay_stays_within_the_cap_on_the_replayed_traffic(traffic_home, logged):
     """--max-cost is calibrated on the replayed decisions themselves: their replayed expected mean cost is within
     the cap, a cap between the cheapest and the dearest model's cost binds, and the JSON says what was asked."""

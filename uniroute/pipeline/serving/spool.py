@@ -3,8 +3,9 @@ without ever touching the store (so never waiting for its writer lock), and the 
 
 A file is written as `NAME.jsonl.part` and renamed to `NAME.jsonl` once finished: at the end of a CLI call, or, in
 a long-running server (the MLflow pyfunc), when it reaches max_bytes or max_seconds of age (checked on every
-write and by a timer, so an idle server still finishes its file). The inbox takes finished files only, so a
-process killed mid-write loses at most the records of its unfinished `.part` and never lands half a file.
+write and by a timer, so an idle server still finishes its file), and on SIGTERM or SIGINT (finish_on_stop). The
+inbox takes finished files only, so a process killed mid-write loses at most the records of its unfinished `.part`
+and never lands half a file.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any, cast
 
 import orjson
@@ -30,6 +34,10 @@ PART = ".part"
 SUFFIX = ".jsonl"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_SECONDS = 60.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# How long a stop signal's handler waits for a write under way on another thread before it leaves that write to
+# finish the file itself.
+STOP_WAIT_SECONDS = 2.0
 
 
 class DecisionSpool:
@@ -47,6 +55,7 @@ class DecisionSpool:
         self._size = 0
         self._timer = timer
         self._ticker: threading.Timer | None = None
+        self._stopping = False  # a stop signal came: every later write finishes its file at once
         self.finished: list[Path] = []  # files renamed to their final name by this writer, oldest first
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
@@ -67,7 +76,8 @@ class DecisionSpool:
                 self._drop_batch()
                 raise
             self._size += len(text)
-            if self._size >= self.max_bytes or time.monotonic() - self._opened_at >= self.max_seconds:
+            if (self._stopping or self._size >= self.max_bytes
+                    or time.monotonic() - self._opened_at >= self.max_seconds):
                 self._finish()
 
     def close(self) -> None:
@@ -77,6 +87,18 @@ class DecisionSpool:
             if self._ticker is not None:
                 self._ticker.cancel()
                 self._ticker = None
+
+    def stop(self) -> None:
+        """A stop signal came: finish the open file now (or, when a write holds the lock past STOP_WAIT_SECONDS,
+        leave that write to finish it), and finish every later write's file at once (a server finishing its last
+        requests after the signal)."""
+        self._stopping = True
+        # Not `with`: the signal may have interrupted this very thread inside write(), holding the lock.
+        if self._lock.acquire(timeout=STOP_WAIT_SECONDS):
+            try:
+                self._finish()
+            finally:
+                self._lock.release()
 
     def __enter__(self) -> DecisionSpool:
         return self
@@ -129,3 +151,37 @@ class DecisionSpool:
         self.finished.append(final)
         log.debug("decision spool: %s finished (%d bytes)", final.name, self._size)
         self._handle, self._part = None, None
+
+
+_stoppable: weakref.WeakSet[DecisionSpool] = weakref.WeakSet()
+_chained: dict[int, Any] = {}  # signal -> the handler in place before ours
+
+
+def finish_on_stop(spool: DecisionSpool) -> bool:
+    """Finish `spool`'s open file when the process gets SIGTERM or SIGINT, then let the signal do what it did before
+    (a server's graceful shutdown, KeyboardInterrupt, or the default: the process ends, which skips atexit: uvicorn
+    re-raises the signal after its shutdown). False when handlers cannot be set here (not the main thread): the
+    file is then finished by close() or its timer only."""
+    _stoppable.add(spool)
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    for sig in STOP_SIGNALS:
+        current = signal.getsignal(sig)
+        if current is not _on_stop:
+            _chained[sig] = current
+            signal.signal(sig, _on_stop)
+    return True
+
+
+def _on_stop(sig: int, frame: FrameType | None) -> None:
+    for spool in list(_stoppable):
+        try:
+            spool.stop()
+        except OSError:  # a full disk: the file stays .part, the signal still stops the process
+            log.warning("decision spool: could not finish %s on signal %d", spool.folder, sig, exc_info=True)
+    before = _chained.get(sig, signal.SIG_DFL)
+    if callable(before):
+        before(sig, frame)
+    elif before == signal.SIG_DFL:
+        signal.signal(sig, signal.SIG_DFL)  # the default action (end the process), as if we had not been here
+        signal.raise_signal(sig)

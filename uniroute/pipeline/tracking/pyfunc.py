@@ -40,7 +40,7 @@ from uniroute.pipeline.serving.route import (
     cluster_values,
     pool_names,
 )
-from uniroute.pipeline.serving.spool import DecisionSpool
+from uniroute.pipeline.serving.spool import DecisionSpool, finish_on_stop
 from uniroute.routers.serialize import router_from_bytes
 from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
 
@@ -162,6 +162,7 @@ def served_spool(settings: Settings) -> tuple[DecisionSpool | None, Recording]:
         return None, recording
     spool = DecisionSpool(settings.spool_dir, settings.spool_max_bytes, settings.spool_max_seconds, timer=True)
     atexit.register(spool.close)  # a server stopped cleanly finishes its file
+    finish_on_stop(spool)  # and one stopped by SIGTERM (uvicorn re-raises it after its shutdown: no atexit) or SIGINT
     return spool, recording
 
 

@@ -30,6 +30,7 @@ from uniroute.pipeline.pool import registry
 from uniroute.pipeline.serving.route import DEFAULT_SETTING, resolved_setting
 from uniroute.pipeline.traffic import replay_estimates as estimates
 from uniroute.pipeline.traffic.replay_estimates import ReplayedTraffic
+from uniroute.pipeline.traffic.replay_prices import PriceSchedule
 from uniroute.routers.budgets.cost_cap import check_max_cost, lambda_for_max_cost
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.rule import check_budget, check_lambda
@@ -120,13 +121,14 @@ def repriced(router: AnyRouter, per_call: dict[str, float]) -> AnyRouter:
     return replace(router, costs=costs)  # type: ignore[type-var]  # every kind is a frozen dataclass
 
 
-def checked_embedder(router_id: str, router: AnyRouter, embedders: pd.DataFrame) -> int:
+def checked_embedder(router_id: str, router: AnyRouter, embedders: pd.DataFrame, who: str | None = None) -> int:
     """The number of decisions to replay; ReplayError in one line when any was embedded by another embedder than
     the router's, or none kept an embedding."""
     other = embedders[(embedders.n > 0) & (embedders.embedder_id != router.embedder_id)]
     if len(other):
         found = ", ".join(f"{e} ({n:,} decisions)" for e, n in other.groupby("embedder_id").n.sum().items())
-        raise ReplayError(f"router {router_id} was fitted on embedder {router.embedder_id} but the decisions were "
+        raise ReplayError(f"{who or f'router {router_id}'} was fitted on embedder {router.embedder_id} but the "
+                          f"decisions were "
                           f"embedded with {found}: replay them with a router on that embedder, or a window after "
                           "the switch")
     n = int(embedders.n.sum())
@@ -229,13 +231,14 @@ def route_logged(router: AnyRouter, pool: tuple[str, ...], lam: np.ndarray, X: n
 
 @dataclass(frozen=True)
 class ReplayRouter:
-    """The router a replay routes with: its id, the router (repriced), the pool, and the clustering its Psi is
-    measured on (records routed on the same clustering keep their logged cluster)."""
+    """The router a replay routes with: its id, the router, the pool, the clustering its Psi is measured on (records
+    routed on the same clustering keep their logged cluster), and the prices that replace its costs by date."""
 
     router_id: str
     router: AnyRouter
     pool: tuple[str, ...]
     same_clusters: frozenset[str]  # record router ids whose clustering is this router's
+    prices: PriceSchedule = PriceSchedule()  # `router`'s costs replaced by these in force at each decision's time
 
 
 def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayWindow,
@@ -246,14 +249,11 @@ def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayW
     index_of = {m: i for i, m in enumerate(names)}
     pool_pos = {m: j for j, m in enumerate(m for m in router.models if m in set(pool))}
     parts: list[dict[str, np.ndarray]] = []
-    lambdas: dict = {}
-    if setting.max_cost is not None:
-        # The cap holds on the traffic replayed, not on a proxy of it: the window's own prompts are the mix.
-        try:
-            lambdas["fixed"] = lambda_for_max_cost(router, window_embeddings(con, window, batch_rows),
-                                                   setting.max_cost, pool)
-        except ValueError as exc:
-            raise ReplayError(str(exc)) from None
+    priced: dict[int, AnyRouter] = {}  # price period -> the router at its prices
+    lambdas: dict[int, dict] = {}  # price period -> its lambda cache (_lambdas)
+    # The cap holds on the traffic replayed, not on a proxy of it: the window's own prompts are the mix (read before
+    # the batches: one open result per connection).
+    window_X = None if setting.max_cost is None else window_embeddings(con, window, batch_rows)
     for batch in _batches(con, window, batch_rows):
         frame = batch.select([c for c in batch.schema.names if c != "embedding"]).to_pandas()
         known = frame.router_id.isin(using.same_clusters).to_numpy() & frame.cluster.notna().to_numpy()
@@ -269,8 +269,27 @@ def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayW
             clusters[known] = frame.cluster.to_numpy()[known].astype(np.int64)
             if (~known).any():
                 clusters[~known] = router.prompt_clusters(X[~known])  # type: ignore[assignment, index]  # X set above
-        lam = _lambdas(router, pool, setting, frame, lambdas)
-        chosen, err, lo, hi, every = route_logged(router, pool, lam, X, clusters)
+        n = len(frame)
+        lam, cost = np.empty(n), np.empty(n)
+        chosen, err, lo, hi = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n)
+        every = np.empty((n, len(pool)))
+        periods = using.prices.periods(frame.decided_at.to_numpy())
+        for period in np.unique(periods).tolist():
+            rows = np.flatnonzero(periods == period)
+            if period not in priced:
+                priced[period] = repriced(router, using.prices.in_force(period))
+                lambdas[period] = {}
+                if setting.max_cost is not None and window_X is not None:  # the cap at this period's prices
+                    try:
+                        lambdas[period]["fixed"] = lambda_for_max_cost(priced[period], window_X, setting.max_cost,
+                                                                       pool)
+                    except ValueError as exc:
+                        raise ReplayError(str(exc)) from None
+            at = priced[period]
+            lam[rows] = _lambdas(at, pool, setting, frame.iloc[rows], lambdas[period])
+            chosen[rows], err[rows], lo[rows], hi[rows], every[rows] = route_logged(
+                at, pool, lam[rows], None if X is None else X[rows], None if clusters is None else clusters[rows])
+            cost[rows] = at.costs[chosen[rows]]
         for m in frame.model.unique():
             if m not in index_of:
                 index_of[m] = len(names)
@@ -286,7 +305,7 @@ def replayed_traffic(con: store.Connection, using: ReplayRouter, window: ReplayW
             "served_cost": frame.expected_cost.to_numpy(float), "propensity": frame.propensity.to_numpy(float),
             "explored": frame.explored.to_numpy(bool), "outcome": frame.outcome_score.to_numpy(float),
             "chosen": chosen.astype(np.int32), "score": 1.0 - err, "score_lo": 1.0 - hi, "score_hi": 1.0 - lo,
-            "cost": router.costs[chosen], "served_by_replay": served_by_replay, "lam": lam,
+            "cost": cost, "served_by_replay": served_by_replay, "lam": lam,
         })
     joined = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else None
     if joined is None:
@@ -323,9 +342,9 @@ def setting_line(setting: ReplaySetting) -> str:
 
 
 def replay_router(con: store.Connection, which: str, without: Sequence[str] = (), with_models: Sequence[str] = (),
-                  per_call: dict[str, float] | None = None) -> ReplayRouter:
+                  prices: PriceSchedule = PriceSchedule()) -> ReplayRouter:
     """The router to replay with: "champion", "challenger" (the newest build not promoted) or a stored router id,
-    repriced, over its active pool edited by without / with_models."""
+    repriced by date, over its active pool edited by without / with_models."""
     if which == "champion":
         version = registry.load_champion(con)
     elif which == "challenger":
@@ -339,10 +358,11 @@ def replay_router(con: store.Connection, which: str, without: Sequence[str] = ()
         except LookupError as exc:
             raise ReplayError(f"{exc}: `uniroute sql \"select router_id, created_at from routers\"` lists them") \
                 from None
-    router = repriced(version.router, per_call or {})
+    router = version.router
+    repriced(router, {model: cost for _, model, cost in prices.prices})  # a model it does not route: refused here
     active = store.query(con, "active_models").model.tolist()
     pool = replay_pool(version.router_id, router.models, active, without, with_models)
-    return ReplayRouter(version.router_id, router, pool, frozenset())
+    return ReplayRouter(version.router_id, router, pool, frozenset(), prices)
 
 
 def with_logged_clusters(con: store.Connection, using: ReplayRouter, record_routers: Sequence[str]) -> ReplayRouter:

@@ -109,8 +109,8 @@ def shadow_gate(con: store.Connection, challenger: AnyRouter, config: ShadowConf
     champion = registry.load_champion(con)
     active = set(store.query(con, "active_models").model)
     try:
-        checked_embedder(champion_id, challenger, embedders)
-        checked_embedder(champion_id, champion.router, embedders)
+        checked_embedder("challenger", challenger, embedders, who="the challenger (this build's router)")
+        checked_embedder(champion_id, champion.router, embedders, who=f"the champion {champion_id}")
     except ReplayError as exc:
         return _skipped(config, f"the traffic cannot be replayed with both routers ({exc})", champion_id, n)
     records = embedders.router_id.dropna().unique().tolist()
