@@ -47,8 +47,9 @@ def serve(gateway: Gateway, host: str, port: int, say: Callable[[str], None] = p
     """Serve until interrupted: the router watcher runs meanwhile; the spool's file is finished at the end."""
     import uvicorn
 
-    # uvicorn stops gracefully on SIGTERM, then raises the signal again: under the default handler the process
-    # would die there, before the spool's open file is finished (`make stop` lost the last seconds of records).
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it found: under the
+    # default one the process would die there, before the `finally` below (`make stop` lost the last seconds of
+    # records). It finds this one instead: the spool's open file finished (finish_on_stop), then a clean exit.
     signal.signal(signal.SIGTERM, _exit_quietly)
     # A switch of router is told like the start: a line for the operator, not a warning in the log.
     gateway.live.on_switch = lambda loaded: say(gateway.switch_line(loaded))
@@ -56,8 +57,6 @@ def serve(gateway: Gateway, host: str, port: int, say: Callable[[str], None] = p
     say(f"gateway: router {gateway.live.loaded.source.router_id} on http://{host}:{port}/v1 (model \"uniroute\")")
     gateway.live.start()
     if gateway.spool is not None:
-        # uvicorn stops gracefully on SIGTERM, then raises it again with the handler it found: the process would end
-        # there, before the `finally` below. This handler, found by uvicorn, finishes the file first.
         finish_on_stop(gateway.spool)
     try:
         uvicorn.run(gateway_app(gateway), host=host, port=port, log_level="warning", access_log=False)
