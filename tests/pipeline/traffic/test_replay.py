@@ -200,3 +200,16 @@ def test_a_logged_cluster_stands_where_the_stored_embedding_would_move_the_promp
     assert result["overall"]["changed"] == 0
     assert np.asarray(traffic.models)[traffic.chosen][list(traffic.decision_id).index(moved)] == \
         logged.set_index("decision_id").model[moved]
+
+
+def test_a_request_whose_caller_named_the_model_is_not_replayed(traffic_home, logged):
+    # The gateway records a request naming a pool model with the setting 'fixed by caller': the router chose
+    # nothing, so replaying it as the champion's choice would count a change the champion never made.
+    with store.opened(traffic_home / "uniroute.duckdb") as con:
+        fixed, other = con.execute(
+            "select a.decision_id, b.model from decisions as a join decisions as b on a.model <> b.model "
+            "order by a.decision_id, b.decision_id limit 1").fetchall()[0]
+        con.execute("update decisions set model = ?, setting = 'fixed by caller' where decision_id = ?", [other, fixed])
+    result, traffic = _replayed(traffic_home)
+    assert fixed not in set(traffic.decision_id) and len(traffic.decision_id) == len(logged) - 1
+    assert result["overall"]["changed"] == 0
