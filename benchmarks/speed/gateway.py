@@ -11,7 +11,8 @@ others do; its latency counted from that time, so a server falling behind shows)
 Set-up (benchmarks/speed/gateway_servers.py): each server its own process, one uvicorn worker each; instant
 backends (no added latency) unless --latency. The router is the toy one of tests/gateway/harness.py (two
 clusters, its embedder a rule): the embedding a real embedder adds per prompt is measured by speed.embedding.
-Arms alternate over --rounds rounds; medians of the rounds are reported.
+Also the CPU milliseconds each server process spends per request while saturated (less blurred than wall time by
+other users of a shared machine). Arms alternate over --rounds rounds; medians of the rounds are reported.
 
 Results: benchmarks/results/gateway.json. Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.gateway`.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -68,9 +70,19 @@ async def sequential(client: httpx.AsyncClient, arm: str, requests: int) -> dict
     return quantiles(seconds)
 
 
-async def saturated(client: httpx.AsyncClient, arm: str, concurrency: int, duration: float) -> dict[str, float]:
-    """Closed loop at `concurrency` requests in flight for `duration` seconds: requests per second (one worker)."""
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def saturated(client: httpx.AsyncClient, arm: str, concurrency: int, duration: float,
+                    pid: int) -> dict[str, float]:
+    """Closed loop at `concurrency` requests in flight for `duration` seconds: requests per second (one worker),
+    and the CPU milliseconds the arm's server process spent per request (the backend's not counted; on a shared
+    machine CPU time is blurred less by other users than wall time)."""
     done, stop = [0], time.perf_counter() + duration
+    cpu_before = cpu_seconds(pid)
 
     async def worker() -> None:
         while time.perf_counter() < stop:
@@ -79,7 +91,9 @@ async def saturated(client: httpx.AsyncClient, arm: str, concurrency: int, durat
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return {"requests_per_s": round(done[0] / (time.perf_counter() - started), 1), "concurrency": concurrency}
+    cpu_ms = (cpu_seconds(pid) - cpu_before) * 1000 / max(done[0], 1)
+    return {"requests_per_s": round(done[0] / (time.perf_counter() - started), 1), "concurrency": concurrency,
+            "server_cpu_ms_per_request": round(cpu_ms, 3)}
 
 
 async def paced(client: httpx.AsyncClient, arm: str, rate: float, requests: int) -> dict[str, Any]:
@@ -102,7 +116,8 @@ async def paced(client: httpx.AsyncClient, arm: str, rate: float, requests: int)
     return {**quantiles(seconds), "rate_per_s": rate, "failed": failed[0]}
 
 
-async def measure(urls: dict[str, str], args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+async def measure(urls: dict[str, str], pids: dict[str, int],
+                  args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
     clients = {arm: httpx.AsyncClient(base_url=url, limits=limits, timeout=30) for arm, url in urls.items()}
     rounds: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS}
@@ -113,7 +128,8 @@ async def measure(urls: dict[str, str], args: argparse.Namespace) -> dict[str, l
         for r in range(args.rounds):
             for arm in ARMS if r % 2 == 0 else ARMS[::-1]:
                 figures = {"sequential": await sequential(clients[arm], arm, args.sequential),
-                           "saturated": await saturated(clients[arm], arm, args.concurrency, args.seconds),
+                           "saturated": await saturated(clients[arm], arm, args.concurrency, args.seconds,
+                                                          pids[arm]),
                            "paced": await paced(clients[arm], arm, args.rate, int(args.rate * args.paced_seconds)),
                            "load_average": load_average()}
                 rounds[arm].append(figures)
@@ -131,7 +147,8 @@ def median_of(rounds: list[dict[str, Any]], section: str, key: str) -> float:
 def summary(rounds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Medians over rounds per arm, the added figures and each target met or not."""
     arms = {arm: {f"{section}_{key}": median_of(rounds[arm], section, key)
-                  for section, keys in (("sequential", ("p50_ms", "p99_ms")), ("saturated", ("requests_per_s",)),
+                  for section, keys in (("sequential", ("p50_ms", "p99_ms")),
+                                        ("saturated", ("requests_per_s", "server_cpu_ms_per_request")),
                                         ("paced", ("p50_ms", "p99_ms", "failed")))
                   for key in keys} for arm in ARMS}
     gw, ll, direct = arms["gateway"], arms["litellm"], arms["direct"]
@@ -140,6 +157,8 @@ def summary(rounds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "rps_share_of_litellm": round(gw["saturated_requests_per_s"] / ll["saturated_requests_per_s"], 3),
         "added_p50_ms_over_direct_paced": round(gw["paced_p50_ms"] - direct["paced_p50_ms"], 3),
         "added_p99_ms_over_direct_paced": round(gw["paced_p99_ms"] - direct["paced_p99_ms"], 3),
+        "added_cpu_ms_per_request_over_litellm": round(gw["saturated_server_cpu_ms_per_request"]
+                                                       - ll["saturated_server_cpu_ms_per_request"], 3),
         "litellm_added_p50_ms_over_direct": round(ll["sequential_p50_ms"] - direct["sequential_p50_ms"], 3),
     }
     met = {name: (added[name] >= target if name == "rps_share_of_litellm" else added[name] <= target)
@@ -170,7 +189,9 @@ def main() -> None:
             gateway = servers.launch("gateway", "--home", str(home), log_dir=Path(tmp))
             litellm = servers.launch("litellm", "--home", str(home), "--model", "cheap", log_dir=Path(tmp))
             urls = {"direct": backends["cheap"].base_url, "litellm": litellm.base_url, "gateway": gateway.base_url}
-            rounds = asyncio.run(measure(urls, args))
+            pids = {"direct": backends["cheap"].process.pid, "litellm": litellm.process.pid,
+                    "gateway": gateway.process.pid}
+            rounds = asyncio.run(measure(urls, pids, args))
         finally:
             servers.stop()
     result = {

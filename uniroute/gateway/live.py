@@ -27,6 +27,7 @@ from uniroute.ingest.prices import Price
 from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.serving.calibration import Calibration, TrafficWindow, calibration_at
 from uniroute.pipeline.serving.route import (
+    ResolvedSetting,
     RoutedBatch,
     RoutingError,
     RoutingRequest,
@@ -73,7 +74,7 @@ class Loaded:
     prices: dict[str, Price] = field(default_factory=dict)
     version: str | None = None  # the publication `current` pointed at
     # Each setting asked for, as (lambda, budget, setting, max cost): filled by the first request of the setting.
-    resolved: dict[RoutingRequest, tuple[float, Any, Any, Any]] = field(default_factory=dict)
+    resolved: dict[RoutingRequest, ResolvedSetting] = field(default_factory=dict)
 
     def model_cost(self, model: str) -> float | None:
         """The router's expected per-call cost of a model (the unit budgets and max costs are in)."""
@@ -99,12 +100,10 @@ class Loaded:
             batch = route_batch(self.source, [text], lam=request.lam, budget=request.budget, embedder=self.embedder,
                                 max_cost=request.max_cost, calibration=self.calibration)
             row = batch.decisions.iloc[0]
-            self.resolved[request] = (float(row["lam"]), row["budget"], row["setting"], row["max_cost"])
+            self.resolved[request] = (float(row["lam"]), _float(row["budget"]), str(row["setting"]),
+                                      _float(row["max_cost"]))
             return batch
-        lam, budget, setting, max_cost = resolved
-        batch = route_batch(self.source, [text], lam=lam, embedder=self.embedder)
-        batch.decisions["budget"], batch.decisions["setting"], batch.decisions["max_cost"] = budget, setting, max_cost
-        return batch
+        return route_batch(self.source, [text], embedder=self.embedder, resolved=resolved)
 
 
 def prices_in_force(db_path: Path, models: list[str]) -> dict[str, Price] | None:

@@ -223,6 +223,10 @@ def default_setting_line(budget: float) -> str:
             "the gain from the cheapest routing's expected score to the best (choose with --budget or --lambda)")
 
 
+# A setting as routed and recorded: (lambda, budget, which setting, max cost).
+ResolvedSetting = tuple[float, float | None, str, float | None]
+
+
 @dataclass(frozen=True, eq=False)
 class RoutedBatch:
     """A routed batch: the decisions (one row per prompt, each with its decision_id), the prompts' embeddings
@@ -248,39 +252,47 @@ def route_batch(
     explain: bool = False,
     max_cost: float | None = None,
     calibration: Calibration | None = None,
+    resolved: ResolvedSetting | None = None,
 ) -> RoutedBatch:
     """Route texts (lambda, or the lambda that meets a budget): per prompt its decision_id, the chosen model, its
     ranked fall-backs, expected score and cost, and its cluster; with exploration on in `recording`, a share of
     prompts goes to a near-best model drawn at random, its probability kept; with explain, an `explain` column of
     the argmin's terms per candidate (routers.explain). A budget or a max cost is turned into lambda on the
-    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts)."""
+    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts); a setting
+    `resolved` before (a server resolves each setting once per router) is routed at and recorded as it is."""
     texts, pool = checked_request(source, texts, lam, budget, pool, max_cost)
     router = source.router
     embedder = embedder or source.embedder(cache_dir)
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(texts)
-    lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration or Calibration())
+    if resolved is None:
+        lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration or Calibration())
+    else:
+        lam, budget, setting, max_cost = resolved
     # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
     # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
     terms = router.route_terms(X, lam, pool)
     served, propensity, explore = explored(router, X, lam, pool, terms.chosen(), recording or Recording())
-    decided = terms.summary(served)
+    decided = terms.summary_columns(served)
+    n = len(texts)
+    # The per-batch values as lists of n: pandas broadcasting a scalar costs more than the list on the one-prompt
+    # batches of a server, and the columns come out the same.
     frame = pd.DataFrame(
         {
-            "decision_id": new_decision_ids(len(texts)),
-            "prompt_index": np.arange(len(texts), dtype=np.int32),
+            "decision_id": new_decision_ids(n),
+            "prompt_index": np.arange(n, dtype=np.int32),
             "text_hash": [text_hash(t) for t in texts],
             "cluster": cluster_of(router, X),
             "model": decided["model"],
             "fallbacks": decided["fallbacks"],
             "expected_score": decided["expected_score"],
             "expected_cost": decided["expected_cost"],
-            "lam": lam,
-            "budget": budget,
-            "setting": setting,
-            "max_cost": max_cost,
-            "router_id": source.router_id,
-            "price_snapshot": source.price_snapshot,
+            "lam": [lam] * n,
+            "budget": [budget] * n,
+            "setting": [setting] * n,
+            "max_cost": [max_cost] * n,
+            "router_id": [source.router_id] * n,
+            "price_snapshot": [source.price_snapshot] * n,
         }
     )
     if explain:
