@@ -36,12 +36,13 @@ SINGLE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_T
 # What `make bench` runs, in order (module names under benchmarks/); each writes benchmarks/results/<name>.json.
 BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.serving", "speed.ingest",
               "speed.embedding", "speed.evaluate", "speed.replay", "scale.pipeline", "speed.make_run_silence",
-              "speed.short_paths")
+              "speed.short_paths", "speed.gateway")
 # Measurements `make bench` leaves out, run one at a time with --only: hours of CPU (the paper's experiments, the
 # Dask plane at 1M prompts), a file generated per run (ingest memory), or a check of one feature (the cost cap,
-# explain's terms).
+# explain's terms, the gateway losing a backend under load).
 ON_DEMAND = ("speed.ingest_memory", "speed.explain_terms", "scale.dask_plane", "quality.max_cost", "paper.extensions",
-             "quality.default_setting", "speed.one_vector", "quality.conversation_message")
+             "quality.default_setting", "speed.one_vector", "quality.conversation_message",
+             "speed.gateway_failover")
 
 
 def write_result(data: dict[str, Any], out: Path, indent: int = 2) -> Path:

@@ -1,5 +1,6 @@
 """The gateway under concurrent traffic while a backend is killed mid-run: no request fails, the killed model
-answers nothing after its death, and every request it would have taken shows its fall-back in the record."""
+answers nothing after its death, and every request it would have taken shows its fall-back in the record. The
+full-size run (1,000 requests at 32, each server its own process) is benchmarks/speed/gateway_failover.py."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from uniroute.ingest.prices import Price
 from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.serving.calibration import Calibration, TrafficWindow, calibration_at
 from uniroute.pipeline.serving.route import (
+    ResolvedSetting,
     RoutedBatch,
     RoutingError,
     RoutingRequest,
@@ -76,7 +77,7 @@ class Loaded:
     prices: dict[str, Price] = field(default_factory=dict)
     version: str | None = None  # the publication `current` pointed at
     # Each setting asked for, as (lambda, budget, setting, max cost): filled by the first request of the setting.
-    resolved: dict[RoutingRequest, tuple[float, Any, Any, Any]] = field(default_factory=dict)
+    resolved: dict[RoutingRequest, ResolvedSetting] = field(default_factory=dict)
 
     def model_cost(self, model: str) -> float | None:
         """The router's expected per-call cost of a model (the unit budgets and max costs are in)."""
@@ -108,13 +109,11 @@ class Loaded:
                                 max_cost=request.max_cost, calibration=self.calibration,
                                 max_latency=request.max_latency)
             row = batch.decisions.iloc[0]
-            self.resolved[request] = (float(row["lam"]), row["budget"], row["setting"], row["max_cost"])
+            self.resolved[request] = (float(row["lam"]), _float(row["budget"]), str(row["setting"]),
+                                      _float(row["max_cost"]))
             return batch
-        lam, budget, setting, max_cost = resolved
-        batch = route_batch(self.source, [text], lam=lam, embedder=self.embedder, calibration=self.calibration,
-                            max_latency=request.max_latency)
-        batch.decisions["budget"], batch.decisions["setting"], batch.decisions["max_cost"] = budget, setting, max_cost
-        return batch
+        return route_batch(self.source, [text], embedder=self.embedder, resolved=resolved,
+                           calibration=self.calibration, max_latency=request.max_latency)
 
     def fixed(self, text: str, model: str) -> RoutedBatch:
         """The record's decision for a prompt whose caller named the model: embedded and placed (cluster, drift) as

@@ -244,6 +244,10 @@ def default_setting_line(budget: float) -> str:
             "the gain from the cheapest routing's expected score to the best (choose with --budget or --lambda)")
 
 
+# A setting as routed and recorded: (lambda, budget, which setting, max cost).
+ResolvedSetting = tuple[float, float | None, str, float | None]
+
+
 @dataclass(frozen=True, eq=False)
 class RoutedBatch:
     """A routed batch: the decisions (one row per prompt, each with its decision_id), the prompts' embeddings
@@ -271,14 +275,16 @@ def route_batch(
     max_cost: float | None = None,
     calibration: Calibration | None = None,
     max_latency: float | None = None,
+    resolved: ResolvedSetting | None = None,
 ) -> RoutedBatch:
     """Route texts (lambda, or the lambda that meets a budget): per prompt its decision_id, the chosen model, its
     ranked fall-backs, expected score and cost, and its cluster; with exploration on in `recording`, a share of
     prompts goes to a near-best model drawn at random, its probability kept; with explain, an `explain` column of
     the argmin's terms per candidate (routers.explain). A budget or a max cost is turned into lambda on the
-    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts). A max latency
-    leaves out the models whose latency recorded in the calibration's window is above it, from the choice and the
-    fall-backs (`latency_note` says which, and which were kept with none recorded)."""
+    calibration's prompt mix (recent traffic or the validation prompts; None: the validation prompts); a setting
+    `resolved` before (a server resolves each setting once per router) is routed at and recorded as it is. A max
+    latency leaves out the models whose latency recorded in the calibration's window is above it, from the choice
+    and the fall-backs (`latency_note` says which, and which were kept with none recorded)."""
     calibration = calibration or Calibration()
     asked = pool
     texts, pool = checked_request(source, texts, lam, budget, pool, max_cost, max_latency, calibration.latency)
@@ -286,7 +292,9 @@ def route_batch(
     embedder = embedder or source.embedder(cache_dir)
     router.check_embedder(embedder.embedder_id)
     X = embedder.encode(texts)
-    if lam is None and budget is None and max_cost is None and cache_dir is not None:
+    if resolved is not None:
+        lam, budget, setting, max_cost = resolved
+    elif lam is None and budget is None and max_cost is None and cache_dir is not None:
         budget, lam = remembered_default(cache_dir, source.router_id, router, pool)  # what resolved_setting gives
         setting = DEFAULT_SETTING
     else:
@@ -295,24 +303,27 @@ def route_batch(
     # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
     terms = router.route_terms(X, lam, pool)
     served, propensity, explore = explored(router, X, lam, pool, terms.chosen(), recording or Recording())
-    decided = terms.summary(served)
+    decided = terms.summary_columns(served)
+    n = len(texts)
+    # The per-batch values as lists of n: pandas broadcasting a scalar costs more than the list on the one-prompt
+    # batches of a server, and the columns come out the same.
     frame = pd.DataFrame(
         {
-            "decision_id": new_decision_ids(len(texts)),
-            "prompt_index": np.arange(len(texts), dtype=np.int32),
+            "decision_id": new_decision_ids(n),
+            "prompt_index": np.arange(n, dtype=np.int32),
             "text_hash": [text_hash(t) for t in texts],
             "cluster": cluster_of(router, X),
             "model": decided["model"],
             "fallbacks": decided["fallbacks"],
             "expected_score": decided["expected_score"],
             "expected_cost": decided["expected_cost"],
-            "lam": lam,
-            "budget": budget,
-            "setting": setting,
-            "max_cost": max_cost,
-            "max_latency": max_latency,
-            "router_id": source.router_id,
-            "price_snapshot": source.price_snapshot,
+            "lam": [lam] * n,
+            "budget": [budget] * n,
+            "setting": [setting] * n,
+            "max_cost": [max_cost] * n,
+            "max_latency": [max_latency] * n,
+            "router_id": [source.router_id] * n,
+            "price_snapshot": [source.price_snapshot] * n,
         }
     )
     if explain:
