@@ -25,8 +25,8 @@ from uniroute.settings import Settings
 PROMPTS = ["a question", "b question", "c question"]
 # What a client of the served model reads, in this order, with these types (a request naming no setting).
 COLUMNS = {"prompt_index": "int64", "model": "str", "decision_id": "str", "cluster": "object", "lam": "float64",
-           "budget": "float64", "setting": "str", "max_cost": "object", "router_id": "str", "fallbacks": "object",
-           "expected_score": "float64", "expected_cost": "float64", "price_snapshot": "str"}
+           "budget": "float64", "setting": "str", "max_cost": "object", "max_latency": "object", "router_id": "str",
+           "fallbacks": "object", "expected_score": "float64", "expected_cost": "float64", "price_snapshot": "str"}
 SAME_AS_ROUTE = ("model", "fallbacks", "expected_score", "expected_cost", "lam", "budget", "setting")
 REQUESTS: dict[str, dict[str, Any]] = {"no setting": {}, "lambda": {"lambda": 0.05}, "budget": {"budget": 0.5},
                                         "max cost": {"max_cost": 6.0}, "pool": {"pool": "cheap,mid"}}
