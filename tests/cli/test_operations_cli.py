@@ -41,7 +41,7 @@ def test_build_kinds_come_from_the_environment_as_a_list(home, monkeypatch):
     result = runner.invoke(app, ["build"], catch_exceptions=False)
     assert result.exit_code == 1
     assert result.stderr.strip() == "error: unknown router kinds ['nope']: choose from kmeans, kmeans_shrunk, " \
-                                    "learnedmap, knn, quality_rule"
+                                    "learnedmap, knn, quality_rule, kmeans_hier"
     assert not (home / "uniroute.duckdb").exists()  # decided before the store is opened
 
 

@@ -24,8 +24,7 @@ from uniroute.faults import CRASH_ENV, CRASH_SIGNAL
 from uniroute.pipeline.pool import registry
 from uniroute.pipeline.reconcile import reconcile
 from uniroute.pipeline.serving import snapshot
-from uniroute.routers.kinds import router_kind
-from uniroute.selection.candidates import KINDS
+from uniroute.routers.kinds import auto_kind_names, router_kind
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,7 +136,7 @@ def test_an_operation_killed_at_a_step_recovers_whole(pool, logs, tmp_path, case
         assert NEWCOMER in _champion(pool).router.models
     if expect == "build":
         # one version per candidate kind (the served one, the others beside it)
-        kinds = [k for k in KINDS if not router_kind(k).quality_only]  # the synthetic pool has costs
+        kinds = [k for k in auto_kind_names() if not router_kind(k).quality_only]  # the synthetic pool has costs
         assert after["routers"] == before["routers"] + len(kinds) and _champion_id(pool) != champion_before
     if expect == "publish":  # killed before its commit: only the rerun's version is recorded
         assert after["publications"] == before["publications"] + 1

@@ -39,6 +39,8 @@ REGISTERED = {
     "ingest_sample_keys": "key varchar, prompt_id varchar, models varchar[]",  # ingest/merge.py
     "ingest_block_rows": "idx bigint, prompt_id varchar, prompt varchar, split varchar",  # ingest/block_anchors.py
     # ingest/outcomes.py: the checked rows, and the state sql/queries/outcomes_state.sql builds from them
+    "outcomes_read": OUTCOME_COLUMNS,  # the file's rows, appended batch by batch (outcomes_read_create)
+    "outcomes_batch": OUTCOME_COLUMNS,
     "outcomes_staged": OUTCOME_COLUMNS,
     "outcomes_state": f"{OUTCOME_COLUMNS}, state varchar, stored_score double",
 }

@@ -76,6 +76,18 @@ def _stop(server: subprocess.Popen) -> None:
         server.wait(timeout=30)
 
 
+def _wait_group_gone(pgid: int, timeout: float = 60.0) -> None:
+    """Wait until no process of the group is left: the mlflow CLI may end before its uvicorn finishes shutting down."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process group {pgid} still running {timeout:.0f} s after the signal")
+
+
 def _champion(embedder: Any, name: str, db_path: Path, tracking: tuple) -> Router:
     """A K-means router (K=3) over the embedder, stored and synced to MLflow as its champion."""
     X = np.asarray(embedder.encode(PROMPTS), dtype=np.float32)
@@ -185,6 +197,7 @@ def test_a_served_model_stopped_by_a_signal_finishes_its_spool_file(stop, db_pat
         assert [p.name.endswith(".part") for p in spool.iterdir()] == [True]
         os.killpg(server.pid, stop)  # the mlflow CLI and its uvicorn, as a terminal's Ctrl-C or a service manager
         server.wait(timeout=60)
+        _wait_group_gone(server.pid)
     finally:
         _stop(server)
     assert not list(spool.glob("*.part")), (tmp_path / "serve.log").read_text()[-3000:]
