@@ -33,15 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.quality.default_setting import served_on
 from benchmarks.runner import RESULTS_DIR, SHARED, load_average, machine_info, write_result
-from uniroute.embed import make_embedder
 from uniroute.experiments.logs import eval_data_from_frame, long_frame
-from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.routers.rule import RoutingRule
 from uniroute.routers.tables import default_budget
-from uniroute.selection.selection import served_router
-from uniroute.selection.split import mean_costs
-from uniroute.selection.state import TrialState
 from uniroute.settings import Settings
 
 DATASETS = ("routerbench_subset", "routerdc_model7", "mmlu_pro_cot29")
@@ -49,25 +45,14 @@ PINNED = ("first", "latest", "mean")
 
 
 def served(name: str, cache_dir: Path, seed: int) -> tuple[RoutingRule, np.ndarray, Any, Any, np.ndarray, str]:
-    """The trial's served `auto` router over every LLM, every prompt's vector, the routing data, the split, each
-    prompt's benchmark (topic) and the kind chosen."""
+    """The trial's served `auto` router over every LLM (as the default-setting study serves it), every prompt's
+    vector, the routing data, the split, each prompt's benchmark (topic) and the kind chosen."""
     frame = long_frame(SHARED / name / "long.parquet")
     data = eval_data_from_frame(frame)
-    topic_of = frame.drop_duplicates("prompt_id").set_index(frame.drop_duplicates("prompt_id").prompt_id.astype(str))
-    topics = topic_of.loc[list(data.prompt_ids), "benchmark"].astype(str).to_numpy()
-    routing = data.routing
-    embedder = make_embedder("static", cache_dir=cache_dir, progress=False)
-    X = np.asarray(embedder.encode(list(data.prompts)), dtype=np.float32)
-    config = EvalConfig(seed=seed)
-    split = trial_split(routing, config.seed, 0, config.train_frac, config.val_frac)
-    state = TrialState(X, routing, split, config)
-    n_val = len(split.val)
-    kind = state.selection(n_val).chosen
-    tuned = state.tuned(kind, n_val)
-    router = served_router(state.fits, tuned, embedder.embedder_id, [str(m) for m in routing.models],
-                           state.losses[split.val], mean_costs(routing.costs[split.val]),
-                           [str(i) for i in split.val])
-    return router, X, routing, split, topics, f"{kind} {tuned.value}"
+    first = frame.drop_duplicates("prompt_id")
+    topics = first.set_index(first.prompt_id.astype(str)).loc[list(data.prompt_ids), "benchmark"].astype(str).to_numpy()
+    router, X, routing, split, kind = served_on(data, cache_dir, seed)
+    return router, X, routing, split, topics, kind
 
 
 def conversations(test: np.ndarray, topics: np.ndarray, n: int, turns: int, rng: np.random.Generator) -> np.ndarray:

@@ -53,7 +53,11 @@ NEW_RULE = "new: keep 90% of the gain"
 
 def served(path: Path, cache_dir: Path, seed: int) -> tuple[RoutingRule, np.ndarray, Any, Any, str]:
     """The trial's served `auto` router over every LLM, the test prompts' vectors, the data, the split, the kind."""
-    data = eval_data_from_frame(long_frame(path))
+    return served_on(eval_data_from_frame(long_frame(path)), cache_dir, seed)
+
+
+def served_on(data: Any, cache_dir: Path, seed: int) -> tuple[RoutingRule, np.ndarray, Any, Any, str]:
+    """served() on routing data already read (a study that needs more of the file than the routing data)."""
     routing = data.routing
     embedder = make_embedder("static", cache_dir=cache_dir, progress=False)
     X = np.asarray(embedder.encode(list(data.prompts)), dtype=np.float32)

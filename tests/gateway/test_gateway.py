@@ -166,9 +166,8 @@ def test_records_load_with_what_happened_and_outcomes_post_to_the_inbox(running:
     assert outcome[0][0] == ids[0] and outcome[0][1] == 1.0 and outcome[0][2] is not None
 
 
-def test_a_switch_of_published_current_is_served_within_five_seconds(running: Running,
-                                                                      caplog: pytest.LogCaptureFixture) -> None:
-    assert running.gateway.live.loaded.source.router_id == "r-001"
+def _publish_a_second_router(running: Running) -> None:
+    """A second router version, r-002, over the same pool, stored and published as `current`."""
     router = Router("toy-embedder", ("cheap", "big", "mid"), np.array([1.0, 10.0, 5.0]),
                     np.array([[0.1, 0.9], [0.5, 0.1], [0.6, 0.6]]),
                     Centroids(np.array([[-1.0, 0.0], [1.0, 0.0]], dtype=np.float32)))
@@ -176,6 +175,12 @@ def test_a_switch_of_published_current_is_served_within_five_seconds(running: Ru
         registry.save_router_version(s.con, registry.NewVersion(
             router, "r-002", clustering_id_of(router.assigner), "kmeans", "fp-2", 0.7, True, "test"))
     publish_current(running.db_path, running.home / "published", force=True)
+
+
+def test_a_switch_of_published_current_is_served_within_five_seconds(running: Running,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    assert running.gateway.live.loaded.source.router_id == "r-001"
+    _publish_a_second_router(running)
     deadline = time.monotonic() + 5
     while running.gateway.live.loaded.source.router_id != "r-002" and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -185,13 +190,7 @@ def test_a_switch_of_published_current_is_served_within_five_seconds(running: Ru
 
 
 def test_a_rollback_during_traffic_serves_the_previous_router_and_fails_no_request(running: Running) -> None:
-    router = Router("toy-embedder", ("cheap", "big", "mid"), np.array([1.0, 10.0, 5.0]),
-                    np.array([[0.1, 0.9], [0.5, 0.1], [0.6, 0.6]]),
-                    Centroids(np.array([[-1.0, 0.0], [1.0, 0.0]], dtype=np.float32)))
-    with store.session(running.db_path, "test") as s:
-        registry.save_router_version(s.con, registry.NewVersion(
-            router, "r-002", clustering_id_of(router.assigner), "kmeans", "fp-2", 0.7, True, "test"))
-    publish_current(running.db_path, running.home / "published", force=True)
+    _publish_a_second_router(running)
     _wait_for_router(running, "r-002")
     sent: list[tuple[float, str]] = []  # (when the request was sent, its decision id)
     stop = threading.Event()

@@ -75,6 +75,39 @@ def _serving_rows(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _gateway_rows(data: dict[str, Any]) -> list[str]:
+    arms, added = data["arms"], data["added"]
+    load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
+    direct, litellm, gateway = arms["direct"], arms["litellm"], arms["gateway"]
+    where = "`benchmarks/speed/gateway.py`"
+    return [
+        f"| gateway, one request at a time, p50 ms: direct to the backend / LiteLLM alone (model fixed) / gateway "
+        f"(routed, recorded) | {direct['sequential_p50_ms']:.1f} / {litellm['sequential_p50_ms']:.1f} / "
+        f"{gateway['sequential_p50_ms']:.1f}: +{added['added_p50_ms_over_litellm']:.1f} ms over LiteLLM | "
+        f"+2 ms over LiteLLM | {load} | {where} |",
+        f"| gateway, saturated (16 in flight, one worker), requests/s: direct / LiteLLM / gateway (server CPU ms per "
+        f"request) | {direct['saturated_requests_per_s']:,.0f} / {litellm['saturated_requests_per_s']:,.0f} / "
+        f"{gateway['saturated_requests_per_s']:,.0f} ({direct['saturated_server_cpu_ms_per_request']:.1f} / "
+        f"{litellm['saturated_server_cpu_ms_per_request']:.1f} / {gateway['saturated_server_cpu_ms_per_request']:.1f}):"
+        f" {added['rps_share_of_litellm']:.0%} of LiteLLM's | 80% of LiteLLM's | {load} | {where} |",
+    ]
+
+
+def _short_path_rows(data: dict[str, Any]) -> list[str]:
+    machine = data["machine"]
+    load = _load_text([machine.get("load_average_before"), machine.get("load_average_after")])
+    bare = data["bare_python"]["median_seconds"]
+    rows = []
+    for name in ("help", "route", "onboard"):
+        figure = data[name]
+        cpu = figure.get("cpu_seconds")
+        cpu_text = f", {sorted(cpu)[len(cpu) // 2]:.2f} CPU s" if cpu else ""
+        rows.append(f"| {figure['command']}, median wall (bare `python -c pass`: {bare:.2f} s) | "
+                    f"{figure['median_seconds']:.2f} s{cpu_text} | {figure['target_seconds']:g} s | {load} | "
+                    "`benchmarks/speed/short_paths.py` |")
+    return rows
+
+
 def _evaluate_rows(data: dict[str, Any]) -> list[str]:
     load = _load_text([data.get("load_average_before"), data.get("load_average_after")])
     projected = data.get("cpu_bound_minutes_per_100_trials")
@@ -153,7 +186,8 @@ def speed_table() -> str:
     rows: list[str] = []
     machine: dict[str, Any] = {}
     for name, make_rows in (("embedding.json", _embedding_rows), ("route_command.json", _route_rows),
-                            ("serving.json", _serving_rows),
+                            ("serving.json", _serving_rows), ("gateway.json", _gateway_rows),
+                            ("short_paths.json", _short_path_rows),
                             ("evaluate.json", _evaluate_rows), ("pipeline.json", _build_rows),
                             ("ingest_memory.json", _ingest_memory_rows), ("make_run_silence.json", _silence_rows),
                             ("build_silence.json", _silence_rows)):
