@@ -29,6 +29,9 @@ OFFLINE_ENVIRONMENT = {
     # transformers draws a "Loading weights" bar whenever MiniLM loads (building the static and ONNX models,
     # the minilm embedder); it reads this switch of huggingface_hub when it is imported.
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    # LiteLLM fetches its model cost map from GitHub when imported unless told to read the copy it ships: set here,
+    # not only beside the gateway, because a test backend or a benchmark may import LiteLLM first.
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
 }
 
 
