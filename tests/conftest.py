@@ -29,7 +29,9 @@ SHARED_DATASETS = Path(os.environ.get("UNIROUTE_TEST_SHARED_DATASETS")
                        or Path(__file__).resolve().parent.parent.parent / "shared" / "datasets")
 
 
-# Tests that use a costly session fixture run on one xdist worker (--dist loadgroup), so it is built once.
+# Tests that use a costly session fixture run on one xdist worker (--dist loadgroup), so it is built once; the
+# plugin puts each group in the test's id, where xdist's scheduler reads it (xdist 3.8 no longer can on pytest 9).
+pytest_plugins = ("tests.xdist_groups",)
 GROUPS = {"prefect_harness": "prefect", "built_embedders_cache": "embedders"}
 
 

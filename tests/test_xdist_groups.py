@@ -1,0 +1,48 @@
+"""`--dist loadgroup` keeps a group on one worker: what `make test` relies on to start the Prefect harness, build
+the embedders and set up module fixtures once, and to keep `serial` tests off each other's toes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.home_guard import ROOT
+
+pytest_plugins = ("pytester",)
+
+
+def test_a_group_runs_on_one_worker_and_its_module_fixture_is_set_up_once(pytester: pytest.Pytester,
+                                                                         monkeypatch) -> None:
+    # Three modules of one group, each with a module fixture, beside ungrouped tests that keep both workers busy.
+    for name in ("a", "b", "c"):
+        pytester.makepyfile(**{f"test_{name}": f"""
+            import os
+            import time
+
+            import pytest
+
+            def log(line):
+                with open("ran.log", "a") as f:
+                    f.write(line + " " + os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+
+            @pytest.fixture(scope="module")
+            def costly():
+                log("setup {name}")
+
+            @pytest.mark.xdist_group("costly")
+            @pytest.mark.parametrize("i", range(3))
+            def test_grouped(costly, i):
+                log("grouped {name}")
+                time.sleep(0.1)
+
+            @pytest.mark.parametrize("i", range(6))
+            def test_free(i):
+                time.sleep(0.05)
+        """})
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # the other plugins take seconds to load, twice
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    result = pytester.runpytest_subprocess("-p", "xdist", "-p", "tests.xdist_groups", "-n", "2",
+                                           "--dist", "loadgroup")
+    result.assert_outcomes(passed=27)
+    lines = [line.split() for line in (pytester.path / "ran.log").read_text().splitlines()]
+    assert len({worker for *_, worker in lines}) == 1, lines  # every grouped test and set-up on one worker
+    assert sorted(name for what, name, _ in lines if what == "setup") == ["a", "b", "c"], lines  # once per module
