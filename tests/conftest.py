@@ -88,8 +88,14 @@ def db_path(home: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def built_embedders_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache folder for the whole session: the static and ONNX model files are built into it once (~45 s)."""
-    return tmp_path_factory.mktemp("built_embedders")
+    """One cache folder for the whole run: the static and ONNX model files are built into it once (~45 s).
+
+    Under xdist the workers share it (their temporary roots sit in one folder): the library's build lock makes a
+    second worker wait for the first's file instead of building its own (uniroute/embed/artifacts.py)."""
+    root = tmp_path_factory.getbasetemp()
+    path = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "built_embedders"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="session")

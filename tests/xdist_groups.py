@@ -5,6 +5,11 @@ suffix never reached the scheduler and every grouped test went to whichever work
 the built embedders and module fixtures such as tests/flows/test_pipeline.py's nightly build were set up on both
 workers, and `serial` tests ran beside each other. A pytest plugin (tests/conftest.py loads it); once xdist sets
 the id itself, an id that already ends in its group is left alone.
+
+It also hands out the long tests first: xdist gives the groups out first (largest first), then single tests in
+collection order, so a `slow` test collected last (`make run`'s story takes three minutes) ran while the other
+worker sat idle. Modules holding a `slow` test now come before the others, each kept whole (a module fixture is
+set up once per worker) and in its random order.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from _pytest.nodeid import NodeId
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not getattr(config.option, "loadgroup", False):  # set on xdist's workers under --dist loadgroup only
         return
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)  # stable: the random order stays within each part
     for item in items:
         groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
                          for mark in item.iter_markers("xdist_group")})
