@@ -119,7 +119,7 @@ class RoutedQuickly:
 
 
 def route_quickly(settings: QuickSettings, texts: Sequence[str], request: RoutingRequest, record: bool = True,
-                  source: str = "cli", on_warning: Callable[[str], None] | None = None) -> RoutedQuickly | None:
+                  source: str = "api", on_warning: Callable[[str], None] | None = None) -> RoutedQuickly | None:
     """route() of a request that reads no traffic (no budget, max cost or latency cap; no explanation, which the
     caller leaves out) and logs to no table, answered by the champion from the compact publication
     (pipeline/serving/quick_route.py) when that proves to be what the store would answer; None when it is not:
