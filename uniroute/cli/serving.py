@@ -80,13 +80,13 @@ def route(
     if file is None and not (explain or log_decisions or router is not None) and \
             (quick := _routed_quickly(texts or [], lam, budget, pool, max_cost, max_latency, no_log)) is not None:
         # Answered without the store, pandas or pydantic (operations.route_quickly): what route() would answer
-        decided = quick.decided
-        if decided.columns["setting"][0] == DEFAULT_SETTING:
-            say(default_setting_line(float(decided.columns["budget"][0])))
+        answer = quick.decided
+        if answer.columns["setting"][0] == DEFAULT_SETTING:
+            say(default_setting_line(float(answer.columns["budget"][0])))
         if as_json:
-            typer.echo(json.dumps(decided.records(leave_out=("text_hash",))))
+            typer.echo(json.dumps(answer.records(leave_out=("text_hash",))))
         else:
-            print_frame(decided.frame().drop(columns=["text_hash"]), as_json)
+            print_frame(answer.frame().drop(columns=["text_hash"]), as_json)
         return
     settings = settings_from_env()
     with one_line_errors():
