@@ -5,7 +5,7 @@ Importing pydantic and pydantic-settings costs a cold process about 0.25 s, half
 take. `quick_settings` reads the few settings that route uses when every UNIROUTE_ variable set is one it can read
 exactly as `settings.Settings` would (a name it knows, in capitals, a value in the plain form pydantic accepts);
 for anything else it returns None and the caller builds `Settings` as before, so a bad value still gets Settings'
-one-line error and an unusual one Settings' reading. tests/test_settings.py checks that both agree.
+one-line error and an unusual one Settings' reading. tests/test_environment.py checks that both agree.
 """
 
 from __future__ import annotations
