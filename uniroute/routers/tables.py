@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-import pandas as pd
 
 from uniroute.routers.rule import RoutingRule
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from uniroute.routers.cluster.kmeans import Centroids
     from uniroute.routers.router import Router
 
@@ -110,6 +111,8 @@ def routing_tables(
                  "fallbacks": fallbacks[c], "provisional": provisional[c]}
                 for c, m in enumerate(choice)
             ]
+    import pandas as pd  # here: `uniroute route` reads a default setting computed at publish time, no table
+
     return RoutingTables(routes=pd.DataFrame(routes, columns=list(ROUTE_COLUMNS)), budgets=pd.DataFrame(budgets))
 
 
