@@ -181,10 +181,7 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         if text is None:
             return _error(400, "no user message with text to route", "invalid_request_error")
         try:
-            if setting is not None:
-                batch = await anyio.to_thread.run_sync(loaded.decide, text, setting)
-            else:
-                batch = await anyio.to_thread.run_sync(loaded.fixed, text, body["model"])
+            batch = await _decision(loaded, text, setting, body["model"])
         except RoutingError as exc:
             return _error(400, str(exc), "invalid_request_error")
         # The four values read one column at a time: a pandas row (iloc) costs more than the four together.
@@ -220,6 +217,18 @@ def gateway_app(gateway: Gateway) -> FastAPI:
                                  media_type="text/event-stream", headers=headers)
 
     return app
+
+
+async def _decision(loaded: Loaded, text: str, setting: RoutingRequest | None, model: str) -> RoutedBatch:
+    """The request's decision (a named model's: at the default setting, for its record): on the event loop when
+    this router's decisions are light (Loaded.decides_inline), else on a worker thread so the loop serves
+    meanwhile."""
+    inline = loaded.decides_inline(setting or RoutingRequest())
+    if setting is None:
+        return loaded.fixed(text, model) if inline else await anyio.to_thread.run_sync(loaded.fixed, text, model)
+    if inline:
+        return loaded.timed_decide(text, setting)
+    return await anyio.to_thread.run_sync(loaded.timed_decide, text, setting)
 
 
 async def _events(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: str, answer: Answer, started: float,
