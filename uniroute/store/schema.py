@@ -107,9 +107,18 @@ def _record_applied(con: duckdb.DuckDBPyConnection, files: str, now: datetime) -
                 {"files": files, "catalog": catalog_hash(_catalog(con)), "at": now})
 
 
-def _check_compatible(con: duckdb.DuckDBPyConnection, found: int | None) -> None:
-    """Refuse a store whose router versions are pickles (written before routers were stored as npz), or one
-    written by a newer uniroute, whose shape this code does not know."""
+def _check_not_newer(found: int | None) -> None:
+    """Refuse a store written by a newer uniroute, whose shape this code does not know."""
+    if found is not None and found > schema_version():
+        raise IncompatibleStore(
+            f"this store is at schema version {found}, written by a newer uniroute; this one knows versions up to "
+            f"{schema_version()}: upgrade uniroute to open it"
+        )
+
+
+def _check_no_pickles(con: duckdb.DuckDBPyConnection) -> None:
+    """Refuse a store whose router versions are pickles (written before routers were stored as npz). A store in
+    the recorded shape of this code's files passed this check when that shape was recorded."""
     old = con.execute(  # type: ignore[index]  # count(*) gives one row
         "select count(*) from information_schema.columns where table_name = 'routers' and column_name = 'artifact'"
     ).fetchone()[0]
@@ -117,11 +126,6 @@ def _check_compatible(con: duckdb.DuckDBPyConnection, found: int | None) -> None
         raise IncompatibleStore(
             "this store was written by an earlier uniroute that kept routers as pickles, which this version "
             "no longer loads; start a new UNIROUTE_HOME and ingest the logs again"
-        )
-    if found is not None and found > schema_version():
-        raise IncompatibleStore(
-            f"this store is at schema version {found}, written by a newer uniroute; this one knows versions up to "
-            f"{schema_version()}: upgrade uniroute to open it"
         )
 
 
@@ -136,12 +140,13 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     are recorded to have left its catalog as it is (then nothing runs)."""
     catalog = _catalog(con)
     found = _version_in(con, catalog)
-    _check_compatible(con, found)
+    _check_not_newer(found)
     target = schema_version()
     files, now = files_hash(), datetime.now(UTC).replace(tzinfo=None)
+    if found == target and _in_shape(con, files, catalog):
+        return
+    _check_no_pickles(con)
     if found == target:
-        if _in_shape(con, files, catalog):
-            return
         con.execute("begin transaction")
         try:
             for idempotent in schema_files():
