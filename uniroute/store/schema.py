@@ -69,7 +69,7 @@ def _version_in(con: duckdb.DuckDBPyConnection, catalog: list[tuple[str, str, st
     tables = _tables(catalog)
     if "schema_version" in tables:
         # An aggregate: always one row.
-        return int(con.execute(_query_text("schema_version_current")).fetchone()[0])  # type: ignore[index]
+        return int(con.execute(_query_text("schema_version_current")).fetchall()[0][0])
     return 0 if tables else None
 
 
@@ -96,9 +96,8 @@ def _in_shape(con: duckdb.DuckDBPyConnection, files: str, catalog: list[tuple[st
     """Whether these schema files are recorded to have left the catalog exactly as it is now (schema_applied)."""
     if "schema_applied" not in _tables(catalog):  # a store no connection has recorded a shape in yet
         return False
-    row = con.execute(_query_text("schema_applied_known"), {"files": files, "catalog": catalog_hash(catalog)}
-                      ).fetchone()
-    return bool(row and row[0])
+    return bool(con.execute(_query_text("schema_applied_known"), {"files": files, "catalog": catalog_hash(catalog)}
+                            ).fetchall()[0][0])
 
 
 def _record_applied(con: duckdb.DuckDBPyConnection, files: str, now: datetime) -> None:
@@ -119,9 +118,9 @@ def _check_not_newer(found: int | None) -> None:
 def _check_no_pickles(con: duckdb.DuckDBPyConnection) -> None:
     """Refuse a store whose router versions are pickles (written before routers were stored as npz). A store in
     the recorded shape of this code's files passed this check when that shape was recorded."""
-    old = con.execute(  # type: ignore[index]  # count(*) gives one row
+    old = con.execute(
         "select count(*) from information_schema.columns where table_name = 'routers' and column_name = 'artifact'"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     if old:
         raise IncompatibleStore(
             "this store was written by an earlier uniroute that kept routers as pickles, which this version "
