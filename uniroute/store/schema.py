@@ -1,4 +1,4 @@
-"""The store's shape: sql/schema/ (current, idempotent DDL) applied on every read-write connection, sql/migrations/
+"""The store's shape: sql/schema/ (current, idempotent DDL) brought to every read-write connection, sql/migrations/
 (one file per version step) applied once to a store written at an older version, and the version recorded.
 
 sql/schema/NNN_*.sql declares every relation in its current shape (`create table if not exists`, `create or
@@ -9,13 +9,11 @@ versions were recorded) gets the missing migrations, then the schema files, and 
 migration, all in one transaction, so a kill leaves it at its old version. A store at a newer version than this
 code knows is refused.
 
-Running the schema files costs a writer connection about a third of a second (78 DDL statements, each committed),
-twice per `uniroute onboard`, and on a store already in their shape changes nothing. So the pair they leave (a
-hash of the files and DuckDB's version, a hash of the store's tables and views after them) is recorded in
-`schema_applied` in the same transaction, and a connection finding the pair of its own files and of the catalog
-as it is now skips them. Anything that could make them change something breaks the match: an edited or added
-schema file, another DuckDB, a view or table that another uniroute (one that runs its own files on every
-connection) replaced or dropped, a migration's `alter`.
+Running the schema files costs a writer connection about 0.3 s and, on a store already in their shape, changes
+nothing. So the pair they leave (a hash of the files and DuckDB's version, a hash of the store's tables and views
+after them) is recorded in `schema_applied` in their transaction, and a connection at the store's version that
+finds its own pair skips them. Whatever could make them change something breaks the match: an edited or added
+schema file, another DuckDB, a view or table replaced or dropped behind the record (docs/decisions/0411).
 """
 
 from __future__ import annotations
