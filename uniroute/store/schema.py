@@ -127,7 +127,7 @@ def _check_no_pickles(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _query_text(name: str) -> str:
-    # store.queries imports this module (SQL_DIR), so the two statements here are read directly.
+    # store.queries imports this module (SQL_DIR), so its statements are read here directly.
     return (SQL_DIR / "queries" / f"{name}.sql").read_text()
 
 
