@@ -15,7 +15,8 @@ Measured (wall seconds, `time.perf_counter` around `subprocess.run`; median of `
 - **onboard**: `uniroute onboard --results FILE`, each run on a fresh copy of the built home (same path: MLflow's
   artifact locations stay valid), and its phases: ingest of the file, champion load, the evidence gate, the
   onboarding itself, the reconciliation after it (the store's side) and the start of the detached MLflow
-  follow-up; beside them, how long that follow-up ran after the answer (the next copy waits for it).
+  follow-up, each in wall and CPU seconds; beside them, how long that follow-up ran after the answer (the next copy
+  waits for it).
 
 Bytecode is written as for any user (PYTHONDONTWRITEBYTECODE is dropped). Timings come from a shared 2-core
 machine: the load average before and after is recorded. Results: benchmarks/results/short_paths.json.
@@ -114,7 +115,8 @@ print(json.dumps({b: {"wall": round(w1 - w0, 4), "cpu": round(c1 - c0, 4)}
                   for (_, w0, c0), (b, w1, c1) in zip(marks, marks[1:])}))
 """
 
-# `uniroute onboard ...` in process with its phases timed (wall), printed as JSON on stderr's last line.
+# `uniroute onboard ...` in process with its phases timed (wall, and CPU as "NAME_cpu"), printed as JSON on stderr's
+# last line.
 ONBOARD_PHASES = """
 import functools, importlib, json, runpy, sys, time
 spent = {}
@@ -123,13 +125,14 @@ def timed(module, attr, name):
     inner = getattr(owner, attr)
     @functools.wraps(inner)
     def wrapper(*args, **kwargs):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return inner(*args, **kwargs)
         finally:
             spent[name] = round(spent.get(name, 0.0) + time.perf_counter() - started, 4)
+            spent[name + "_cpu"] = round(spent.get(name + "_cpu", 0.0) + time.process_time() - cpu, 4)
     setattr(owner, attr, wrapper)
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 timed("uniroute.operations.pool", "ingest_file", "ingest_file")
 timed("uniroute.operations.pool", "onboard_models", "onboard_models")
 timed("uniroute.operations.pool", "reconciled", "reconcile_after")
@@ -137,6 +140,7 @@ timed("uniroute.pipeline.pool.registry", "load_champion", "load_champion")
 timed("uniroute.pipeline.pool.onboard", "_gated", "evidence_gate")
 timed("uniroute.operations.mlflow_after", "start_mlflow_sync", "start_mlflow_follow_up")
 spent["harness_imports"] = round(time.perf_counter() - started, 4)
+spent["harness_imports_cpu"] = round(time.process_time() - cpu, 4)
 sys.argv = ["uniroute", *sys.argv[1:]]
 try:
     runpy.run_module("uniroute", run_name="__main__")
@@ -144,6 +148,7 @@ except SystemExit as exc:
     if exc.code:
         raise
 spent["command"] = round(time.perf_counter() - started - spent["harness_imports"], 4)
+spent["command_cpu"] = round(time.process_time() - cpu - spent["harness_imports_cpu"], 4)
 sys.stderr.write("\\nPHASES " + json.dumps(spent) + "\\n")
 """
 
@@ -263,7 +268,10 @@ def main() -> None:
                             str(args.work / "newcomer.parquet")], "onboard phases")
         follow_up_seconds(done)
         onboard_phases.append(json.loads(done.stderr.rsplit("\nPHASES ", 1)[1]))
-    phases = {name: round(statistics.median(p[name] for p in onboard_phases), 3) for name in onboard_phases[0]}
+    phases = {name: round(statistics.median(p.get(name, 0.0) for p in onboard_phases), 3)
+              for name in onboard_phases[0] if not name.endswith("_cpu")}
+    phases_cpu = {name: round(statistics.median(p.get(f"{name}_cpu", 0.0) for p in onboard_phases), 3)
+                  for name in phases}
 
     result: dict[str, Any] = {
         "benchmark": "short_paths",
@@ -285,7 +293,7 @@ def main() -> None:
                       "phases_one_run": store_route_phases}},
         "onboard": {"command": "uniroute onboard --results FILE (one model, the whole command)",
                     **summary(onboards, baseline, TARGETS["onboard_seconds"]),
-                    "phases_median_wall": phases, "cpu_seconds": onboard_cpu,
+                    "phases_median_wall": phases, "phases_median_cpu": phases_cpu, "cpu_seconds": onboard_cpu,
                     # The detached process that logs the run to MLflow after the answer (docs/decisions/0410):
                     # not part of the command's time, measured from the command's end until it exits.
                     "mlflow_follow_up_seconds_after_answer": follow_ups},
