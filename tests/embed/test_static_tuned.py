@@ -98,7 +98,7 @@ def test_teacher_vectors_come_from_the_callers_function(base, teacher):
 def test_the_kind_is_fitted_served_and_needs_fit_texts(tmp_path: Path):
     kind = embed.embedder_kind("static-tuned")
     assert kind.fitted and kind.serves_builds and kind.built_file
-    with pytest.raises(ValueError, match="fitted on the training prompts: pass fit_texts"):
+    with pytest.raises(ValueError, match="fitted on prompt texts: pass fit_texts"):
         embed.make_embedder("static-tuned", cache_dir=tmp_path)
 
 

@@ -162,8 +162,8 @@ def _build_rank(speed: dict[str, Any], name: str) -> tuple[float, bool]:
     """Sort key, fastest build first: prompts/s of what a build embeds its prompts with, teacher-bound last.
 
     A build on an embedder fitted to a teacher's vectors (`static-tuned`: `minilm-onnx`'s, embed.kinds) first embeds
-    its training prompts through the teacher, so it runs at the teacher's rate at best (plus the fit), whatever its
-    rate once fitted, and ranks just after its teacher."""
+    every prompt text the store has seen through the teacher, so it runs at the teacher's rate at best (plus the
+    fit), whatever its rate once fitted, and ranks just after its teacher."""
     teacher = embedder_kind(name).teacher
     return -speed[teacher or name]["prompts_per_s"], teacher is not None
 
@@ -258,10 +258,10 @@ def render(result: dict[str, Any]) -> str:
         "sentence-transformers and Prefect need here.",
         "- `static-tuned`: `static`'s table fitted in closed form (ridge) so that a prompt's sum of rows matches "
         "`minilm-onnx`'s vector of it on the prompts it is fitted on (model2vec's \"tokenlearn\" idea; "
-        "`uniroute/embed/static_tuned.py`): a build fits it on its training prompts, an evaluation once on every "
-        "prompt's text (no label, score or split enters the fit). Once fitted it embeds at `static`'s rate; its "
-        "build first embeds the training prompts through `minilm-onnx`, so the rule below ranks it by its "
-        "teacher's rate, after the teacher. It is not in the speed table (no vectors before a fit).",
+        "`uniroute/embed/static_tuned.py`): a build fits it on every prompt text its store has seen, an "
+        "evaluation once on every prompt's text (no label, score or split enters the fit). Once fitted it embeds "
+        "at `static`'s rate; its build first embeds those texts through `minilm-onnx`, so the rule below ranks it "
+        "by its teacher's rate, after the teacher. It is not in the speed table (no vectors before a fit).",
         "Model files are built on first use into `$UNIROUTE_HOME/cache/embedders/` and reused; their "
         "fingerprint is part of the id.", ""]
     parts += ["## Speed and agreement with `minilm`", ""]

@@ -67,7 +67,7 @@ def make_embedder(
         return load_static(built_in, progress=progress)
     if name == "static-tuned":
         if fit_texts is None:
-            raise ValueError("the static-tuned embedder is fitted on the training prompts: pass fit_texts")
+            raise ValueError("the static-tuned embedder is fitted on prompt texts: pass fit_texts")
         return fit_static_tuned(load_static(built_in, progress=progress),
                                 load_minilm_onnx(built_in, progress=progress), fit_texts,
                                 teacher_vectors=teacher_vectors, progress=progress)

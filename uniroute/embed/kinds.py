@@ -26,7 +26,7 @@ class EmbedderKind:
     built_file: bool = False
     # It needs a file of 0/1 prompt-attribute labels (`uniroute evaluate --attribute-labels`).
     needs_labels: bool = False
-    # The embedder whose vectors of the training prompts it is fitted to (a build embeds them through it first).
+    # The embedder whose vectors of its fit texts it is fitted to (a build embeds them through it first).
     teacher: str | None = None
 
 
@@ -35,8 +35,8 @@ EMBEDDER_KINDS = (
     EmbedderKind("minilm-onnx", fitted=False, serves_builds=True, built_file=True),
     EmbedderKind("static", fitted=False, serves_builds=True, built_file=True),
     EmbedderKind("tfidf", fitted=True, serves_builds=True),
-    # The static table fitted to minilm-onnx's vectors of the training prompts (embed.static_tuned): fitted, and
-    # built from both model files (static's and minilm-onnx's) in the cache folder; its table travels with routers.
+    # The static table fitted to minilm-onnx's vectors of every text the store has seen (embed.static_tuned): fitted,
+    # and built from both model files (static's and minilm-onnx's) in the cache folder; its table travels with routers.
     EmbedderKind("static-tuned", fitted=True, serves_builds=True, built_file=True, teacher="minilm-onnx"),
     EmbedderKind("attributes", fitted=True, serves_builds=False, needs_labels=True),
 )

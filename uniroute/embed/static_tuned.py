@@ -42,7 +42,7 @@ STATE_FORMAT = "uniroute-static-tuned-embedder"
 # The residual's ridge strength (docs/decisions/0007-static-tuned-opt-in.md, RouterDC): 0.1 is within 0.02 of
 # 0.01's held-out agreement with the teacher (Spearman .78 vs .81) at a third of the fit time, and fits the prompts
 # it saw much less tightly than 0.01 (.81 vs .90): `uniroute evaluate` fits on every prompt, test prompts included,
-# so a loose fit keeps its Areas closer to what a build (fitted on training prompts only) serves.
+# so a loose fit keeps its Areas closer to what a build serves on prompts outside its fit (new traffic).
 RIDGE_ALPHA = 0.1
 CG_ITERATIONS = 200   # cap on conjugate-gradient steps; converged well before on the shared datasets
 CG_TOLERANCE = 1e-6   # relative residual norm per target at which a column stops moving

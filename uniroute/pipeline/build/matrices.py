@@ -223,12 +223,28 @@ def store_split(data: StoreData | StoreIndex, seed: int) -> TrialSplit:
                       test=test, fit_seed=seed)
 
 
+def embedder_fit_texts(con: store.Connection, embedder_name: str) -> list[str] | None:
+    """The texts a build fits its embedder on; None for an embedder that is not fitted.
+
+    An embedder fitted to a teacher's vectors (static-tuned) reads no label, so it is fitted on every prompt text the
+    store has seen, traffic recorded with its text included: on prompts outside its fit it agrees less with its
+    teacher, most of all on another dataset's (docs/decisions/0009-static-tuned-fits-every-seen-prompt.md).
+    TF-IDF keeps the build's training prompts.
+    """
+    kind = embed.embedder_kind(embedder_name)
+    if not kind.fitted:
+        return None
+    statement = "seen_prompt_texts" if kind.teacher else "build_train_texts"
+    return store.query_arrow(con, statement).column("text").to_pylist()
+
+
 def embed_prompts(
-    con: store.Connection, embedder_name: str, seed: int, fitted: bool, cache_dir: Path | None = None,
+    con: store.Connection, embedder_name: str, seed: int, cache_dir: Path | None = None,
     on_stage: Callable[..., None] | None = None, ahead: Embedded | None = None, text_hashes: pa.Array | None = None,
 ) -> Any:
-    """The embedder (a fitted one fitted on the training prompts' texts), with every build prompt it lacks embedded
-    into the dataset (embed_store_prompts: texts streamed in batches, vectors written, none kept here).
+    """The embedder (TF-IDF fitted on the training prompts' texts, static-tuned on every text the store has seen),
+    with every build prompt it lacks embedded into the dataset (embed_store_prompts: texts streamed in batches,
+    vectors written, none kept here).
 
     ahead: what the caller's fill before this build made sure of (operations.build embeds on the Dask workers first);
     when it was this embedder and its digest is that of the build's prompts (text_hashes, one per prompt), every
@@ -238,8 +254,8 @@ def embed_prompts(
     """
     if on_stage is not None:
         on_stage(f"preparing the {embedder_name} embedder")
-    fit_texts = store.query_arrow(con, "build_train_texts").column("text").to_pylist() if fitted else None
-    # static-tuned's teacher vectors of the training prompts come through the cache (and stay there for the next build).
+    fit_texts = embedder_fit_texts(con, embedder_name)
+    # static-tuned's teacher vectors of its fit texts come through the cache (and stay there for the next build).
     embedder = embed.make_embedder(embedder_name, fit_texts=fit_texts, seed=seed, cache_dir=cache_dir,
                                    teacher_vectors=lambda teacher, texts: embed.embed_cached(con, texts, teacher))
     del fit_texts

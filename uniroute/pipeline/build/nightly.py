@@ -23,7 +23,6 @@ import pandas as pd
 
 from uniroute import store
 from uniroute.embed.fill import Embedded
-from uniroute.embed.kinds import embedder_kind
 from uniroute.faults import crashpoint
 from uniroute.pipeline.build.cells import Keep
 from uniroute.pipeline.build.clusters import store_assignments
@@ -152,7 +151,7 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
                  len(sample.train), len(split.train), len(sample.val), len(split.val), len(sample.test),
                  len(split.test))
     models, excluded_models = index.models, index.excluded_models
-    embedder = embed_prompts(con, embedder_name, seed, embedder_kind(embedder_name).fitted, cache_dir,
+    embedder = embed_prompts(con, embedder_name, seed, cache_dir,
                              on_stage=stage, ahead=embedded, text_hashes=index.text_hashes)
     stage("reading the sampled and validation prompts' results and vectors")
     held = HeldRows.load(con, index, tuning, split.val, embedder.embedder_id, embedder.dim)
