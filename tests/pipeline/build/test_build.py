@@ -16,8 +16,7 @@ from uniroute import store
 from uniroute.pipeline.build.nightly import BuildResult
 from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.build.tuned_kinds import KindError, checked_kinds
-from uniroute.routers.kinds import router_kind
-from uniroute.selection.candidates import KINDS
+from uniroute.routers.kinds import auto_kind_names, router_kind
 from uniroute.synth import write_synthetic_logs
 
 CHOICE = ["kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best", "chosen"]
@@ -67,7 +66,7 @@ def test_the_build_says_when_its_tuned_k_is_tiny(built):
 def test_the_candidates_table_and_view_after_a_build(built):
     db, result = built
     # The quality-only rule is no candidate where models cost differently (the synthetic logs have costs).
-    candidates = [k for k in KINDS if not router_kind(k).quality_only]
+    candidates = [k for k in auto_kind_names() if not router_kind(k).quality_only]  # opt-in kinds only when named
     assert [c["kind"] for c in result.candidates] == candidates
     with store.opened(db, read_only=True) as con:
         view = con.execute("select * from router_selection").df()
@@ -98,7 +97,7 @@ def test_the_candidates_table_and_view_after_a_build(built):
 
 
 def test_kinds_are_checked_before_anything_runs():
-    assert checked_kinds(None) == KINDS
+    assert checked_kinds(None) == auto_kind_names()
     assert checked_kinds(["knn", " kmeans"]) == ("kmeans", "knn")  # KINDS order, blanks stripped
     with pytest.raises(KindError, match="unknown router kinds \\['zero'\\]: choose from kmeans, kmeans_shrunk"):
         checked_kinds(["kmeans", "zero"])
