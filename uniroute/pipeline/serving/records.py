@@ -11,19 +11,24 @@ the probability with which the chosen model was picked (1 unless exploration is 
 from __future__ import annotations
 
 import base64
+import binascii
+import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from uniroute.errors import UnirouteError
 from uniroute.ingest.decisions import RECORD_KIND, RECORD_VERSION, SOURCES
-from uniroute.routers.serialize import AnyRouter
-from uniroute.settings import Settings
+
+if TYPE_CHECKING:  # a one-prompt `uniroute route` imports this module without pandas or the settings' pydantic
+    import pandas as pd
+
+    from uniroute.routers.serialize import AnyRouter
+    from uniroute.settings import Settings
 
 # The record's shape is versioned in ingest/decisions.py (RECORD_VERSION), whose reader refuses a newer version
 # than it knows; bump it when a field changes meaning or disappears (an added optional field needs no bump).
@@ -127,25 +132,29 @@ def explored(router: AnyRouter, X: np.ndarray, lam: float, pool: Sequence[str] |
     return picks, propensity, explore
 
 
-def decision_records(frame: pd.DataFrame, X: np.ndarray, router: AnyRouter, served: Served,
-                     texts: Sequence[str] | None = None, propensity: np.ndarray | None = None,
+def decision_records(frame: pd.DataFrame | Mapping[str, Sequence[Any]], X: np.ndarray, router: AnyRouter,
+                     served: Served, texts: Sequence[str] | None = None, propensity: np.ndarray | None = None,
                      explore: np.ndarray | None = None, text_hashes: Sequence[str] | None = None,
                      ) -> list[dict[str, Any]]:
     """One record per row of a routed frame (decision_id, model, cluster, lam, budget, setting, and text_hash
     unless given; the optional explain columns when present), X its prompts' embeddings; texts only when the user
-    opted in. Columns are read once as arrays (no per-row pandas: this runs on every served request)."""
-    n = len(frame)
+    opted in. Columns are read once as arrays (no per-row pandas: this runs on every served request). frame may
+    also be the routed columns by name (route.decided_columns: the one-prompt CLI path, which imports no pandas)."""
+    n = len(frame["decision_id"])
     distance = centroid_distances(router, X)
     neighbours = neighbour_summaries(router, X)
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
-    column = {name: frame[name].tolist()  # 3x faster than to_numpy(na_value=None); NA is checked per value
+    column = {name: _listed(frame[name])  # 3x faster than to_numpy(na_value=None); NA is checked per value
               for name in ("decision_id", "model", "cluster", "lam", "budget", "setting",
-                           *(f for f in OPTIONAL_FRAME_FIELDS if f in frame.columns))}
-    hashes = frame["text_hash"].tolist() if text_hashes is None else list(text_hashes)
+                           *(f for f in OPTIONAL_FRAME_FIELDS if f in frame))}  # a frame's columns, or the names
+    hashes = _listed(frame["text_hash"]) if text_hashes is None else list(text_hashes)
     missing = [None] * n
     fallbacks, expected_score, expected_cost = (column.get(name, missing) for name in OPTIONAL_FRAME_FIELDS)
-    propensity = np.ones(n) if propensity is None else np.asarray(propensity, dtype=np.float64)
-    explore = np.zeros(n, dtype=bool) if explore is None else np.asarray(explore, dtype=bool)
+    # Per batch, not per value: numpy's scalars and pandas' NA looked up once (a server records every request).
+    propensities = [1.0] * n if propensity is None else np.asarray(propensity, dtype=np.float64).tolist()
+    explored = [False] * n if explore is None else np.asarray(explore, dtype=bool).tolist()
+    distances = None if distance is None else distance.tolist()
+    na = getattr(sys.modules.get("pandas"), "NA", None)
     X16 = np.ascontiguousarray(X, dtype="<f2")
     dim = int(X.shape[1])
     records = []
@@ -161,26 +170,39 @@ def decision_records(frame: pd.DataFrame, X: np.ndarray, router: AnyRouter, serv
             "publication_version": served.publication_version,
             "embedder_id": served.embedder_id,
             "text_hash": hashes[i],
-            "cluster": None if cluster is None or cluster is pd.NA else int(cluster),
+            "cluster": None if cluster is None or cluster is na else int(cluster),
             "neighbours": neighbours[i],
-            "centroid_distance": None if distance is None else float(distance[i]),
+            "centroid_distance": None if distances is None else distances[i],
             "model": column["model"][i],
-            "fallbacks": None if fallback is None or fallback is pd.NA else [str(m) for m in fallback],
+            "fallbacks": None if fallback is None or fallback is na else [str(m) for m in fallback],
             "lam": float(column["lam"][i]),
             "budget": _number(column["budget"][i]),
             "setting": column["setting"][i],
             "expected_score": _number(expected_score[i]),
             "expected_cost": _number(expected_cost[i]),
-            "propensity": float(propensity[i]),
-            "explored": bool(explore[i]),
-            "embedding": base64.b64encode(X16[i].tobytes()).decode("ascii"),
+            "propensity": propensities[i],
+            "explored": explored[i],
+            "embedding": binascii.b2a_base64(X16[i], newline=False).decode("ascii"),  # base64, as b64encode
             "embedding_dim": dim,
             "prompt": None if texts is None else texts[i],
         })
     return records
 
 
+def _listed(values: Any) -> list:
+    """A column as a list: a Series' or an array's tolist, or the list itself."""
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
+
+def _missing(value: Any) -> bool:
+    """None or pandas' NA (which exists only once pandas is imported: a frame without it holds none)."""
+    pandas = sys.modules.get("pandas")
+    return value is None or (pandas is not None and value is pandas.NA)
+
+
 def _number(value: Any) -> float | None:
-    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+    """A value as a float, None for None, NA or NaN."""
+    if value is None or _missing(value):
         return None
-    return float(value)
+    value = float(value)
+    return None if value != value else value  # NaN is the one float unequal to itself

@@ -14,16 +14,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from uniroute import embed, store
+from uniroute import embed
 from uniroute.embed import text_hash
 from uniroute.errors import UnirouteError
-from uniroute.pipeline.pool import registry
-from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.serving.calibration import Calibration
 from uniroute.pipeline.serving.default_memo import remembered_default
 from uniroute.pipeline.serving.latency import check_max_latency, latency_cut, too_slow_line
@@ -32,6 +29,12 @@ from uniroute.routers.budgets.cost_cap import CostCapError, check_max_cost, chec
 from uniroute.routers.rule import check_budget, check_lambda
 from uniroute.routers.serialize import AnyRouter
 from uniroute.routers.tables import DEFAULT_GAIN_KEPT, default_budget
+
+if TYPE_CHECKING:  # the store, the registry, the snapshot reader and pandas are imported where used: a one-prompt
+    # `uniroute route` from the compact publication (serving/quick_route.py) decides without any of them
+    import pandas as pd
+
+    from uniroute import store
 
 
 class RoutingError(UnirouteError, ValueError):
@@ -54,11 +57,12 @@ class RoutingSource:
 
     def embedder(self, cache_dir: Path | None = None) -> Any:
         """The router's embedder: restored from its state, or built by name (into cache_dir where needed)."""
-
         if self.restored is not None:
             return self.restored
         if self.embedder_state is not None:
             return embed.embedder_from_state(self.embedder_state, cache_dir)
+        from uniroute.pipeline.pool import registry
+
         return embed.make_embedder(registry.embedder_name(self.router.embedder_id), progress=False,
                                    cache_dir=cache_dir)
 
@@ -66,6 +70,9 @@ class RoutingSource:
 def _from_store(con: store.Connection, router_id: str | None = None, cache_dir: Path | None = None) -> RoutingSource:
     # The embedder's state (tens of megabytes for a model file) is fetched only when its file was never restored
     # into cache_dir: reading it was most of a one-prompt `uniroute route`.
+    from uniroute import store
+    from uniroute.pipeline.pool import registry
+
     if router_id is None:
         version, what = registry.load_champion(con, embedder=False), "champion router"
     else:
@@ -88,6 +95,8 @@ def _from_store(con: store.Connection, router_id: str | None = None, cache_dir: 
 
 
 def _from_snapshot(published_dir: Path, why: str) -> RoutingSource:
+    from uniroute.pipeline.serving import snapshot
+
     try:
         snap = snapshot.read_current(published_dir)
     except snapshot.PublishError as exc:
@@ -111,6 +120,8 @@ def routing_source(db_path: Path, published_dir: Path, router_id: str | None = N
     """The champion (or the stored version router_id) from the store, or, while a writer holds the store, the
     published `current` snapshot (which carries the champion only: a named version waits for the store). An
     embedder restored into cache_dir before is taken from there."""
+    from uniroute import store
+
     try:
         con = store.open_read_only(db_path)
     except store.StoreLocked:
@@ -262,6 +273,96 @@ class RoutedBatch:
     latency_note: str | None = None  # what a latency cap left out, and kept with no recorded latency
 
 
+@dataclass(frozen=True, eq=False)
+class DecidedColumns:
+    """A routed batch before it is a frame: the decisions' columns by name in the frame's order (per-prompt arrays
+    and lists; `cluster` the router's (n,) cluster ids, or None for a kind without clusters), and the rest as in
+    RoutedBatch. What route_batch makes its frame of, and what the one-prompt CLI path prints and records without
+    pandas (serving/quick_route.py): one decision, two ways to hold it."""
+
+    columns: dict[str, Any]
+    X: np.ndarray
+    propensity: np.ndarray
+    explored: np.ndarray
+    embedder_id: str
+    latency_note: str | None = None
+
+    def plain_columns(self) -> dict[str, Any]:
+        """The columns with `cluster` as one int or None per prompt (what a decision record and JSON carry)."""
+        return {**self.columns, "cluster": cluster_list(self.columns["cluster"], len(self.X))}
+
+    def frame(self) -> pd.DataFrame:
+        """The decisions as route_batch's frame: one row per prompt, `cluster` nullable Int32."""
+        import pandas as pd
+
+        return pd.DataFrame({**self.columns, "cluster": _cluster_series(self.columns["cluster"], len(self.X))})
+
+
+def decided_columns(
+    source: RoutingSource,
+    texts: Sequence[str],
+    lam: float | None = None,
+    budget: float | None = None,
+    pool: Sequence[str] | None = None,
+    embedder: Any = None,
+    cache_dir: Path | None = None,
+    recording: Recording | None = None,
+    explain: bool = False,
+    max_cost: float | None = None,
+    calibration: Calibration | None = None,
+    max_latency: float | None = None,
+    resolved: ResolvedSetting | None = None,
+) -> DecidedColumns:
+    """The decisions of route_batch as columns (DecidedColumns), no frame made; route_batch says what they are."""
+    calibration = calibration or Calibration()
+    asked = pool
+    texts, pool = checked_request(source, texts, lam, budget, pool, max_cost, max_latency, calibration.latency)
+    router = source.router
+    embedder = embedder or source.embedder(cache_dir)
+    router.check_embedder(embedder.embedder_id)
+    X = embedder.encode(texts)
+    if resolved is not None:
+        lam, budget, setting, max_cost = resolved
+    elif lam is None and budget is None and max_cost is None and cache_dir is not None:
+        budget, lam = remembered_default(cache_dir, source.router_id, router, pool)  # what resolved_setting gives
+        setting = DEFAULT_SETTING
+    else:
+        lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration)
+    # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
+    # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
+    terms = router.route_terms(X, lam, pool)
+    served, propensity, explore = explored(router, X, lam, pool, terms.chosen(), recording or Recording())
+    decided = terms.summary_columns(served)
+    n = len(texts)
+    # The per-batch values as lists of n: pandas broadcasting a scalar costs more than the list on the one-prompt
+    # batches of a server, and the columns come out the same.
+    columns: dict[str, Any] = {
+        "decision_id": new_decision_ids(n),
+        "prompt_index": np.arange(n, dtype=np.int32),
+        "text_hash": [text_hash(t) for t in texts],
+        "cluster": router.prompt_clusters(X),  # (n,) ints, or None for a kind without clusters
+        "model": decided["model"],
+        "fallbacks": decided["fallbacks"],
+        "expected_score": decided["expected_score"],
+        "expected_cost": decided["expected_cost"],
+        "lam": [lam] * n,
+        "budget": [budget] * n,
+        "setting": [setting] * n,
+        "max_cost": [max_cost] * n,
+        "max_latency": [max_latency] * n,
+        "router_id": [source.router_id] * n,
+        "price_snapshot": [source.price_snapshot] * n,
+    }
+    if explain:
+        columns["explain"] = terms.explained(calibration.latency)
+    note = None
+    if max_latency is not None:
+        asked = RoutingRequest(pool=None if asked is None else tuple(asked)).pool_of(source.router_id, source.pool,
+                                                                                   source.retired)
+        note = latency_cut(asked, max_latency, calibration.latency).line(max_latency, calibration.latency)
+    return DecidedColumns(columns, X, propensity, explore, embedder.embedder_id, note)
+
+
 def route_batch(
     source: RoutingSource,
     texts: Sequence[str],
@@ -285,55 +386,10 @@ def route_batch(
     `resolved` before (a server resolves each setting once per router) is routed at and recorded as it is. A max
     latency leaves out the models whose latency recorded in the calibration's window is above it, from the choice
     and the fall-backs (`latency_note` says which, and which were kept with none recorded)."""
-    calibration = calibration or Calibration()
-    asked = pool
-    texts, pool = checked_request(source, texts, lam, budget, pool, max_cost, max_latency, calibration.latency)
-    router = source.router
-    embedder = embedder or source.embedder(cache_dir)
-    router.check_embedder(embedder.embedder_id)
-    X = embedder.encode(texts)
-    if resolved is not None:
-        lam, budget, setting, max_cost = resolved
-    elif lam is None and budget is None and max_cost is None and cache_dir is not None:
-        budget, lam = remembered_default(cache_dir, source.router_id, router, pool)  # what resolved_setting gives
-        setting = DEFAULT_SETTING
-    else:
-        lam, budget, setting = calibrated_lambda(router, pool, lam, budget, max_cost, calibration)
-    # The decision is rank 1 of the terms an explanation prints, never a separate computation; exploration (off
-    # by default) may then serve a near-best model instead, and the row then carries that model's expectations.
-    terms = router.route_terms(X, lam, pool)
-    served, propensity, explore = explored(router, X, lam, pool, terms.chosen(), recording or Recording())
-    decided = terms.summary_columns(served)
-    n = len(texts)
-    # The per-batch values as lists of n: pandas broadcasting a scalar costs more than the list on the one-prompt
-    # batches of a server, and the columns come out the same.
-    frame = pd.DataFrame(
-        {
-            "decision_id": new_decision_ids(n),
-            "prompt_index": np.arange(n, dtype=np.int32),
-            "text_hash": [text_hash(t) for t in texts],
-            "cluster": cluster_of(router, X),
-            "model": decided["model"],
-            "fallbacks": decided["fallbacks"],
-            "expected_score": decided["expected_score"],
-            "expected_cost": decided["expected_cost"],
-            "lam": [lam] * n,
-            "budget": [budget] * n,
-            "setting": [setting] * n,
-            "max_cost": [max_cost] * n,
-            "max_latency": [max_latency] * n,
-            "router_id": [source.router_id] * n,
-            "price_snapshot": [source.price_snapshot] * n,
-        }
-    )
-    if explain:
-        frame["explain"] = terms.explained(calibration.latency)
-    note = None
-    if max_latency is not None:
-        asked = RoutingRequest(pool=None if asked is None else tuple(asked)).pool_of(source.router_id, source.pool,
-                                                                                   source.retired)
-        note = latency_cut(asked, max_latency, calibration.latency).line(max_latency, calibration.latency)
-    return RoutedBatch(frame, X, propensity, explore, embedder.embedder_id, note)
+    decided = decided_columns(source, texts, lam, budget, pool, embedder, cache_dir, recording, explain, max_cost,
+                              calibration, max_latency, resolved)
+    return RoutedBatch(decided.frame(), decided.X, decided.propensity, decided.explored, decided.embedder_id,
+                       decided.latency_note)
 
 
 def calibrated_lambda(router: AnyRouter, pool: Sequence[str], lam: float | None, budget: float | None,
@@ -375,17 +431,26 @@ def route_texts(
 def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
     """Each prompt's cluster (nullable Int32): nearest centroid, the LearnedMap's likeliest cluster, or null for a
     kind without clusters (K-NN routes by neighbours)."""
-    clusters = router.prompt_clusters(X)
+    return _cluster_series(router.prompt_clusters(X), X.shape[0])
+
+
+def _cluster_series(clusters: np.ndarray | None, n: int) -> pd.Series:
+    import pandas as pd
+
     if clusters is None:
-        return pd.Series(pd.NA, index=range(X.shape[0]), dtype="Int32")
+        return pd.Series(pd.NA, index=range(n), dtype="Int32")
     return pd.Series(clusters.astype(np.int32), dtype="Int32")
+
+
+def cluster_list(clusters: np.ndarray | None, n: int) -> list[int | None]:
+    """n prompts' cluster ids as Python ints, None each for a kind without clusters (cluster_of without pandas)."""
+    return [None] * n if clusters is None else clusters.astype(np.int64).tolist()
 
 
 def cluster_values(router: AnyRouter, X: np.ndarray) -> np.ndarray:
     """Each prompt's cluster as cluster_of gives it, as an object array of ints, None for a kind without clusters
     (what JSON carries where pandas' NA would not serialise)."""
-    clusters = router.prompt_clusters(X)
-    values = [None] * X.shape[0] if clusters is None else clusters.astype(np.int64).tolist()
+    values = cluster_list(router.prompt_clusters(X), X.shape[0])
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
@@ -393,6 +458,8 @@ def cluster_values(router: AnyRouter, X: np.ndarray) -> np.ndarray:
 
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
     """Append a batch of decisions to routing_log (in the caller's session); the batch id."""
+    from uniroute import store
+
     batch_id = uuid.uuid4().hex
     # routing_log keeps lambda and budget; which setting chose them (`setting`), the fall-backs, the expectations
     # and an explanation are said to the user, not stored here (decision records keep them).
