@@ -428,13 +428,9 @@ def route_texts(
                        calibration=calibration, max_latency=max_latency).decisions
 
 
-def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
-    """Each prompt's cluster (nullable Int32): nearest centroid, the LearnedMap's likeliest cluster, or null for a
-    kind without clusters (K-NN routes by neighbours)."""
-    return _cluster_series(router.prompt_clusters(X), X.shape[0])
-
-
 def _cluster_series(clusters: np.ndarray | None, n: int) -> pd.Series:
+    """Each prompt's cluster as route_batch's frame holds it (nullable Int32): nearest centroid, the LearnedMap's
+    likeliest cluster, or null for a kind without clusters (K-NN routes by neighbours)."""
     import pandas as pd
 
     if clusters is None:
@@ -443,17 +439,9 @@ def _cluster_series(clusters: np.ndarray | None, n: int) -> pd.Series:
 
 
 def cluster_list(clusters: np.ndarray | None, n: int) -> list[int | None]:
-    """n prompts' cluster ids as Python ints, None each for a kind without clusters (cluster_of without pandas)."""
+    """n prompts' cluster ids as Python ints, None each for a kind without clusters (what a decision record and
+    JSON carry)."""
     return [None] * n if clusters is None else clusters.astype(np.int64).tolist()
-
-
-def cluster_values(router: AnyRouter, X: np.ndarray) -> np.ndarray:
-    """Each prompt's cluster as cluster_of gives it, as an object array of ints, None for a kind without clusters
-    (what JSON carries where pandas' NA would not serialise)."""
-    values = cluster_list(router.prompt_clusters(X), X.shape[0])
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:
