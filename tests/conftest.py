@@ -29,7 +29,9 @@ SHARED_DATASETS = Path(os.environ.get("UNIROUTE_TEST_SHARED_DATASETS")
                        or Path(__file__).resolve().parent.parent.parent / "shared" / "datasets")
 
 
-# Tests that use a costly session fixture run on one xdist worker (--dist loadgroup), so it is built once.
+# Tests that use a costly session fixture run on one xdist worker (--dist loadgroup), so it is built once; the
+# plugin puts each group in the test's id, where xdist's scheduler reads it (xdist 3.8 no longer can on pytest 9).
+pytest_plugins = ("tests.xdist_groups",)
 GROUPS = {"prefect_harness": "prefect", "built_embedders_cache": "embedders"}
 
 
@@ -86,8 +88,14 @@ def db_path(home: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def built_embedders_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache folder for the whole session: the static and ONNX model files are built into it once (~45 s)."""
-    return tmp_path_factory.mktemp("built_embedders")
+    """One cache folder for the whole run: the static and ONNX model files are built into it once (~45 s).
+
+    Under xdist the workers share it (their temporary roots sit in one folder): the library's build lock makes a
+    second worker wait for the first's file instead of building its own (uniroute/embed/artifacts.py)."""
+    root = tmp_path_factory.getbasetemp()
+    path = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "built_embedders"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="session")

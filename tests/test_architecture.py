@@ -15,6 +15,7 @@ LIBRARY = REPO / "uniroute"
 # rank are peers that must not import each other (ingest and embed both sit right above the store).
 STAGE_RANK = {
     "settings": 0,
+    "environment": -1,  # the offline switches and plain UNIROUTE_ values, read before pydantic; imports nothing
     "errors": -1,  # the one error base: everything may import it, it imports nothing
     "frame_output": 0,
     "faults": 0,

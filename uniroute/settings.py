@@ -2,38 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from uniroute import environment
+from uniroute.environment import OFFLINE_ENVIRONMENT
 from uniroute.errors import UnirouteError
 
-# Every switch that stops a library from reaching the network or phoning home. Applied by the
-# edges (CLI, flows, tests) before anything heavy is imported; never at import time.
-OFFLINE_ENVIRONMENT = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-    "DO_NOT_TRACK": "true",  # MLflow accepts only "true"
-    "MLFLOW_DISABLE_TELEMETRY": "true",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
-    "TOKENIZERS_PARALLELISM": "false",
-    # Quiet: MLflow's per-download progress bars and INFO lines are not for users of a command line.
-    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
-    "MLFLOW_LOGGING_LEVEL": "WARNING",
-    # transformers draws a "Loading weights" bar whenever MiniLM loads (building the static and ONNX models,
-    # the minilm embedder); it reads this switch of huggingface_hub when it is imported.
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-    # LiteLLM fetches its model cost map from GitHub when imported unless told to read the copy it ships: set here,
-    # not only beside the gateway, because a test backend or a benchmark may import LiteLLM first.
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-}
-
+__all__ = ["OFFLINE_ENVIRONMENT", "Settings", "SettingsError", "apply_offline_environment", "comma_separated",
+           "settings_from_environment"]
 
 # The builds' embedder when neither UNIROUTE_BUILD_EMBEDDER nor UNIROUTE_EMBEDDER is set: minilm-onnx, by the rule of
 # docs/decisions/0001-build-embedder-default.md (not significantly worse than the best measured embedder on any
@@ -232,7 +212,4 @@ def settings_from_environment() -> Settings:
 
 def apply_offline_environment(settings: Settings | None = None) -> None:
     """Switch off every download and telemetry path; point Prefect's state under UNIROUTE_HOME."""
-    for key, value in OFFLINE_ENVIRONMENT.items():
-        os.environ.setdefault(key, value)
-    if settings is not None:
-        os.environ.setdefault("PREFECT_HOME", str(settings.prefect_home.resolve()))
+    environment.apply_offline_environment(None if settings is None else settings.home)

@@ -9,10 +9,14 @@ requests per second per worker with instant backends; against the backend, (c) a
 others do; its latency counted from that time, so a server falling behind shows).
 
 Set-up (benchmarks/speed/gateway_servers.py): each server its own process, one uvicorn worker each; instant
-backends (no added latency) unless --latency. The router is the toy one of tests/gateway/harness.py (two
-clusters, its embedder a rule): the embedding a real embedder adds per prompt is measured by speed.embedding.
-Also the CPU milliseconds each server process spends per request while saturated (less blurred than wall time by
-other users of a shared machine). Arms alternate over --rounds rounds; medians of the rounds are reported.
+backends (no added latency) unless --latency. LiteLLM alone is built by the gateway's own
+uniroute.gateway.deployments.litellm_router, so both run LiteLLM with the same settings (no retries of its own,
+cooldowns, callbacks and telemetry off): whatever LiteLLM setting the gateway gains or loses by, so does (b).
+The router is the toy one of tests/gateway/harness.py (two clusters, its embedder a rule): the embedding a real
+embedder adds per prompt is measured by speed.embedding. Also the CPU milliseconds each server process spends per
+request while saturated (less blurred than wall time by other users of a shared machine). Arms alternate over
+--rounds rounds; medians of the rounds are reported. After its paced phase each server is given time to work off
+a backlog and LiteLLM's cooldowns (settle) before anything else is measured.
 
 Results: benchmarks/results/gateway.json. Run: `OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.gateway`.
 """
@@ -116,6 +120,29 @@ async def paced(client: httpx.AsyncClient, arm: str, rate: float, requests: int)
     return {**quantiles(seconds), "rate_per_s": rate, "failed": failed[0]}
 
 
+SETTLED_IN_A_ROW = 3  # prompt answers in a row that say a server is itself again
+PROMPT_SECONDS = 1.0
+
+
+async def settle(client: httpx.AsyncClient, arm: str, seconds: float) -> None:
+    """Wait until a server is itself again after the paced phase: an arm that cannot keep up with the rate leaves
+    a backlog it works off for a while, and its calls that timed out meanwhile make LiteLLM cool the deployment
+    down; measured straight away, the next round's first phase failed on that aftermath (requests refused with
+    no deployment available) instead of measuring the server."""
+    deadline, in_a_row = time.perf_counter() + seconds, 0
+    while in_a_row < SETTLED_IN_A_ROW:
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{arm}: not answering promptly {seconds:.0f} s after its paced phase")
+        started = time.perf_counter()
+        try:
+            await one(client, arm)
+        except (RuntimeError, httpx.HTTPError):
+            in_a_row = 0
+            await asyncio.sleep(1.0)
+            continue
+        in_a_row = in_a_row + 1 if time.perf_counter() - started < PROMPT_SECONDS else 0
+
+
 async def measure(urls: dict[str, str], pids: dict[str, int],
                   args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
@@ -132,6 +159,7 @@ async def measure(urls: dict[str, str], pids: dict[str, int],
                                                           pids[arm]),
                            "paced": await paced(clients[arm], arm, args.rate, int(args.rate * args.paced_seconds)),
                            "load_average": load_average()}
+                await settle(clients[arm], arm, args.settle_seconds)
                 rounds[arm].append(figures)
                 print(f"round {r + 1} {arm}: {figures}", flush=True)
     finally:
@@ -177,6 +205,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds saturated, per arm and round")
     parser.add_argument("--rate", type=float, default=100.0, help="paced requests per second")
     parser.add_argument("--paced-seconds", type=float, default=10.0, help="seconds paced, per arm and round")
+    parser.add_argument("--settle-seconds", type=float, default=120.0,
+                        help="longest wait after a paced phase for the backlog and LiteLLM's cooldown to pass")
     parser.add_argument("--latency", type=float, default=0.0, help="backends' seconds before each answer")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()

@@ -8,12 +8,15 @@ from that copy instead of building again). The held-back model's validation resu
 Measured (wall seconds, `time.perf_counter` around `subprocess.run`; median of `--repeats` runs, all runs kept):
 - **baseline**: `python -c pass` in the same run: what any Python command pays; each figure's ratio to it;
 - **help**: `uniroute --help`;
-- **route**: `uniroute route PROMPT --json` (a new process each time: imports, store read, embedder load, decision
-  and its record), and its phases from one in-process run (CPU seconds beside wall, so a loaded machine shows);
+- **route**: `uniroute route PROMPT --json` (a new process each time: imports, the published snapshot's
+  serving.json and router, embedder load, decision and its record), and its phases from one in-process run (CPU
+  seconds beside wall, so a loaded machine shows); beside it the route before those runs, the first after the store
+  was written, which reads the store (and its phases: imports, store read, ...);
 - **onboard**: `uniroute onboard --results FILE`, each run on a fresh copy of the built home (same path: MLflow's
   artifact locations stay valid), and its phases: ingest of the file, champion load, the evidence gate, the
   onboarding itself, the reconciliation after it (the store's side) and the start of the detached MLflow
-  follow-up; beside them, how long that follow-up ran after the answer (the next copy waits for it).
+  follow-up, each in wall and CPU seconds; beside them, how long that follow-up ran after the answer (the next copy
+  waits for it).
 
 Bytecode is written as for any user (PYTHONDONTWRITEBYTECODE is dropped). Timings come from a shared 2-core
 machine: the load average before and after is recorded. Results: benchmarks/results/short_paths.json.
@@ -77,7 +80,43 @@ print(json.dumps({b: {"wall": round(w1 - w0, 4), "cpu": round(c1 - c0, 4)}
                   for (_, w0, c0), (b, w1, c1) in zip(marks, marks[1:])}))
 """
 
-# `uniroute onboard ...` in process with its phases timed (wall), printed as JSON on stderr's last line.
+# The same, answered as `uniroute route` answers once a route has read the store since its last write: from the
+# published snapshot's serving.json (operations.route_quickly), no store, pandas or pydantic-settings.
+QUICK_ROUTE_PHASES = """
+import json, sys, time
+marks = [("start", time.perf_counter(), time.process_time())]
+def mark(name):
+    marks.append((name, time.perf_counter(), time.process_time()))
+import uniroute.cli
+mark("import_cli")
+from uniroute.environment import quick_settings
+settings = quick_settings()
+mark("settings")
+from uniroute.operations.serving import route_quickly
+from uniroute.pipeline.serving import quick_route, route
+from uniroute.pipeline.serving.records import Served, decision_records, recording_of
+from uniroute.pipeline.serving.spool import DecisionSpool
+mark("import_routing")
+found = quick_route.quick_source(settings.db_path, settings.published_dir, settings.cache_dir)
+assert found is not None, "the quick path stepped aside"
+mark("snapshot_read")
+embedder = found.source.embedder(settings.cache_dir)
+X = embedder.encode([sys.argv[1]])
+mark("embed_prompt")
+decided = route.decided_columns(found.source, [sys.argv[1]], embedder=embedder, recording=recording_of(settings),
+                                resolved=found.default)
+mark("decision")
+served = Served("cli", found.source.router_id, decided.embedder_id, found.source.publication_version)
+with DecisionSpool(settings.spool_dir) as spool:
+    spool.write(decision_records(decided.plain_columns(), decided.X, found.source.router, served,
+                                 propensity=decided.propensity, explore=decided.explored))
+mark("record")
+print(json.dumps({b: {"wall": round(w1 - w0, 4), "cpu": round(c1 - c0, 4)}
+                  for (_, w0, c0), (b, w1, c1) in zip(marks, marks[1:])}))
+"""
+
+# `uniroute onboard ...` in process with its phases timed (wall, and CPU as "NAME_cpu"), printed as JSON on stderr's
+# last line.
 ONBOARD_PHASES = """
 import functools, importlib, json, runpy, sys, time
 spent = {}
@@ -86,13 +125,14 @@ def timed(module, attr, name):
     inner = getattr(owner, attr)
     @functools.wraps(inner)
     def wrapper(*args, **kwargs):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return inner(*args, **kwargs)
         finally:
             spent[name] = round(spent.get(name, 0.0) + time.perf_counter() - started, 4)
+            spent[name + "_cpu"] = round(spent.get(name + "_cpu", 0.0) + time.process_time() - cpu, 4)
     setattr(owner, attr, wrapper)
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 timed("uniroute.operations.pool", "ingest_file", "ingest_file")
 timed("uniroute.operations.pool", "onboard_models", "onboard_models")
 timed("uniroute.operations.pool", "reconciled", "reconcile_after")
@@ -100,6 +140,7 @@ timed("uniroute.pipeline.pool.registry", "load_champion", "load_champion")
 timed("uniroute.pipeline.pool.onboard", "_gated", "evidence_gate")
 timed("uniroute.operations.mlflow_after", "start_mlflow_sync", "start_mlflow_follow_up")
 spent["harness_imports"] = round(time.perf_counter() - started, 4)
+spent["harness_imports_cpu"] = round(time.process_time() - cpu, 4)
 sys.argv = ["uniroute", *sys.argv[1:]]
 try:
     runpy.run_module("uniroute", run_name="__main__")
@@ -107,6 +148,7 @@ except SystemExit as exc:
     if exc.code:
         raise
 spent["command"] = round(time.perf_counter() - started - spent["harness_imports"], 4)
+spent["command_cpu"] = round(time.process_time() - cpu - spent["harness_imports_cpu"], 4)
 sys.stderr.write("\\nPHASES " + json.dumps(spent) + "\\n")
 """
 
@@ -205,10 +247,15 @@ def main() -> None:
     baseline = statistics.median(bare)
     uniroute(env, "--help")  # bytecode written once, as after an install
     help_runs = [uniroute(env, "--help") for _ in range(args.repeats)]
+    # The first route after the store was written reads the store (and keeps what it found); the rest answer from
+    # the published snapshot as long as nothing writes the store (pipeline/serving/quick_route.py).
+    first_route = uniroute(env, "route", PROMPT, "--json")
     route_runs = [uniroute(env, "route", PROMPT, "--json") for _ in range(args.repeats)]
     helps, routes = [r[0] for r in help_runs], [r[0] for r in route_runs]
-    route_phases = json.loads(run(env, [python, "-c", ROUTE_PHASES, PROMPT], "route phases")[1].stdout
+    route_phases = json.loads(run(env, [python, "-c", QUICK_ROUTE_PHASES, PROMPT], "route phases")[1].stdout
                               .strip().splitlines()[-1])
+    store_route_phases = json.loads(run(env, [python, "-c", ROUTE_PHASES, PROMPT], "store route phases")[1].stdout
+                                    .strip().splitlines()[-1])
     onboards, onboard_phases, follow_ups, onboard_cpu = [], [], [], []
     for _ in range(args.repeats):
         fresh_copy(pristine, home)
@@ -221,7 +268,10 @@ def main() -> None:
                             str(args.work / "newcomer.parquet")], "onboard phases")
         follow_up_seconds(done)
         onboard_phases.append(json.loads(done.stderr.rsplit("\nPHASES ", 1)[1]))
-    phases = {name: round(statistics.median(p[name] for p in onboard_phases), 3) for name in onboard_phases[0]}
+    phases = {name: round(statistics.median(p.get(name, 0.0) for p in onboard_phases), 3)
+              for name in onboard_phases[0] if not name.endswith("_cpu")}
+    phases_cpu = {name: round(statistics.median(p.get(f"{name}_cpu", 0.0) for p in onboard_phases), 3)
+                  for name in phases}
 
     result: dict[str, Any] = {
         "benchmark": "short_paths",
@@ -234,11 +284,16 @@ def main() -> None:
                  "cpu_seconds": [r[1].cpu_seconds for r in help_runs]},  # type: ignore[attr-defined]
         "route": {"command": "uniroute route PROMPT --json (cold process, default router, decision recorded)",
                   **summary(routes, baseline, TARGETS["route_seconds"]), "phases_one_run": route_phases,
-                  # the first run restores the embedder's file and the default setting into the home's cache
-                  "cpu_seconds": [r[1].cpu_seconds for r in route_runs]},  # type: ignore[attr-defined]
+                  "cpu_seconds": [r[1].cpu_seconds for r in route_runs],  # type: ignore[attr-defined]
+                  # The route before them: the first after the store was written reads it (DuckDB, pandas, the
+                  # settings' pydantic), restores the embedder's file into the home's cache and keeps what it found.
+                  "first_after_a_store_write": {
+                      "seconds": round(first_route[0], 3),
+                      "cpu_seconds": first_route[1].cpu_seconds,  # type: ignore[attr-defined]
+                      "phases_one_run": store_route_phases}},
         "onboard": {"command": "uniroute onboard --results FILE (one model, the whole command)",
                     **summary(onboards, baseline, TARGETS["onboard_seconds"]),
-                    "phases_median_wall": phases, "cpu_seconds": onboard_cpu,
+                    "phases_median_wall": phases, "phases_median_cpu": phases_cpu, "cpu_seconds": onboard_cpu,
                     # The detached process that logs the run to MLflow after the answer (docs/decisions/0410):
                     # not part of the command's time, measured from the command's end until it exits.
                     "mlflow_follow_up_seconds_after_answer": follow_ups},

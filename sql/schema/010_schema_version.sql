@@ -8,3 +8,14 @@ create table if not exists schema_version (
     applied_at timestamp not null,
     applied    varchar not null          -- 'created', or the migration file that brought the store there
 );
+
+-- Grain: one row per (schema files, catalog) pair a read-write connection left the store in: a hash of the names
+-- and text of sql/schema/ and of DuckDB's version, and a hash of the tables and views those files left. A connection
+-- whose files and catalog hash to a recorded pair does not run the files again: being idempotent, they would change
+-- nothing (uniroute/store/schema.py). New files, another DuckDB, or a view another uniroute replaced: no such row.
+create table if not exists schema_applied (
+    files_hash   varchar not null,
+    catalog_hash varchar not null,
+    applied_at   timestamp not null,
+    primary key (files_hash, catalog_hash)
+);

@@ -1,10 +1,12 @@
 """The gateway's parts without a server: the `model` field's settings, deployments files, the coverage line, the
-cap on fall-backs, error texts without keys, a price's cost."""
+cap on fall-backs, error texts without keys, a price's cost, where a decision runs."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.gateway.harness import ToyEmbedder, publish_current, set_prices
@@ -106,3 +108,29 @@ def test_a_setting_is_resolved_once_per_router_and_each_decision_still_names_it(
         again = loaded.decide("a hard question", requested_setting(name)).decisions[columns]
         assert again.to_dict("records") == first.to_dict("records")
     assert len(loaded.resolved) == 4
+
+
+class BusyEmbedder(ToyEmbedder):
+    """The toy embedder, taking the CPU time of a heavy model (a transformer) per call."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        stop = time.thread_time() + 0.02
+        while time.thread_time() < stop:
+            pass
+        return super().encode(texts)
+
+
+def test_light_decisions_run_on_the_event_loop_and_heavy_ones_on_a_thread(tmp_path: Path) -> None:
+    db = save_toy_champion(tmp_path / "uniroute.duckdb")
+    publish_current(db, tmp_path / "published")
+    setting = requested_setting("uniroute/lambda-0")
+    light = LiveRouter(tmp_path / "published", db, lambda source: ToyEmbedder()).loaded
+    assert not light.decides_inline(setting)  # nothing measured yet, and the setting's first request calibrates
+    for _ in range(3):
+        light.timed_decide("a hard question", setting)
+    assert light.decides_inline(setting)
+    assert not light.decides_inline(requested_setting("uniroute/max-cost-2"))  # not resolved yet
+    heavy = LiveRouter(tmp_path / "published", db, lambda source: BusyEmbedder()).loaded
+    for _ in range(3):
+        heavy.timed_decide("a hard question", setting)
+    assert heavy.decision_seconds[0] >= 0.02 and not heavy.decides_inline(setting)

@@ -5,6 +5,8 @@ read-only: every file under the home keeps its bytes, and no file appears or goe
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -39,3 +41,22 @@ def test_doctor_check_leaves_every_file_of_the_home_as_it_was(pool: Settings):
     repaired = runner.invoke(app, ["doctor"], catch_exceptions=False)  # the repair does write: the test can tell
     assert "marked interrupted" in repaired.output, repaired.output
     assert _tree(pool.home) != before
+
+
+def test_doctor_check_on_a_store_another_process_holds_says_so_in_one_line_and_writes_nothing(pool: Settings):
+    """A pipeline step holding the writer lock: the check neither waits nor fails with a traceback, and what it
+    cannot read it names, so an operator knows to retry when the step is done."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('held', flush=True);"
+         " time.sleep(120)", str(pool.db_path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        before = _tree(pool.home)
+        checked = runner.invoke(app, ["doctor", "--check"])
+        assert checked.exit_code != 0, checked.output
+        assert "locked" in checked.output and "Traceback" not in checked.output, checked.output
+        assert _tree(pool.home) == before
+    finally:
+        holder.kill()
+        holder.wait()

@@ -1,5 +1,6 @@
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from uniroute.routers.cluster.kmeans import Centroids
@@ -137,3 +138,13 @@ def test_routes_carry_the_ranked_fallbacks_of_the_same_terms():
         assert router.models[router.cluster_table(row.lam)[row.cluster]] == row.model
     narrowed = routing_tables(router, ("cheap", "big"), np.array([1, 1])).routes
     assert {len(f) for f in narrowed.fallbacks} == {1}
+
+
+@pytest.mark.parametrize("pool", [MODELS, MODELS[:2], ("cheap", "big")])
+def test_the_budget_rows_alone_are_the_routing_tables_budget_rows(pool):
+    from uniroute.routers.tables import budget_rows
+
+    router = Router("emb", MODELS, COSTS, PSI, Centroids(np.eye(2, 3, dtype=np.float32)),
+                    psi_counts=np.array([[3, 40], [12, 40], [20, 40]]))  # clusters weighted by their prompts
+    router = router.with_floor("cheap", np.array([0.3, 0.0]))  # a gated cell counts in both alike
+    pd.testing.assert_frame_equal(budget_rows(router, pool), routing_tables(router, pool).budgets)

@@ -120,3 +120,105 @@ def test_a_store_from_a_newer_uniroute_is_refused(db_path):
         con.execute("insert into schema_version values ($v, now(), 'created')", {"v": schema.schema_version() + 1})
     with pytest.raises(store.StoreError, match="newer uniroute"):
         store.connect(db_path)
+
+
+class _Counting:
+    """A connection that keeps the statements run through it (apply_schema takes any connection)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con, self.statements = con, []
+
+    def execute(self, statement: str, params=None):
+        self.statements.append(statement)
+        return self.con.execute(statement, params)
+
+
+def _ddl_run(path: Path) -> list[str]:
+    """The schema files' statements a read-write connection ran on the store at path."""
+    con = duckdb.connect(str(path))
+    try:
+        counting = _Counting(con)
+        schema.apply_schema(counting)  # type: ignore[arg-type]
+    finally:
+        con.close()
+    texts = {f.read_text() for f in schema.schema_files()}
+    return [s for s in counting.statements if s in texts]
+
+
+def _views(path: Path) -> dict[str, str]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return dict(con.execute("select view_name, sql from duckdb_views() where not internal and not temporary")
+                    .fetchall())
+
+
+def test_a_store_in_the_shape_of_the_schema_files_does_not_run_them_again(db_path):
+    store.connect(db_path).close()
+    assert _ddl_run(db_path) == []
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        assert con.execute("select count(*) from schema_applied").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("change", [
+    "create or replace view current_publication as select 1 as version",  # another uniroute's view
+    "drop view current_traffic_share",
+    "drop table pending_outcomes",
+])
+def test_a_catalog_changed_behind_the_record_gets_the_schema_files_again(db_path, change):
+    store.connect(db_path).close()
+    shaped = _views(db_path)
+    with duckdb.connect(str(db_path)) as con:
+        con.execute(change)
+    assert len(_ddl_run(db_path)) == len(schema.schema_files())
+    assert _views(db_path) == shaped
+    assert _ddl_run(db_path) == []  # and the shape they left is recorded
+
+
+def test_an_edited_schema_file_runs_on_the_next_connection(db_path, tmp_path, monkeypatch):
+    store.connect(db_path).close()
+    extra = tmp_path / "999_extra.sql"
+    extra.write_text("create or replace view extra_view as select 1 as x;\n")
+    files = [*schema.schema_files(), extra]
+    monkeypatch.setattr(schema, "schema_files", lambda: files)
+    store.connect(db_path).close()
+    assert "extra_view" in _views(db_path)
+    extra.write_text("create or replace view extra_view as select 2 as x;\n")  # same names, new text
+    store.connect(db_path).close()
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        assert con.execute("select x from extra_view").fetchone() == (2,)
+    assert _ddl_run(db_path) == []
+
+
+def test_a_failed_schema_file_records_nothing_and_changes_nothing(db_path, tmp_path, monkeypatch):
+    store.connect(db_path).close()
+    shaped = _views(db_path)
+    broken = tmp_path / "999_broken.sql"
+    broken.write_text("create or replace view current_publication as select 1 as version;\n"
+                      "select * from no_such_table;\n")
+    monkeypatch.setattr(schema, "schema_files", lambda: [*sorted((schema.SQL_DIR / "schema").glob("*.sql")), broken])
+    with pytest.raises(duckdb.CatalogException, match="no_such_table"):
+        store.connect(db_path)
+    assert _views(db_path) == shaped
+    monkeypatch.undo()
+    assert _ddl_run(db_path) == []  # the pair recorded before still holds
+
+
+def test_an_upgrade_runs_its_migration_on_a_store_recorded_in_shape(tmp_path, monkeypatch):
+    """The record skips the schema files only at the store's own version: a new migration always runs."""
+    old = _old_store(tmp_path / "old.duckdb", V0_FILES)
+    store.connect(old).close()  # upgraded from version 0, its shape recorded
+    # ... before its legacy vectors moved to Parquet (after the upgrade's transaction), dropping their table: the
+    # next connection runs the files once more and records the shape without it.
+    assert len(_ddl_run(old)) == len(schema.schema_files())
+    assert _ddl_run(old) == []
+    target = schema.schema_version() + 1
+    migration = tmp_path / "migrations" / f"{target:03d}_extra_column.sql"
+    migration.parent.mkdir()
+    migration.write_text("alter table psi add column extra double;\n")
+    monkeypatch.setattr(schema, "migration_files", lambda: [*sorted((schema.SQL_DIR / "migrations").glob("*.sql")),
+                                                            migration])
+    store.connect(old).close()
+    with duckdb.connect(str(old), read_only=True) as con:
+        assert schema.recorded_version(con) == target
+        assert "extra" in [r[0] for r in con.execute("select column_name from information_schema.columns "
+                                                     "where table_name = 'psi'").fetchall()]
+    assert _ddl_run(old) == []  # the new shape (psi's new column) recorded too

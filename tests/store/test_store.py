@@ -121,3 +121,12 @@ def test_a_copied_frame_is_let_go_inside_the_transaction_a_registered_one_at_the
         held = pa.total_allocated_bytes() - baseline
         assert (held > 2_000_000) == kept, held
     assert pa.total_allocated_bytes() - baseline < 1_000_000
+
+
+def test_a_row_read_leaves_the_connection_free_for_a_registered_frame(db_path):
+    with store.session(db_path, "test") as s:
+        s.con.execute("insert into models values ('a', 1.0, 'active', now()), ('b', 2.0, 'active', now())")
+    with store.opened(db_path, read_only=True) as con:
+        assert store.query_row(con, "active_models") is not None  # two rows: the second is never fetched
+        with store.registered(con, "wanted", pd.DataFrame({"x": [1]})):
+            assert con.execute("select count(*) from wanted").fetchall() == [(1,)]

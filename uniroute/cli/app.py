@@ -154,8 +154,7 @@ def context(settings: Settings, mlflow_after: bool = False) -> OperationsContext
 
     from uniroute.operations.context import Context as OperationsContext
 
-    ctx = OperationsContext.of(settings, on_wait=say,
-                               on_warning=lambda line: say(f"warning: {line} (see `uniroute doctor`)"))
+    ctx = OperationsContext.of(settings, on_wait=say, on_warning=warn)
     if mlflow_after and settings.mlflow_background:
         ctx = replace(ctx, mlflow_after_log=settings.mlflow_sync_log)
     return ctx
@@ -176,6 +175,11 @@ def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
 def say(message: str) -> None:
     """A one-line note on stderr (results go to stdout)."""
     typer.echo(message, err=True)
+
+
+def warn(line: str) -> None:
+    """An operation's finding that needs a look, on stderr."""
+    say(f"warning: {line} (see `uniroute doctor`)")
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from uniroute.cli.app import (
     print_frame,
     say,
     settings_from_env,
+    warn,
 )
 from uniroute.cli.sql_output import DEFAULT_MAX_ROWS, ctrl_c_cancels, cut_off_notice, write_rows
 
@@ -76,6 +77,17 @@ def route(
 
     if texts and file is not None:
         fail("give prompts as arguments or --file, not both")
+    if file is None and not (explain or log_decisions or router is not None) and \
+            (quick := _routed_quickly(texts or [], lam, budget, pool, max_cost, max_latency, no_log)) is not None:
+        # Answered without the store, pandas or pydantic (operations.route_quickly): what route() would answer
+        answer = quick.decided
+        if answer.columns["setting"][0] == DEFAULT_SETTING:
+            say(default_setting_line(float(answer.columns["budget"][0])))
+        if as_json:
+            typer.echo(json.dumps(answer.records(leave_out=("text_hash",))))
+        else:
+            print_frame(answer.frame().drop(columns=["text_hash"]), as_json)
+        return
     settings = settings_from_env()
     with one_line_errors():
         request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)), max_cost,
@@ -111,6 +123,24 @@ def route(
         typer.echo(json.dumps(exact_records(shown)))
     else:
         print_frame(shown, as_json)
+
+
+def _routed_quickly(texts: list[str], lam: float | None, budget: float | None, pool: str | None,
+                    max_cost: float | None, max_latency: float | None, no_log: bool) -> operations.RoutedQuickly | None:
+    """The request answered by operations.route_quickly, or None where it cannot answer as route() would (a
+    UNIROUTE_ variable only Settings can read, a setting that reads the store's traffic, a snapshot that does not
+    prove to be the store's champion)."""
+    from uniroute.environment import apply_offline_environment, quick_settings
+    from uniroute.pipeline.serving.route import RoutingRequest, pool_names
+
+    settings = quick_settings()
+    if settings is None:
+        return None
+    apply_offline_environment(settings.home)
+    with one_line_errors():
+        request = RoutingRequest(lam, budget, None if pool is None else tuple(pool_names(pool)), max_cost,
+                                 max_latency)
+        return operations.route_quickly(settings, texts, request, record=not no_log, source="cli", on_warning=warn)
 
 
 @app.command("publish")

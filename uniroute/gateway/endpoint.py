@@ -25,6 +25,7 @@ import anyio
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.background import BackgroundTask
 
 from uniroute.gateway.calls import Answer, first_answer, secrets_of, usage_of
 from uniroute.gateway.deployments import Deployments, coverage_line
@@ -113,6 +114,11 @@ class Gateway:
             log.warning("gateway: decision not recorded (%s)", exc.strerror or exc)
 
 
+async def _record_later(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: str, happened: Happened) -> None:
+    """Gateway.record on the event loop (a plain function given to a background task would cost a thread hop)."""
+    gateway.record(loaded, batch, text, happened)
+
+
 def _error(status: int, message: str, kind: str, decision_id: str | None = None) -> JSONResponse:
     headers = {DECISION_HEADER: decision_id} if decision_id else None
     return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status,
@@ -181,10 +187,7 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         if text is None:
             return _error(400, "no user message with text to route", "invalid_request_error")
         try:
-            if setting is not None:
-                batch = await anyio.to_thread.run_sync(loaded.decide, text, setting)
-            else:
-                batch = await anyio.to_thread.run_sync(loaded.fixed, text, body["model"])
+            batch = await _decision(loaded, text, setting, body["model"])
         except RoutingError as exc:
             return _error(400, str(exc), "invalid_request_error")
         # The four values read one column at a time: a pandas row (iloc) costs more than the four together.
@@ -211,15 +214,30 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         headers = {DECISION_HEADER: decision_id}
         if not stream:
             happened = _happened(loaded, answer, answer.response, started, key)
-            gateway.record(loaded, batch, text, happened)
-            gateway.remember_spend(decision_id, _spend(happened))
+            gateway.remember_spend(decision_id, _spend(happened))  # before the answer: an outcome may follow it
+            # The record is written once the answer is sent (its latency measured before): building it is most of
+            # uniroute's own time per request, and the caller needs none of it. Starlette runs it before the
+            # request counts as finished, so a graceful stop still writes it.
             return Response(orjson.dumps(_dump(answer.response, answer.model)), media_type="application/json",
-                            headers=headers)
+                            headers=headers, background=BackgroundTask(_record_later, gateway, loaded, batch, text,
+                                                                       happened))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return StreamingResponse(_events(gateway, loaded, batch, text, answer, started, key, include_usage),
                                  media_type="text/event-stream", headers=headers)
 
     return app
+
+
+async def _decision(loaded: Loaded, text: str, setting: RoutingRequest | None, model: str) -> RoutedBatch:
+    """The request's decision (a named model's: at the default setting, for its record): on the event loop when
+    this router's decisions are light (Loaded.decides_inline), else on a worker thread so the loop serves
+    meanwhile."""
+    inline = loaded.decides_inline(setting or RoutingRequest())
+    if setting is None:
+        return loaded.fixed(text, model) if inline else await anyio.to_thread.run_sync(loaded.fixed, text, model)
+    if inline:
+        return loaded.timed_decide(text, setting)
+    return await anyio.to_thread.run_sync(loaded.timed_decide, text, setting)
 
 
 async def _events(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: str, answer: Answer, started: float,

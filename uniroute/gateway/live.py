@@ -11,8 +11,10 @@ cost of a call at the price in force, and the conversations pinned to the model 
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +46,12 @@ _FIELDS = {"budget": "budget", "max-cost": "max_cost", "lambda": "lam", "max-lat
 FIXED_SETTING = "fixed by caller"  # the setting of a request that named a pool model itself: the router chose nothing
 CHECK_SECONDS = 1.0  # how often the `current` pointer is looked at
 MAX_CONVERSATIONS = 100_000  # conversations remembered (oldest forgotten first)
+# A decision whose CPU time stays under this runs on the event loop: handing it to a worker thread and back costs
+# about as much CPU as a decision of a light embedder (a rule, static vectors, TF-IDF), and the thread then fights
+# the event loop for the interpreter lock. A heavier embedder's decisions (a transformer: tens of milliseconds)
+# keep going to a thread, so the loop never stalls on them.
+INLINE_DECISION_SECONDS = 0.002
+_SMOOTHING = 0.2  # weight of the newest decision in the moving average of a router version's decision time
 
 
 def requested_setting(model: str) -> RoutingRequest | None:
@@ -78,6 +86,24 @@ class Loaded:
     version: str | None = None  # the publication `current` pointed at
     # Each setting asked for, as (lambda, budget, setting, max cost): filled by the first request of the setting.
     resolved: dict[RoutingRequest, ResolvedSetting] = field(default_factory=dict)
+    # CPU seconds of one decision at a resolved setting, a moving average (inf until one was measured).
+    decision_seconds: list[float] = field(default_factory=lambda: [math.inf])
+
+    def decides_inline(self, request: RoutingRequest) -> bool:
+        """Whether a request's decision is cheap enough to run on the event loop: its setting resolved already (a
+        first request calibrates a lambda: tens of milliseconds) and this router's decisions measured light."""
+        return request in self.resolved and self.decision_seconds[0] < INLINE_DECISION_SECONDS
+
+    def timed_decide(self, text: str, request: RoutingRequest) -> RoutedBatch:
+        """decide(), its CPU time (this thread's, so other threads' load does not inflate it) kept in the moving
+        average when the setting was resolved already."""
+        resolved = request in self.resolved
+        started = time.thread_time()
+        batch = self.decide(text, request)
+        if resolved:
+            spent, average = time.thread_time() - started, self.decision_seconds[0]
+            self.decision_seconds[0] = spent if average == math.inf else average + _SMOOTHING * (spent - average)
+        return batch
 
     def model_cost(self, model: str) -> float | None:
         """The router's expected per-call cost of a model (the unit budgets and max costs are in)."""
@@ -119,7 +145,7 @@ class Loaded:
         """The record's decision for a prompt whose caller named the model: embedded and placed (cluster, drift) as
         a routed prompt is, the named model with no fall-backs, its setting FIXED_SETTING, so traffic views count
         it and replay can tell it from the router's own choices."""
-        batch = self.decide(text, RoutingRequest())
+        batch = self.timed_decide(text, RoutingRequest())
         decisions = batch.decisions
         decisions["model"], decisions["setting"], decisions["budget"] = model, FIXED_SETTING, None
         decisions["fallbacks"] = pd.Series([None], dtype=object, index=decisions.index)

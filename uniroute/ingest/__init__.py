@@ -19,13 +19,44 @@ One file, one transaction:
 A killed process leaves nothing (DuckDB commits atomically); a file whose hash is stored is skipped.
 """
 
-from uniroute.ingest.checks import Checked, checked_rows
-from uniroute.ingest.formats import detect_format, is_pairwise_file, staged_file
-from uniroute.ingest.inbox import PARTIAL_SUFFIXES, REASON_SUFFIX, InboxOutcome, inbox_files, process_inbox
-from uniroute.ingest.load import IngestSummary, ingest_file, set_default_cost
-from uniroute.ingest.pairwise import PAIRWISE_FORMATS, StagedPairs
-from uniroute.ingest.pairwise_load import pairs_frame
-from uniroute.ingest.staging import LONG_OPTIONAL, LONG_REQUIRED, SPLITS, IngestError, Staged, file_sha256
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as mypy and readers see them
+    from uniroute.ingest.checks import Checked, checked_rows
+    from uniroute.ingest.formats import detect_format, is_pairwise_file, staged_file
+    from uniroute.ingest.inbox import PARTIAL_SUFFIXES, REASON_SUFFIX, InboxOutcome, inbox_files, process_inbox
+    from uniroute.ingest.load import IngestSummary, ingest_file, set_default_cost
+    from uniroute.ingest.pairwise import PAIRWISE_FORMATS, StagedPairs
+    from uniroute.ingest.pairwise_load import pairs_frame
+    from uniroute.ingest.staging import LONG_OPTIONAL, LONG_REQUIRED, SPLITS, IngestError, Staged, file_sha256
+
+# Each name is imported from its module on first use (PEP 562): serving reads the decision records' shape
+# (`decision_checks`) without the readers' pandas, Arrow and DuckDB.
+_MODULE_OF = {
+    "Checked": "uniroute.ingest.checks",
+    "checked_rows": "uniroute.ingest.checks",
+    "detect_format": "uniroute.ingest.formats",
+    "is_pairwise_file": "uniroute.ingest.formats",
+    "staged_file": "uniroute.ingest.formats",
+    "PARTIAL_SUFFIXES": "uniroute.ingest.inbox",
+    "REASON_SUFFIX": "uniroute.ingest.inbox",
+    "InboxOutcome": "uniroute.ingest.inbox",
+    "inbox_files": "uniroute.ingest.inbox",
+    "process_inbox": "uniroute.ingest.inbox",
+    "IngestSummary": "uniroute.ingest.load",
+    "ingest_file": "uniroute.ingest.load",
+    "set_default_cost": "uniroute.ingest.load",
+    "PAIRWISE_FORMATS": "uniroute.ingest.pairwise",
+    "StagedPairs": "uniroute.ingest.pairwise",
+    "pairs_frame": "uniroute.ingest.pairwise_load",
+    "LONG_OPTIONAL": "uniroute.ingest.staging",
+    "LONG_REQUIRED": "uniroute.ingest.staging",
+    "SPLITS": "uniroute.ingest.staging",
+    "IngestError": "uniroute.ingest.staging",
+    "Staged": "uniroute.ingest.staging",
+    "file_sha256": "uniroute.ingest.staging",
+}
 
 __all__ = [
     "LONG_OPTIONAL",
@@ -51,3 +82,11 @@ __all__ = [
     "set_default_cost",
     "staged_file",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
+    globals()[name] = value  # once: later look-ups find it without this hook
+    return value

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         rollback,
         waiting_line,
     )
-    from uniroute.operations.serving import Routed, prompts_from_file, publish, route
+    from uniroute.operations.serving import Routed, RoutedQuickly, prompts_from_file, publish, route, route_quickly
     from uniroute.operations.traffic import Replayed, drift, drift_announced, drift_thresholds, replay
     from uniroute.operations.upkeep import doctor, reconciled
 
@@ -56,6 +56,7 @@ _MODULE_OF = {
     "Onboarding": "pool", "Retirement": "pool", "Rollback": "pool", "onboard": "pool", "onboarding_set": "pool",
     "retire": "pool", "rollback": "pool", "waiting_line": "pool",
     "Routed": "serving", "prompts_from_file": "serving", "publish": "serving", "route": "serving",
+    "RoutedQuickly": "serving", "route_quickly": "serving",
     "Replayed": "traffic", "drift": "traffic", "drift_announced": "traffic", "drift_thresholds": "traffic",
     "replay": "traffic",
     "doctor": "upkeep", "reconciled": "upkeep",
@@ -80,6 +81,7 @@ __all__ = [
     "Retirement",
     "Rollback",
     "Routed",
+    "RoutedQuickly",
     "annotated",
     "attribute_embeddings",
     "build",
@@ -104,6 +106,7 @@ __all__ = [
     "retire",
     "rollback",
     "route",
+    "route_quickly",
     "router_kinds",
     "set_cost",
     "set_costs",

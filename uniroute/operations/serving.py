@@ -8,23 +8,37 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from uniroute.operations.context import Context
 from uniroute.pipeline.serving.calibration import Calibration, calibration_at
-from uniroute.pipeline.serving.publish import (
-    PublishResult,
-    publish_champion,
-    switch_current_after_commit,
+from uniroute.pipeline.serving.quick_route import quick_source, remember_store_answer, store_key
+from uniroute.pipeline.serving.records import Recording, Served, decision_records, recording_of
+from uniroute.pipeline.serving.route import (
+    DecidedColumns,
+    RoutingError,
+    RoutingRequest,
+    RoutingSource,
+    decided_columns,
+    log_decisions,
+    route_batch,
+    routing_source,
 )
-from uniroute.pipeline.serving.records import Recording, Served, decision_records
-from uniroute.pipeline.serving.route import RoutingError, RoutingRequest, log_decisions, route_batch, routing_source
 from uniroute.pipeline.serving.spool import DecisionSpool
 from uniroute.routers.explain import EXPLAIN_COLUMNS
+
+if TYPE_CHECKING:  # route_quickly runs without pandas, the store or the settings' pydantic (publish imports them)
+    import numpy as np
+    import pandas as pd
+
+    from uniroute.environment import QuickSettings
+    from uniroute.operations.context import Context
+    from uniroute.pipeline.serving.publish import PublishResult
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +61,8 @@ class Routed:
     def explanation(self) -> pd.DataFrame:
         """One row per prompt and candidate model (prompt_index, then routers.explain.EXPLAIN_COLUMNS), rank 1
         the chosen model; empty unless routed with explain=True."""
+        import pandas as pd
+
         columns = ["prompt_index", *EXPLAIN_COLUMNS]
         if "explain" not in self.decisions.columns:
             return pd.DataFrame(columns=columns)
@@ -63,7 +79,11 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
     store, so routing never waits for its writer) unless record is False; `source` names the serving path (cli,
     file, api). `log` also appends the batch to the routing_log table, in a store session. With explain, the
     terms of each argmin (Routed.explanation)."""
+    key = store_key(ctx.db_path) if router_id is None and ctx.cache_dir is not None else None
     answering = routing_source(ctx.db_path, ctx.published_dir, router_id, ctx.cache_dir)
+    if key is not None and not answering.source.startswith("published"):
+        # The champion as this read found it, for the next one-prompt route to answer without the store (quick_route)
+        remember_store_answer(ctx.cache_dir, key, ctx.db_path, answering)  # type: ignore[arg-type]  # checked above
     recording = ctx.recording if record and ctx.spool_dir is not None else Recording(enabled=False)
     calibration = Calibration()
     # The traffic is read only when something uses it: a budget's or cap's prompt mix, a latency cap's recorded
@@ -81,17 +101,65 @@ def route(ctx: Context, texts: Sequence[str], request: RoutingRequest, log: bool
     recorded_to = None
     if recording.enabled:
         served = Served(source, answering.router_id, batch.embedder_id, answering.publication_version)
-        records = decision_records(batch.decisions, batch.X, answering.router, served,
-                                   texts=list(texts) if recording.keep_prompt else None,
-                                   propensity=batch.propensity, explore=batch.explored)
-        try:
-            with DecisionSpool(ctx.spool_dir) as spool:  # type: ignore[arg-type]  # recording needs a spool_dir
-                spool.write(records)
-            recorded_to = spool.finished[-1] if spool.finished else None
-        except OSError as exc:  # a read-only or full home still routes: the answer matters more than its record
-            ctx.warn(f"decisions not recorded: cannot write the spool {ctx.spool_dir} ({exc.strerror or exc})")
+        recorded_to = _recorded(ctx.spool_dir, recording, served, answering,  # type: ignore[arg-type]  # a spool_dir
+                                batch.decisions, batch.X, batch.propensity, batch.explored, texts, ctx.warn)
     return Routed(batch.decisions, answering.router_id, answering.source, batch_id, recorded_to, calibration.source,
                   batch.latency_note)
+
+
+@dataclass(frozen=True, eq=False)
+class RoutedQuickly:
+    """What route_quickly answered: the decisions as columns (route.DecidedColumns: `.records()` as JSON, `.frame()`
+    as a table), the router and the spool file their records went to (None: not recorded)."""
+
+    decided: DecidedColumns
+    router_id: str
+    source: str
+    recorded_to: Path | None = None
+
+
+def route_quickly(settings: QuickSettings, texts: Sequence[str], request: RoutingRequest, record: bool = True,
+                  source: str = "api", on_warning: Callable[[str], None] | None = None) -> RoutedQuickly | None:
+    """route() of a request that reads no traffic (no budget, max cost or latency cap; no explanation, which the
+    caller leaves out) and logs to no table, answered by the champion from the compact publication
+    (pipeline/serving/quick_route.py) when that proves to be what the store would answer; None when it is not:
+    call route(). The decision and its record are route()'s own (route.decided_columns, the same records to the
+    same spool); pandas, DuckDB and the store are never imported, most of a one-prompt `uniroute route`'s time."""
+    if request.budget is not None or request.max_cost is not None or request.max_latency is not None:
+        return None
+    found = quick_source(settings.db_path, settings.published_dir, settings.cache_dir)
+    if found is None:
+        return None
+    answering = found.source
+    recording = recording_of(settings) if record else Recording(enabled=False)
+    # The default setting of the whole pool was worked out at publish time; a named pool's is remembered in the
+    # cache as on the store path.
+    resolved = found.default if request.lam is None and request.pool is None else None
+    decided = decided_columns(answering, texts, lam=request.lam, pool=request.pool, cache_dir=settings.cache_dir,
+                              recording=recording if recording.enabled else None, resolved=resolved)
+    recorded_to = None
+    if recording.enabled:
+        served = Served(source, answering.router_id, decided.embedder_id, answering.publication_version)
+        recorded_to = _recorded(settings.spool_dir, recording, served, answering, decided.plain_columns(), decided.X,
+                                decided.propensity, decided.explored, texts, on_warning or log.warning)
+    return RoutedQuickly(decided, answering.router_id, answering.source, recorded_to)
+
+
+def _recorded(spool_dir: Path, recording: Recording, served: Served, answering: RoutingSource,
+              decisions: pd.DataFrame | Mapping[str, Any], X: np.ndarray, propensity: np.ndarray,
+              explored: np.ndarray, texts: Sequence[str], warn: Callable[[str], None]) -> Path | None:
+    """The decisions' records written to the spool: the finished file, or None. A spool that cannot be written is
+    said to warn, never an error: a read-only or full home still routes, the answer matters more than its record."""
+    records = decision_records(decisions, X, answering.router, served,
+                               texts=list(texts) if recording.keep_prompt else None,
+                               propensity=propensity, explore=explored)
+    try:
+        with DecisionSpool(spool_dir) as spool:
+            spool.write(records)
+        return spool.finished[-1] if spool.finished else None
+    except OSError as exc:
+        warn(f"decisions not recorded: cannot write the spool {spool_dir} ({exc.strerror or exc})")
+        return None
 
 
 def prompts_from_file(path: Path) -> tuple[list[str], list[dict]]:
@@ -130,6 +198,8 @@ def prompts_from_file(path: Path) -> tuple[list[str], list[dict]]:
 def publish(ctx: Context, force: bool = False) -> PublishResult:
     """Write the champion's routing tables for the active pool (a new version unless nothing changed or force);
     `published/current` switches after the commit."""
+    from uniroute.pipeline.serving.publish import publish_champion, switch_current_after_commit
+
     with ctx.session("publish", inputs="force" if force else "") as s:
         result = publish_champion(s.con, ctx.published_dir, force=force, window=ctx.traffic_window)
         switch_current_after_commit(s, ctx.published_dir, result)

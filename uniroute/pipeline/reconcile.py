@@ -24,13 +24,11 @@ from pathlib import Path
 from uniroute import store
 from uniroute.errors import DiskFull, is_disk_full
 from uniroute.ingest.inbox import PROCESSING
-from uniroute.pipeline import tracking
 from uniroute.pipeline.pool import registry
 from uniroute.pipeline.pool.evidence import MIN_VAL_ANSWERS
 from uniroute.pipeline.pool.evidence_gate import GateThresholds
 from uniroute.pipeline.pool.onboard import OnboardError, missing_from_champion, onboard_models
 from uniroute.pipeline.serving import publish, snapshot
-from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location, tracking_store_file
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +201,7 @@ def _check_store_spill(db_path: Path, report: Report, repair: bool) -> None:
 
 def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Report, repair: bool) -> bool:
     """Whether the tracking store's artifacts are this home's (a store that moved with its home is rewritten)."""
+    from uniroute.pipeline.tracking.relocate import relocate_tracking_store, tracking_location
 
     try:
         location = tracking_location(tracking_uri, artifact_root)
@@ -225,6 +224,8 @@ def _check_tracking_location(tracking_uri: str, artifact_root: Path, report: Rep
 def _mlflow_pending(con: store.Connection, tracking_uri: str, report: Report) -> bool:
     """Whether the store recorded what MLflow does not hold yet (said as pending: an operation's follow-up or the
     next reconciliation logs it, and MLflow's champion alias follows then)."""
+    from uniroute.pipeline import tracking
+
     if not bool((store.query_row(con, "table_exists", table_name="router_mlflow") or (False,))[0]):
         return False
     routers, publications = store.query_row(con, "mlflow_pending_count") or (0, 0)
@@ -241,6 +242,11 @@ def _mlflow_pending(con: store.Connection, tracking_uri: str, report: Report) ->
 
 def _check_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path, report: Report, repair: bool,
                   published_dir: Path) -> None:
+    # The MLflow checks alone import the tracking room: an operation whose MLflow side a follow-up process logs
+    # (operations.mlflow_after) reconciles the store's side without it.
+    from uniroute.pipeline import tracking
+    from uniroute.pipeline.tracking.relocate import tracking_store_file
+
     db_file = tracking_store_file(tracking_uri)
     if not repair and db_file is not None and not db_file.exists():
         # Only a check: opening MLflow would create the file (and cannot, in a read-only home).

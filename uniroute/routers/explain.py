@@ -13,10 +13,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EXPLAIN_COLUMNS = ("rank", "model", "expected_error", "error_lo", "error_hi", "cost", "lam_cost", "total",
                    "latency_s")
@@ -93,6 +95,8 @@ class RouteTerms:
         router's cost unit: not normalised, so a day's decisions sum to its expected spend). served (n,) router
         indices: the models actually served where exploration drew another than the chosen one; such a row
         describes the served model, its fall-backs the other candidates in rank order."""
+        import pandas as pd  # here: one routed prompt needs no frame (summary_columns); pandas is most of its start
+
         return pd.DataFrame(self.summary_columns(served))
 
     def summary_columns(self, served: np.ndarray | None = None) -> dict[str, np.ndarray | list[list[str]]]:

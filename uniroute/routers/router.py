@@ -19,17 +19,18 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-import pandas as pd
 
 from uniroute.routers.budgets.lambda_path import argmin_cheapest
 from uniroute.routers.cluster.cluster_costs import cost_scale
 from uniroute.routers.cluster.hierarchy import group_map, hierarchy_psi
 from uniroute.routers.cluster.kmeans import Centroids, clustering_id_of
-from uniroute.routers.cluster.psi import cell_frame, psi_from_losses, shrunk_values
+from uniroute.routers.cluster.psi import cell_frame, psi_from_losses, shrunk_values, wilson_bounds
 from uniroute.routers.explain import RouteTerms
 from uniroute.routers.rule import RoutingRule, check_lambda
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas where a table is made: a router read from its file routes without it
+    import pandas as pd
+
     from uniroute.routers.cluster.learned_map import LearnedMap
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,8 @@ class Router(RoutingRule):
         """Long table of Psi: model, cluster, loss (measured), n, routing_loss (what routing uses; shrunk for
         count-aware Psi), error_lo / error_hi (95% Wilson interval of the measured loss) and sparse (fewer than
         psi.SPARSE_CELL prompts behind the cell)."""
+        import pandas as pd
+
         counts = self.psi_counts if self.psi_counts is not None else np.zeros_like(self.psi, dtype=np.int64)
         cells = cell_frame(self.models, self.psi, counts)
         return pd.DataFrame({
@@ -238,10 +241,8 @@ class Router(RoutingRule):
         # Worked out once per router (it is immutable): a cell frame per request cost serving a third of its time.
         bounds = self.__dict__.get("_bounds")
         if bounds is None:
-            cells = cell_frame(self.models, self.psi, self.psi_counts)
-            shape = self.psi.shape
-            bounds = (_frozen_copy(cells["error_lo"].to_numpy().reshape(shape), np.float64),
-                      _frozen_copy(cells["error_hi"].to_numpy().reshape(shape), np.float64))
+            lo, hi = wilson_bounds(self.psi, self.psi_counts)  # psi.cell_frame's error_lo and error_hi
+            bounds = (_frozen_copy(lo, np.float64), _frozen_copy(hi, np.float64))
             object.__setattr__(self, "_bounds", bounds)
         return bounds
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-import pandas as pd
 
 from uniroute.routers.rule import RoutingRule
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from uniroute.routers.cluster.kmeans import Centroids
     from uniroute.routers.router import Router
 
@@ -72,6 +73,19 @@ def routing_tables(
     e.g. the recent traffic's) equally. Expected score and cost are estimates: the mean over those prompts of the
     chosen model's estimated score and its cost.
     """
+    return _tables(router, pool, cluster_weights, reference, with_routes=True)
+
+
+def budget_rows(router: RoutingRule, pool: tuple[str, ...]) -> pd.DataFrame:
+    """The routing tables' budget rows alone (routing_tables(router, pool).budgets), without the routes and their
+    ranked fall-backs, half of the tables' cost: what the default setting, asked three times by every onboarding's
+    evidence gate, reads."""
+    return _tables(router, pool, None, None, with_routes=False).budgets
+
+
+def _tables(router: RoutingRule, pool: tuple[str, ...], cluster_weights: np.ndarray | None,
+            reference: np.ndarray | None, with_routes: bool) -> RoutingTables:
+    """routing_tables; with_routes False leaves the routes table empty."""
     pool_idx = router.pool_indices(pool)
     pool_costs = router.costs[pool_idx]
     # Costs are published as fractions of the priciest pool model's; a pool of free models has no cost axis.
@@ -88,7 +102,7 @@ def routing_tables(
     settings += [("lambda", None, lam / max_cost) for lam in NORMALISED_LAMBDAS]
     rows = np.arange(gamma_rows.shape[0])
     routes, budgets = [], []
-    provisional = _provisional(router, pool_idx) if one_hot else []
+    provisional = _provisional(router, pool_idx) if one_hot and with_routes else []
     for grid, budget, lam in settings:
         # One-hot: the ranked terms per cluster (routers.explain), so the chosen model and its fall-backs come
         # from one ranking; rank 1 is exactly cluster_table's choice.
@@ -103,13 +117,15 @@ def routing_tables(
                 "expected_cost": float(share @ router.costs[choice]) / max_cost,
             }
         )
-        if terms is not None:  # one_hot
+        if terms is not None and with_routes:  # one_hot
             fallbacks = terms.summary()["fallbacks"]
             routes += [
                 {"cluster": int(c), "grid": grid, "budget": budget, "lam": lam, "model": router.models[m],
                  "fallbacks": fallbacks[c], "provisional": provisional[c]}
                 for c, m in enumerate(choice)
             ]
+    import pandas as pd  # here: `uniroute route` reads a default setting computed at publish time, no table
+
     return RoutingTables(routes=pd.DataFrame(routes, columns=list(ROUTE_COLUMNS)), budgets=pd.DataFrame(budgets))
 
 
@@ -185,7 +201,7 @@ def default_budget(router: RoutingRule, pool: tuple[str, ...],
 
 def _default_budget(router: RoutingRule, pool: tuple[str, ...], keep: float) -> DefaultSetting:
     """default_budget, worked out from the router's routing tables."""
-    rows = routing_tables(router, pool).budgets
+    rows = budget_rows(router, pool)
     best = float(rows["expected_score"].max())
     floor = min(cheapest_setting_score(router, pool), best)
     kept = rows[rows["expected_score"] >= floor + keep * (best - floor) - 1e-12]

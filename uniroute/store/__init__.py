@@ -2,10 +2,11 @@
 
 Owns the connection and its sessions (`session`: the writer lock, one connection and one transaction per
 operation, recorded in the operations log), the store's shape (`schema`: the numbered DDL of `sql/schema/`, each
-relation once in its current shape, applied on every read-write connection; the version the store reached in
-`schema_version`; the files of `sql/migrations/` applied once, in one transaction, to a store written at an older
-version), the named statements in `sql/queries/` and the sandbox that runs a user's SQL. Every other package
-reaches DuckDB through here and never formats a value into SQL. It imports no other uniroute stage.
+relation once in its current shape, applied by a read-write connection unless recorded as applied to the catalog
+as it is (`schema_applied`); the version the store reached in `schema_version`; the files of `sql/migrations/`
+applied once, in one transaction, to a store written at an older version), the named statements in
+`sql/queries/` and the sandbox that runs a user's SQL. Every other package reaches DuckDB through here and never
+formats a value into SQL. It imports no other uniroute stage.
 """
 
 from uniroute.store.connection import Connection, DamagedStore, StoreError, connect, opened

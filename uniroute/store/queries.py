@@ -31,7 +31,11 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pd.DataFr
 
 def query_row(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> tuple | None:
     """The first row of a named query as a tuple, or None: no DataFrame (a large BLOB takes 0.1 s, not 0.7 s)."""
-    return con.execute(query_text(name), params or None).fetchone()
+    row = con.execute(query_text(name), params or None).fetchone()
+    # DuckDB keeps a result open until it is read to its end, and refuses to register a frame on the connection
+    # meanwhile: an onboarding that read the champion's embedder state then embedded a prompt failed there.
+    con.complete()
+    return row
 
 
 def query_arrow(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pa.Table:

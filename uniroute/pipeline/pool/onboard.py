@@ -108,8 +108,7 @@ def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, model
     new_prompts = store.query(con, "unassigned_val_prompts", clustering_id=champion.clustering_id,
                               models=list(models))
     if len(new_prompts):
-
-        embedder = champion.embedder(progress=progress, cache_dir=cache_dir)
+        embedder = registry.version_embedder(con, champion, progress=progress, cache_dir=cache_dir)
         router.check_embedder(embedder.embedder_id)
         X = embed.embed_cached(con, new_prompts["text"].tolist(), embedder)
         store.write_frame(con, "cluster_assignments", pd.DataFrame({
@@ -117,8 +116,9 @@ def _cluster_rows(con: store.Connection, champion: registry.RouterVersion, model
             "prompt_id": new_prompts["prompt_id"].to_numpy(),
             "cluster": centroids.assign(X).astype(np.int32),
         }))
-    battle_prompts = assign_battle_prompts(con, champion.clustering_id, centroids,
-                                           lambda: champion.embedder(progress=progress, cache_dir=cache_dir))
+    battle_prompts = assign_battle_prompts(
+        con, champion.clustering_id, centroids,
+        lambda: registry.version_embedder(con, champion, progress=progress, cache_dir=cache_dir))
     val_clusters = store.query(con, "val_prompt_clusters", clustering_id=champion.clustering_id)
     try:  # results where a model has some, else its battles against the frozen pool
         psi = onboard_psi(con, val_clusters, models, router)
@@ -173,7 +173,7 @@ def onboard_models(con: store.Connection, models: Sequence[str], progress: bool 
     models = tuple(dict.fromkeys(str(m) for m in models))
     if not models:
         raise OnboardError("no model named: nothing to onboard")
-    champion = registry.load_champion(con)
+    champion = registry.load_champion(con, embedder=False)  # its embedder only if a prompt needs embedding
     known = store.query(con, "model_status", models=list(models))
     unknown = sorted(set(models) - set(known.model))
     if unknown:
@@ -315,7 +315,7 @@ def missing_from_champion(con: store.Connection, min_answers: int = MIN_VAL_ANSW
     champion = store.query(con, "champion_id")
     if champion.empty:
         return []
-    routed = set(registry.load_champion(con).router.models)
+    routed = set(registry.load_champion(con, embedder=False).router.models)
     missing = [m for m in store.query(con, "onboardable_models").model if m not in routed]
     thin = thin_models(con, missing, min_answers)
     return [m for m in missing if m not in thin]

@@ -59,7 +59,7 @@ def choose_onboarding_set(con: store.Connection, size: int, strategy: str, model
         raise OnboardingSetError(f"--size must be at least 1, got {size}")
     if strategy not in STRATEGIES:
         raise OnboardingSetError(f"unknown strategy {strategy!r}: choose from {', '.join(STRATEGIES)}")
-    champion = registry.load_champion(con)
+    champion = registry.load_champion(con, embedder=False)  # its embedder only for the anchored strategy
     router = champion.router
     # The pool whose answers guide the choice; a model continuing (already routed on its first answers) is the
     # newcomer here, not part of the pool it is measured against.
@@ -81,7 +81,7 @@ def choose_onboarding_set(con: store.Connection, size: int, strategy: str, model
                   .reindex(index=candidates["prompt_id"], columns=pool).to_numpy(float))
     X = None
     if strategy == "anchored":  # the only strategy that reads the prompts' embeddings
-        embedder = champion.embedder(cache_dir=cache_dir)
+        embedder = registry.version_embedder(con, champion, cache_dir=cache_dir)
         router.check_embedder(embedder.embedder_id)
         X = embed.embed_cached(con, candidates["text"].tolist(), embedder)
     answered = np.flatnonzero(candidates["prompt_id"].isin(answered_ids).to_numpy())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -193,6 +193,15 @@ def price_snapshot(con: store.Connection) -> str:
     row = store.query(con, "price_snapshot").iloc[0]  # a frame: the result is fetched whole, the connection free
     as_of, set_by = pd.Timestamp(row["as_of"]).date(), row["set_by"]
     return f"{as_of}/{'no prices' if pd.isna(set_by) else pd.Timestamp(set_by).isoformat(timespec='microseconds')}"
+
+
+def version_embedder(con: store.Connection, version: RouterVersion, progress: bool = False,
+                     cache_dir: Path | None = None) -> Any:
+    """The embedder of a version loaded without its state (embedder=False), the state read only now: an onboarding
+    whose prompts are all embedded already never reads the 30 MB it would not use."""
+    if version.embedder_state is None:
+        version = replace(version, embedder_state=stored_embedder_state(con, version.router.embedder_id))
+    return version.embedder(progress=progress, cache_dir=cache_dir)
 
 
 def load_router_version(con: store.Connection, router_id: str, embedder: bool = True) -> RouterVersion:

@@ -13,15 +13,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
 import numpy as np
-import pandas as pd
 
-from uniroute import store
 from uniroute.pipeline.serving.latency import recorded_latency
 from uniroute.routers.rule import RoutingRule
 from uniroute.routers.tables import validation_proxy, validation_weights
+
+if TYPE_CHECKING:  # a request that reads no traffic (the default setting) routes without DuckDB or pandas
+    import pandas as pd
+
+    from uniroute import store
 
 VALIDATION = "validation prompts"
 
@@ -66,6 +69,8 @@ def traffic_calibration(con: store.Connection, embedder_id: str, window: Traffic
                         now: datetime | None = None) -> Calibration:
     """The traffic mix of the window for routers on embedder_id when it holds enough decisions, else the
     validation prompts (the line says how many decisions there were)."""
+    from uniroute import store
+
     now = now or datetime.now(UTC).replace(tzinfo=None)
     since = now - timedelta(days=window.days)
     rows = store.query(con, "traffic_mix", embedder_id=embedder_id, since=since, limit=max(window.max_decisions, 1))
@@ -94,6 +99,10 @@ def stacked_embeddings(rows: pd.DataFrame, dim: int | None = None) -> np.ndarray
 def calibration_at(db_path: Path, embedder_id: str, window: TrafficWindow) -> Calibration:
     """traffic_calibration read through a read-only connection; the validation prompts while a writer holds the
     store or where there is no store (a served model away from its home): routing never waits for the writer."""
+    import duckdb
+
+    from uniroute import store
+
     if not Path(db_path).exists():
         return Calibration(source=f"{VALIDATION} (no store at {db_path} to read the traffic from)")
     try:

@@ -16,10 +16,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import duckdb
-
-from uniroute import store
+if TYPE_CHECKING:  # routing checks a latency cap without the store's DuckDB (read in recorded_latency only)
+    from uniroute import store
 
 
 def check_max_latency(max_latency: float) -> float:
@@ -35,6 +35,10 @@ def check_max_latency(max_latency: float) -> float:
 
 def recorded_latency(con: store.Connection, since: datetime) -> dict[str, float]:
     """Each model's median latency in seconds of its successful calls since `since` (models without one absent)."""
+    import duckdb
+
+    from uniroute import store
+
     try:
         rows = store.query(con, "model_latency_recent", since=since)
     except duckdb.Error:  # a store from before the gateway's records: no call latency recorded anywhere

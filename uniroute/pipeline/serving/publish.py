@@ -22,7 +22,7 @@ import pandas as pd
 from uniroute import store
 from uniroute.faults import crashpoint
 from uniroute.pipeline.pool import registry
-from uniroute.pipeline.serving import snapshot
+from uniroute.pipeline.serving import quick_route, snapshot
 from uniroute.pipeline.serving.calibration import TrafficWindow, traffic_calibration
 from uniroute.routers.serialize import router_to_bytes
 from uniroute.routers.tables import BUDGETS, NORMALISED_LAMBDAS, RoutingTables, routing_tables
@@ -93,6 +93,8 @@ def publish_champion(con: store.Connection, published_dir: Path, force: bool = F
     files[snapshot.PSI_FILE] = snapshot.frame_bytes(registry.psi_table(router), "parquet")
     if champion.embedder_state is not None:  # the embedder travels with the router (embed.portable)
         files[snapshot.EMBEDDER_FILE] = champion.embedder_state
+    # What a one-prompt `uniroute route` reads instead of the store (quick_route): the default setting, once.
+    files[quick_route.SERVING_FILE] = quick_route.serving_file(router, pool, files)
     manifest = {
         "router_id": champion.router_id,
         "kind": champion.kind,

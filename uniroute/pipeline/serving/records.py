@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from uniroute.errors import UnirouteError
-from uniroute.ingest.decisions import RECORD_KIND, RECORD_VERSION, SOURCES
+from uniroute.ingest.decision_checks import RECORD_KIND, RECORD_VERSION, SOURCES
 
 if TYPE_CHECKING:  # a one-prompt `uniroute route` imports this module without pandas or the settings' pydantic
     import pandas as pd
 
+    from uniroute.environment import QuickSettings
     from uniroute.routers.serialize import AnyRouter
     from uniroute.settings import Settings
 
@@ -60,7 +61,7 @@ class Recording:
             raise RecordingError(f"the exploration margin must be >= 0, not {self.explore_margin!r}")
 
 
-def recording_of(settings: Settings) -> Recording:
+def recording_of(settings: Settings | QuickSettings) -> Recording:
     """How the user's settings say decisions are recorded (UNIROUTE_RECORD_DECISIONS, _RECORD_PROMPTS, ...)."""
     return Recording(settings.record_decisions, settings.record_prompts, settings.explore_share,
                      settings.explore_margin)

@@ -22,6 +22,7 @@ from uniroute import embed
 from uniroute.embed import text_hash
 from uniroute.errors import UnirouteError
 from uniroute.pipeline.serving.calibration import Calibration
+from uniroute.pipeline.serving.decided import DecidedColumns
 from uniroute.pipeline.serving.default_memo import remembered_default
 from uniroute.pipeline.serving.latency import check_max_latency, latency_cut, too_slow_line
 from uniroute.pipeline.serving.records import Recording, explored, new_decision_ids
@@ -273,31 +274,6 @@ class RoutedBatch:
     latency_note: str | None = None  # what a latency cap left out, and kept with no recorded latency
 
 
-@dataclass(frozen=True, eq=False)
-class DecidedColumns:
-    """A routed batch before it is a frame: the decisions' columns by name in the frame's order (per-prompt arrays
-    and lists; `cluster` the router's (n,) cluster ids, or None for a kind without clusters), and the rest as in
-    RoutedBatch. What route_batch makes its frame of, and what the one-prompt CLI path prints and records without
-    pandas (serving/quick_route.py): one decision, two ways to hold it."""
-
-    columns: dict[str, Any]
-    X: np.ndarray
-    propensity: np.ndarray
-    explored: np.ndarray
-    embedder_id: str
-    latency_note: str | None = None
-
-    def plain_columns(self) -> dict[str, Any]:
-        """The columns with `cluster` as one int or None per prompt (what a decision record and JSON carry)."""
-        return {**self.columns, "cluster": cluster_list(self.columns["cluster"], len(self.X))}
-
-    def frame(self) -> pd.DataFrame:
-        """The decisions as route_batch's frame: one row per prompt, `cluster` nullable Int32."""
-        import pandas as pd
-
-        return pd.DataFrame({**self.columns, "cluster": _cluster_series(self.columns["cluster"], len(self.X))})
-
-
 def decided_columns(
     source: RoutingSource,
     texts: Sequence[str],
@@ -426,22 +402,6 @@ def route_texts(
     """The decisions of route_batch, nothing recorded: one row per prompt (see route_batch)."""
     return route_batch(source, texts, lam, budget, pool, embedder, cache_dir, explain=explain, max_cost=max_cost,
                        calibration=calibration, max_latency=max_latency).decisions
-
-
-def _cluster_series(clusters: np.ndarray | None, n: int) -> pd.Series:
-    """Each prompt's cluster as route_batch's frame holds it (nullable Int32): nearest centroid, the LearnedMap's
-    likeliest cluster, or null for a kind without clusters (K-NN routes by neighbours)."""
-    import pandas as pd
-
-    if clusters is None:
-        return pd.Series(pd.NA, index=range(n), dtype="Int32")
-    return pd.Series(clusters.astype(np.int32), dtype="Int32")
-
-
-def cluster_list(clusters: np.ndarray | None, n: int) -> list[int | None]:
-    """n prompts' cluster ids as Python ints, None each for a kind without clusters (what a decision record and
-    JSON carry)."""
-    return [None] * n if clusters is None else clusters.astype(np.int64).tolist()
 
 
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:

@@ -25,14 +25,17 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from uniroute.errors import DiskFull, UnirouteError, is_disk_full
 from uniroute.faults import disk_full
 from uniroute.routers.serialize import AnyRouter, router_from_bytes
 from uniroute.routers.tables import RoutingTables
+
+if TYPE_CHECKING:  # imported where a table is read or written: quick_route reads this module's names only
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +78,8 @@ class Snapshot:
 
     def table(self, name: str) -> pd.DataFrame:
         """One of the Parquet files as a frame (e.g. "psi.parquet")."""
+        import pandas as pd
+
         return pd.read_parquet(io.BytesIO(self.files[name]))
 
 
@@ -89,6 +94,8 @@ def frame_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
 
 def table_files(tables: RoutingTables, centers: np.ndarray) -> dict[str, bytes]:
     """The routing tables and centroids as snapshot files."""
+    import pandas as pd
+
     return {
         "routes.parquet": frame_bytes(tables.routes, "parquet"),
         "routes.json": frame_bytes(tables.routes, "json"),
@@ -186,6 +193,8 @@ def write_snapshot(
 
 def read_snapshot(path: Path) -> Snapshot:
     """Read a published folder and verify its checksum against the manifest."""
+    import pandas as pd
+
     manifest_path = path / "manifest.json"
     if not manifest_path.exists():
         raise PublishError(f"{path} has no manifest.json: not a complete snapshot")

@@ -7,16 +7,39 @@ holds the tracking store, experiment, versions and aliases. The tracking store i
 Settings.mlflow_uri; run and model artifacts live under the experiment's artifact_location.
 """
 
-from uniroute.pipeline.tracking.client import (
-    CHALLENGER,
-    CHAMPION,
-    EXPERIMENT,
-    REGISTERED_NAME,
-    champion_version,
-)
-from uniroute.pipeline.tracking.model import compact_val, load_router_model
-from uniroute.pipeline.tracking.pyfunc import pool_of, prompts_of
-from uniroute.pipeline.tracking.sync import SyncReport, mlflow_champion_router, sync_mlflow
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from uniroute.pipeline.tracking.client import (
+        CHALLENGER,
+        CHAMPION,
+        EXPERIMENT,
+        REGISTERED_NAME,
+        champion_version,
+    )
+    from uniroute.pipeline.tracking.model import compact_val, load_router_model
+    from uniroute.pipeline.tracking.pyfunc import pool_of, prompts_of
+    from uniroute.pipeline.tracking.sync import SyncReport, mlflow_champion_router, sync_mlflow
+
+# Each name is imported from its module when first asked for: a command that only names the experiment (the line
+# `uniroute onboard` prints about its MLflow follow-up) does not import the pyfunc, the routing and the sync.
+_MODULE_OF = {
+    "CHALLENGER": "client", "CHAMPION": "client", "EXPERIMENT": "client", "REGISTERED_NAME": "client",
+    "champion_version": "client", "compact_val": "model", "load_router_model": "model", "pool_of": "pyfunc",
+    "prompts_of": "pyfunc", "SyncReport": "sync", "mlflow_champion_router": "sync", "sync_mlflow": "sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'uniroute.pipeline.tracking' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"uniroute.pipeline.tracking.{_MODULE_OF[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CHALLENGER",

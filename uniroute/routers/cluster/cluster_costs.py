@@ -17,9 +17,12 @@ Frame (sql/queries/cost_by_cluster.sql): columns model, cluster, cost_sum, n (co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas where a frame is made: a router read from its file routes without it
+    import pandas as pd
 
 COST_FRAME_COLUMNS = ("model", "cluster", "cost_sum", "n")
 
@@ -50,6 +53,8 @@ def cost_scale(frame: pd.DataFrame, models: Sequence[str], k: int) -> np.ndarray
 def cost_frame_of(clusters: np.ndarray, costs: np.ndarray, models: Sequence[str]) -> pd.DataFrame:
     """The cost frame of in-memory rows (benchmarks, tests): clusters (n,), costs (n, M) with NaN where a model
     has no cost on a prompt; the same group-by as sql/queries/cost_by_cluster.sql."""
+    import pandas as pd
+
     clusters = np.asarray(clusters, dtype=np.int64)
     costs = np.asarray(costs, dtype=np.float64)
     out = []

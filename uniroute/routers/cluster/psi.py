@@ -17,9 +17,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # imported where a frame is read or made: a router read from its file routes without pandas
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +109,8 @@ def psi_from_frame(frame: pd.DataFrame, k: int, models: Sequence[str] | None = N
     """Psi from the results' group-by (columns model, cluster, loss_sum, n: sql/queries/psi_by_cluster.sql, read
     by pipeline.pool.psi_data); models in order of appearance, or these `models` in this order (the frame's other rows
     left out: the pool prior is the pool's), as psi_from_losses gives over the same results."""
+    import pandas as pd
+
     missing = [c for c in PSI_FRAME_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"psi frame lacks columns {missing} (has {list(frame.columns)})")
@@ -185,13 +190,9 @@ SPARSE_CELL = 10  # a Psi cell backed by fewer labelled prompts is flagged spars
 INTERVAL_Z = 1.96  # 95% Wilson score interval
 
 
-def cell_frame(models: Sequence[str], values: np.ndarray, counts: np.ndarray, strength: float = 0.0) -> pd.DataFrame:
-    """One row per (model, cluster): measured error, its count, a 95% interval, the shrunk error, sparse flag.
-
-    Columns model, cluster, error, n, error_lo, error_hi, shrunk_error, sparse. The interval is Wilson's score
-    interval for a mean of n losses in [0, 1] ([0, 1] when n = 0); shrunk_error is what a router with this
-    shrinkage strength routes by (shrunk_values). What the `model_cluster_errors` view shows.
-    """
+def wilson_bounds(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi), each shaped like values: the 95% Wilson score interval of each cell's mean of `counts` losses in
+    [0, 1] ([0, 1] where the count is 0); cell_frame's error_lo and error_hi, without a frame (routing uses them)."""
     values = np.asarray(values, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.int64)
     n = counts.astype(np.float64)
@@ -201,6 +202,21 @@ def cell_frame(models: Sequence[str], values: np.ndarray, counts: np.ndarray, st
         half = INTERVAL_Z * np.sqrt(values * (1 - values) / n + z2 / (4 * n * n)) / (1 + z2 / n)
     lo = np.where(counts > 0, np.clip(centre - half, 0.0, 1.0), 0.0)
     hi = np.where(counts > 0, np.clip(centre + half, 0.0, 1.0), 1.0)
+    return lo, hi
+
+
+def cell_frame(models: Sequence[str], values: np.ndarray, counts: np.ndarray, strength: float = 0.0) -> pd.DataFrame:
+    """One row per (model, cluster): measured error, its count, a 95% interval, the shrunk error, sparse flag.
+
+    Columns model, cluster, error, n, error_lo, error_hi, shrunk_error, sparse. The interval is Wilson's score
+    interval for a mean of n losses in [0, 1] ([0, 1] when n = 0); shrunk_error is what a router with this
+    shrinkage strength routes by (shrunk_values). What the `model_cluster_errors` view shows.
+    """
+    import pandas as pd
+
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.int64)
+    lo, hi = wilson_bounds(values, counts)
     m, k = values.shape
     return pd.DataFrame({
         "model": np.repeat(np.asarray(models, dtype=object), k),
