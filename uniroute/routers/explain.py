@@ -35,6 +35,8 @@ def fallback_lists(names: np.ndarray, order: np.ndarray, weights: np.ndarray | N
     at most K): one Python list per prompt cost route --file a tenth of its time at 10,000 prompts."""
     if order.shape[0] == 0:
         return []
+    if order.shape[0] == 1:  # a server's one-prompt request: no rankings to share
+        return [names[order[0, 1:]].tolist()]
     # Rows are grouped by a wrapping 64-bit key (np.unique on rows sorts them as bytes, ten times slower); the
     # check below makes a key collision cost speed, never a wrong list.
     if weights is None:
@@ -78,7 +80,7 @@ class RouteTerms:
         """(n, P) error + lambda * cost: computed as the router's own route computes it, so floats agree."""
         return self.error + self.lam_cost
 
-    @property
+    @functools.cached_property  # the decision and its summary both read it: one sort per batch
     def order(self) -> np.ndarray:
         """(n, P) candidate positions, best (the chosen model) first."""
         return ranked_order(self.total, self.costs, self.candidates)

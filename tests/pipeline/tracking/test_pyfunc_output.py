@@ -8,6 +8,7 @@ reach (so the default setting is not lambda 0); records go to a real spool in a 
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import replace
 from typing import Any
@@ -124,3 +125,24 @@ def test_a_changed_router_gets_its_own_default_and_intervals():
     rows = routing_tables(changed, changed.models).budgets
     budget, lam, score, _ = default_budget(changed, changed.models)
     assert ((rows["lam"] == lam) & np.isclose(rows["expected_score"], score)).any()
+
+
+@pytest.mark.parametrize("request_name", [*REQUESTS, "explain"])
+def test_mlflows_server_sends_the_frames_json(served, monkeypatch, request_name):
+    # In the process MLflow's server marks (its scoring app sets this variable), the answer goes out as the rows
+    # MLflow would make of the frame: the JSON a client reads must not change with that shortcut.
+    from mlflow.pyfunc.scoring_server import predictions_to_json
+
+    params = {"explain": True} if request_name == "explain" else REQUESTS[request_name]
+    frame = served.predict(None, {"prompt": PROMPTS}, params=params)
+    monkeypatch.setenv("_MLFLOW_IS_IN_SERVING_ENVIRONMENT", "true")
+    rows = served.predict(None, {"prompt": PROMPTS}, params=params)
+    assert isinstance(rows, list)
+    sent = []
+    for answer in (frame, rows):
+        out = io.StringIO()
+        predictions_to_json(answer, out)
+        sent.append(json.loads(out.getvalue())["predictions"])
+    for row in (*sent[0], *sent[1]):
+        row.pop("decision_id")
+    assert json.dumps(sent[1]) == json.dumps(sent[0])  # the same fields, order and types (1 is not 1.0)

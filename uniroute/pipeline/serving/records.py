@@ -11,6 +11,7 @@ the probability with which the chosen model was picked (1 unless exploration is 
 from __future__ import annotations
 
 import base64
+import binascii
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
@@ -150,8 +151,11 @@ def decision_records(frame: pd.DataFrame | Mapping[str, Sequence[Any]], X: np.nd
     hashes = _listed(frame["text_hash"]) if text_hashes is None else list(text_hashes)
     missing = [None] * n
     fallbacks, expected_score, expected_cost = (column.get(name, missing) for name in OPTIONAL_FRAME_FIELDS)
-    propensity = np.ones(n) if propensity is None else np.asarray(propensity, dtype=np.float64)
-    explore = np.zeros(n, dtype=bool) if explore is None else np.asarray(explore, dtype=bool)
+    # Per batch, not per value: numpy's scalars and pandas' NA looked up once (a server records every request).
+    propensities = [1.0] * n if propensity is None else np.asarray(propensity, dtype=np.float64).tolist()
+    explored = [False] * n if explore is None else np.asarray(explore, dtype=bool).tolist()
+    distances = None if distance is None else distance.tolist()
+    na = getattr(sys.modules.get("pandas"), "NA", None)
     X16 = np.ascontiguousarray(X, dtype="<f2")
     dim = int(X.shape[1])
     records = []
@@ -167,19 +171,19 @@ def decision_records(frame: pd.DataFrame | Mapping[str, Sequence[Any]], X: np.nd
             "publication_version": served.publication_version,
             "embedder_id": served.embedder_id,
             "text_hash": hashes[i],
-            "cluster": None if _missing(cluster) else int(cluster),
+            "cluster": None if cluster is None or cluster is na else int(cluster),
             "neighbours": neighbours[i],
-            "centroid_distance": None if distance is None else float(distance[i]),
+            "centroid_distance": None if distances is None else distances[i],
             "model": column["model"][i],
-            "fallbacks": None if _missing(fallback) else [str(m) for m in fallback],
+            "fallbacks": None if fallback is None or fallback is na else [str(m) for m in fallback],
             "lam": float(column["lam"][i]),
             "budget": _number(column["budget"][i]),
             "setting": column["setting"][i],
             "expected_score": _number(expected_score[i]),
             "expected_cost": _number(expected_cost[i]),
-            "propensity": float(propensity[i]),
-            "explored": bool(explore[i]),
-            "embedding": base64.b64encode(X16[i].tobytes()).decode("ascii"),
+            "propensity": propensities[i],
+            "explored": explored[i],
+            "embedding": binascii.b2a_base64(X16[i], newline=False).decode("ascii"),  # base64, as b64encode
             "embedding_dim": dim,
             "prompt": None if texts is None else texts[i],
         })
@@ -198,6 +202,8 @@ def _missing(value: Any) -> bool:
 
 
 def _number(value: Any) -> float | None:
-    if _missing(value) or (isinstance(value, float) and np.isnan(value)):
+    """A value as a float, None for None, NA or NaN."""
+    if value is None or _missing(value):
         return None
-    return float(value)
+    value = float(value)
+    return None if value != value else value  # NaN is the one float unequal to itself

@@ -22,7 +22,7 @@ from uniroute import embed
 from uniroute.embed import text_hash
 from uniroute.errors import UnirouteError
 from uniroute.pipeline.serving.calibration import Calibration
-from uniroute.pipeline.serving.decided import DecidedColumns, cluster_list, cluster_series
+from uniroute.pipeline.serving.decided import DecidedColumns
 from uniroute.pipeline.serving.default_memo import remembered_default
 from uniroute.pipeline.serving.latency import check_max_latency, latency_cut, too_slow_line
 from uniroute.pipeline.serving.records import Recording, explored, new_decision_ids
@@ -402,21 +402,6 @@ def route_texts(
     """The decisions of route_batch, nothing recorded: one row per prompt (see route_batch)."""
     return route_batch(source, texts, lam, budget, pool, embedder, cache_dir, explain=explain, max_cost=max_cost,
                        calibration=calibration, max_latency=max_latency).decisions
-
-
-def cluster_of(router: AnyRouter, X: np.ndarray) -> pd.Series:
-    """Each prompt's cluster (nullable Int32): nearest centroid, the LearnedMap's likeliest cluster, or null for a
-    kind without clusters (K-NN routes by neighbours)."""
-    return cluster_series(router.prompt_clusters(X), X.shape[0])
-
-
-def cluster_values(router: AnyRouter, X: np.ndarray) -> np.ndarray:
-    """Each prompt's cluster as cluster_of gives it, as an object array of ints, None for a kind without clusters
-    (what JSON carries where pandas' NA would not serialise)."""
-    values = cluster_list(router.prompt_clusters(X), X.shape[0])
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 def log_decisions(con: store.Connection, decisions: pd.DataFrame) -> str:

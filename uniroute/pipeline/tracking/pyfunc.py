@@ -15,29 +15,22 @@ import functools
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from uniroute.embed import embedder_from_state, make_embedder, text_hash
+from uniroute.embed import embedder_from_state, make_embedder
 from uniroute.errors import UnirouteError
 from uniroute.pipeline.serving.calibration import VALIDATION, Calibration, TrafficWindow, calibration_at
-from uniroute.pipeline.serving.records import (
-    Recording,
-    Served,
-    decision_records,
-    explored,
-    new_decision_ids,
-    recording_of,
-)
+from uniroute.pipeline.serving.records import Recording, Served, decision_records, recording_of
 from uniroute.pipeline.serving.route import (
+    ResolvedSetting,
     RoutingRequest,
     RoutingSource,
-    calibrated_lambda,
-    checked_request,
-    cluster_values,
+    decided_columns,
     pool_names,
 )
 from uniroute.pipeline.serving.spool import DecisionSpool, finish_on_stop
@@ -58,6 +51,8 @@ def _rows(model_input: Any) -> list[Any]:
     if isinstance(model_input, pd.DataFrame):
         if "prompt" not in model_input.columns:
             raise ValueError(f"model input needs a 'prompt' column, got columns {list(model_input.columns)}")
+        if model_input.shape[1] == 1:  # what a server is sent: the frame as one array, a quarter of the column's cost
+            return model_input.to_numpy()[:, 0].tolist()
         return model_input["prompt"].tolist()
     if isinstance(model_input, Mapping):
         if "prompt" not in model_input:
@@ -166,49 +161,101 @@ def served_spool(settings: Settings) -> tuple[DecisionSpool | None, Recording]:
     return spool, recording
 
 
-def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Route each prompt: the request checked as `uniroute route` checks it, then embed and route_names."""
-    request = request_of(params or {})
-    # Checked as `uniroute route` checks it (serving.checked_request): the same rules and one-line messages.
-    source = RoutingSource(model.router, model.router_id, tuple(model.router.models), frozenset(), None, "pyfunc")
+@dataclass(frozen=True, eq=False)
+class _Version:
+    """What a served router version works out once and every request reuses: the source it answers from, the
+    calibration, where its records say they came from, and each setting resolved to its lambda (the default
+    budget's published lambda; a budget or max cost calibrated on the prompt mix), filled by the first request
+    that names it."""
+
+    router: Any
+    embedder: Any
+    source: RoutingSource
+    calibration: Calibration
+    served: Served
+    resolved: dict[RoutingRequest, ResolvedSetting] = field(default_factory=dict)
+
+
+RESOLVED_KEPT = 256  # settings remembered per version: a client sweeping lambdas must not grow the server
+
+
+def _version(model: Any) -> _Version:
+    """The model's _Version, made on its first request and again whenever its router or embedder is replaced."""
+    version = model.__dict__.get("_version")
+    if version is not None and version.router is model.router and version.embedder is model.embedder:
+        return version
     # A budget or cap on the traffic's mix when the home has enough of it, else the served model's validation
     # sample (None: the router's own stand-in); a latency cap on the latencies the home's traffic recorded.
-    calibration = getattr(model, "calibration", None) or Calibration(model.X_val, VALIDATION)
-    prompts, pool = checked_request(source, _rows(model_input), request.lam, request.budget, request.pool,
-                                    request.max_cost, request.max_latency, calibration.latency)
-    chosen = None if request.pool is None and request.max_latency is None else list(pool)
-    lam, budget, setting = calibrated_lambda(model.router, pool, request.lam, request.budget, request.max_cost,
-                                             calibration)
-    X = np.asarray(model.embedder.encode(prompts), dtype=np.float32)
-    # As `uniroute route`: the decision is rank 1 of the argmin's terms (routers.explain), with its fall-backs;
-    # exploration (off by default) may serve a near-best model instead, its row then describing that model.
-    terms = model.router.route_terms(X, lam, chosen)
+    calibration = getattr(model, "calibration", None) or Calibration(getattr(model, "X_val", None), VALIDATION)
+    source = RoutingSource(model.router, model.router_id, tuple(model.router.models), frozenset(), None, "pyfunc",
+                           price_snapshot=getattr(model, "price_snapshot", None))
+    version = _Version(model.router, model.embedder, source, calibration,
+                       Served("pyfunc", model.router_id, model.embedder.embedder_id))
+    model._version = version
+    return version
+
+
+def _predict(model: Any, context: Any, model_input: Any, params: dict[str, Any] | None = None,
+             as_records: bool = False) -> pd.DataFrame | list[dict[str, Any]]:
+    """Route each prompt as `uniroute route` does (route.decided_columns: the same checks, one-line messages,
+    decisions and records), each setting resolved once per router version. The answer is a frame, or with
+    as_records its rows as the JSON-ready dicts MLflow's server would make of that frame."""
+    params = params or {}
+    request = request_of(params)
+    version = _version(model)
     spool, recording = getattr(model, "spool", None), getattr(model, "recording", Recording(enabled=False))
-    served, propensity, explore = explored(model.router, X, lam, chosen, terms.chosen(),
-                                           recording if spool is not None else Recording(enabled=False))
-    decided = terms.summary_columns(served)
-    # The fields `uniroute route` returns, so a gateway reads the same answer from either surface (a kind
-    # without clusters has none: null, which JSON carries where pandas' NA would not serialise). One constructor
-    # call with a value per row (pandas broadcasts a scalar column by column): adding the columns one by one
-    # (assign) was a third of a one-prompt request.
-    n = len(prompts)
-    frame = pd.DataFrame({
-        "prompt_index": np.arange(n, dtype=np.int64), "model": decided["model"],
-        "decision_id": new_decision_ids(n), "cluster": cluster_values(model.router, X),
-        "lam": [lam] * n, "budget": [budget] * n, "setting": [setting] * n, "max_cost": [request.max_cost] * n,
-        "max_latency": [request.max_latency] * n,
-        "router_id": [model.router_id] * n, "fallbacks": decided["fallbacks"],
-        "expected_score": decided["expected_score"], "expected_cost": decided["expected_cost"],
-        "price_snapshot": [getattr(model, "price_snapshot", None)] * n}, index=pd.RangeIndex(n))
+    recording = recording if spool is not None else Recording(enabled=False)
+    resolved = version.resolved.get(request)
+    prompts = _rows(model_input)
+    decided = decided_columns(version.source, prompts, request.lam, request.budget, request.pool,
+                              model.embedder, recording=recording, explain=explain_asked(params),
+                              max_cost=request.max_cost, calibration=version.calibration,
+                              max_latency=request.max_latency, resolved=resolved)
+    columns = decided.plain_columns()
+    if resolved is None:
+        if len(version.resolved) >= RESOLVED_KEPT:
+            version.resolved.clear()
+        version.resolved[request] = (columns["lam"][0], columns["budget"][0], columns["setting"][0],
+                                     columns["max_cost"][0])
     if spool is not None:
-        served_by = Served("pyfunc", model.router_id, model.embedder.embedder_id)
-        records = decision_records(frame, X, model.router, served_by, texts=prompts if recording.keep_prompt else None,
-                                   propensity=propensity, explore=explore,
-                                   text_hashes=[text_hash(p) for p in prompts])
-        spool.write(records)
-    if explain_asked(params or {}):
-        frame["explain"] = terms.explained(calibration.latency)
-    return frame
+        spool.write(decision_records(columns, decided.X, version.router, version.served,
+                                     texts=prompts if recording.keep_prompt else None,
+                                     propensity=decided.propensity, explore=decided.explored))
+    return answer_records(columns) if as_records else answer_frame(columns)
+
+
+# The answer's columns in the order a client reads them (the model's output signature, tracking/model.py).
+ANSWER_COLUMNS = ("prompt_index", "model", "decision_id", "cluster", "lam", "budget", "setting", "max_cost",
+                  "max_latency", "router_id", "fallbacks", "expected_score", "expected_cost", "price_snapshot")
+
+
+def answer_frame(columns: Mapping[str, Any]) -> pd.DataFrame:
+    """The served answer of decided columns (route.DecidedColumns.plain_columns): ANSWER_COLUMNS, and `explain`
+    when asked. A cluster is a plain int or None in an object column (JSON carries it; pandas' NA would not
+    serialise), prompt_index int64."""
+    n = len(columns["decision_id"])
+    clusters = np.empty(n, dtype=object)
+    clusters[:] = columns["cluster"]
+    answer = {name: columns[name] for name in ANSWER_COLUMNS} | {"prompt_index": np.arange(n, dtype=np.int64),
+                                                                 "cluster": clusters}
+    if "explain" in columns:
+        answer["explain"] = columns["explain"]
+    return pd.DataFrame(answer, index=pd.RangeIndex(n))
+
+
+def answer_records(columns: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of answer_frame(columns) as MLflow's server sends them (`to_dict(orient="records")`: a dict per
+    row, Python ints, floats, strings, lists and None), without the frame: in the server building the frame and
+    reading it back row by row cost a one-prompt request more than its decision."""
+    n = len(columns["decision_id"])
+    names = (*ANSWER_COLUMNS, *(("explain",) if "explain" in columns else ()))
+    values = [range(n) if name == "prompt_index" else _plain(columns[name]) for name in names]
+    return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _plain(values: Any) -> list[Any]:
+    """A column as a list of Python values (a numpy array's tolist; a list as it is)."""
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
 def explain_asked(params: Mapping[str, Any]) -> bool:
@@ -224,6 +271,7 @@ def router_model_class() -> type:
     """The PythonModel subclass, built on first use so that mlflow is imported only after the offline switches."""
     apply_offline_environment()
     import mlflow.pyfunc
+    from mlflow.environment_variables import _MLFLOW_IS_IN_SERVING_ENVIRONMENT
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
@@ -238,9 +286,13 @@ def router_model_class() -> type:
         # from the hint; the declared signature (a `prompt` column) is what validates requests.
         def predict(
             self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None
-        ) -> pd.DataFrame:
+        ) -> pd.DataFrame | list[dict[str, Any]]:
             try:
-                return _predict(self, context, model_input, params)
+                # MLflow's scoring server (and `mlflow models predict`) marks its process and turns the answer
+                # into JSON at once (DataFrame.to_dict(orient="records")): there the rows go out as those very
+                # dicts, the same JSON; a Python caller gets the frame.
+                return _predict(self, context, model_input, params,
+                                as_records=bool(_MLFLOW_IS_IN_SERVING_ENVIRONMENT.get()))
             except (UnirouteError, TypeError, ValueError) as exc:
                 # A bad request: MLflow's server answers its message with a 400, not a stack trace.
                 raise MlflowException(str(exc), error_code=INVALID_PARAMETER_VALUE) from None
