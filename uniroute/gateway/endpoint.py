@@ -25,7 +25,6 @@ import anyio
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from starlette.background import BackgroundTask
 
 from uniroute.gateway.calls import Answer, first_answer, secrets_of, usage_of
 from uniroute.gateway.deployments import Deployments, coverage_line
@@ -112,11 +111,6 @@ class Gateway:
             self.spool.write([gateway_record(loaded, batch, text if self.keep_prompt else None, happened)])
         except OSError as exc:
             log.warning("gateway: decision not recorded (%s)", exc.strerror or exc)
-
-
-async def _record_later(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: str, happened: Happened) -> None:
-    """Gateway.record on the event loop (a plain function given to a background task would cost a thread hop)."""
-    gateway.record(loaded, batch, text, happened)
 
 
 def _error(status: int, message: str, kind: str, decision_id: str | None = None) -> JSONResponse:
@@ -214,13 +208,10 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         headers = {DECISION_HEADER: decision_id}
         if not stream:
             happened = _happened(loaded, answer, answer.response, started, key)
-            gateway.remember_spend(decision_id, _spend(happened))  # before the answer: an outcome may follow it
-            # The record is written once the answer is sent (its latency measured before): building it is most of
-            # uniroute's own time per request, and the caller needs none of it. Starlette runs it before the
-            # request counts as finished, so a graceful stop still writes it.
+            gateway.record(loaded, batch, text, happened)
+            gateway.remember_spend(decision_id, _spend(happened))
             return Response(orjson.dumps(_dump(answer.response, answer.model)), media_type="application/json",
-                            headers=headers, background=BackgroundTask(_record_later, gateway, loaded, batch, text,
-                                                                       happened))
+                            headers=headers)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return StreamingResponse(_events(gateway, loaded, batch, text, answer, started, key, include_usage),
                                  media_type="text/event-stream", headers=headers)
