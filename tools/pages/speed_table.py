@@ -102,6 +102,8 @@ def _short_path_rows(data: dict[str, Any]) -> list[str]:
         figure = data[name]
         cpu = figure.get("cpu_seconds")
         cpu_text = f", {sorted(cpu)[len(cpu) // 2]:.2f} CPU s" if cpu else ""
+        if first := figure.get("first_after_a_store_write"):  # the one route that reads the store, shown beside
+            cpu_text += f" (the first after a write to the store reads it: {first['seconds']:.2f} s)"
         rows.append(f"| {figure['command']}, median wall (bare `python -c pass`: {bare:.2f} s) | "
                     f"{figure['median_seconds']:.2f} s{cpu_text} | {figure['target_seconds']:g} s | {load} | "
                     "`benchmarks/speed/short_paths.py` |")
