@@ -17,6 +17,7 @@ STAGE_RANK = {
     "settings": 0,
     "environment": -1,  # the offline switches and plain UNIROUTE_ values, read before pydantic; imports nothing
     "errors": -1,  # the one error base: everything may import it, it imports nothing
+    "lazy": -1,  # the packages' import-on-first-use hook (PEP 562): it imports nothing of ours
     "frame_output": 0,
     "faults": 0,
     "progress": 0,

@@ -9,8 +9,9 @@ OpenAI-compatible endpoint for the attribute labels and caches the answers. It k
 or LLM results.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from uniroute.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the names as mypy and readers see them
     from uniroute.embed.base import MINILM_DIM, Embedder, text_hash
@@ -113,9 +114,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
-    globals()[name] = value  # once: later look-ups find it without this hook
-    return value
+__getattr__ = lazy_attributes(globals(), _MODULE_OF)

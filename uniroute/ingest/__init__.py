@@ -19,8 +19,9 @@ One file, one transaction:
 A killed process leaves nothing (DuckDB commits atomically); a file whose hash is stored is skipped.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from uniroute.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the names as mypy and readers see them
     from uniroute.ingest.checks import Checked, checked_rows
@@ -84,9 +85,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_MODULE_OF[name]), name)
-    globals()[name] = value  # once: later look-ups find it without this hook
-    return value
+__getattr__ = lazy_attributes(globals(), _MODULE_OF)

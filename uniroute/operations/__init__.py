@@ -10,8 +10,9 @@ inbox) with one reconcile, and returns its result object. The edges only print o
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from uniroute.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from uniroute.operations.builds import build, cluster_on_dask, embed_new_prompts, embeds_ahead
@@ -63,12 +64,7 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module 'uniroute.operations' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"uniroute.operations.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(globals(), _MODULE_OF)
 
 
 __all__ = [

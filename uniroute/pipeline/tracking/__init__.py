@@ -9,8 +9,9 @@ Settings.mlflow_uri; run and model artifacts live under the experiment's artifac
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from uniroute.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from uniroute.pipeline.tracking.client import (
@@ -33,12 +34,7 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module 'uniroute.pipeline.tracking' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"uniroute.pipeline.tracking.{_MODULE_OF[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(globals(), _MODULE_OF)
 
 
 __all__ = [
