@@ -50,20 +50,20 @@ def test_the_libraries_ids_token_for_token(texts: list[str], max_tokens: int | N
     ids = WordPieceIds(tokenizer, max_tokens)
     assert ids.shortcut  # MiniLM's tokenizer is the one the shortcut is written for
     assert ids.id_lists(texts) == expected
-    assert sum(t.isascii() for t in texts) > len(texts) / 2 and ids.words  # most prompts took the shortcut
+    assert sum(t.isascii() for t in texts) > len(texts) / 2 and ids.chunks  # most prompts took the shortcut
     assert ids.id_lists(list(reversed(texts))) == list(reversed(expected))  # with every word remembered
 
 
-def test_words_past_the_memory_start_it_again() -> None:
+def test_chunks_past_the_memory_start_it_again() -> None:
     from uniroute.embed import word_ids
 
     tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
     ids = WordPieceIds(tokenizer, None)
-    texts = [f"word{i} shared" for i in range(word_ids.WORDS_KEPT + 10)]
+    texts = [f"word{i} shared" for i in range(word_ids.CHUNKS_KEPT + 10)]
     assert ids.id_lists(texts[-50:]) == [e.ids for e in tokenizer.encode_batch_fast(texts[-50:],
                                                                                        add_special_tokens=False)]
     ids.id_lists(texts)
-    assert len(ids.words) <= word_ids.WORDS_KEPT
+    assert len(ids.chunks) <= word_ids.CHUNKS_KEPT
 
 
 def test_another_normaliser_goes_through_the_library() -> None:
