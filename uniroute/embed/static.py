@@ -28,6 +28,7 @@ from uniroute.embed.artifacts import built_artifact
 from uniroute.embed.base import check_texts, unit_rows
 from uniroute.embed.minilm import minilm_path, minilm_version
 from uniroute.embed.tokens import wordpiece_tokenizer
+from uniroute.embed.word_ids import flat_ids, word_piece_ids
 
 log = logging.getLogger(__name__)
 
@@ -180,12 +181,13 @@ class StaticEmbedder:
 
 def prompt_token_ids(texts: Sequence[str], used: np.ndarray, max_tokens: int | None = None) -> list[np.ndarray]:
     """Each text's WordPiece ids as the table sums them (the last max_tokens; None: all), unused ids dropped."""
-    # encode_batch_fast: the same ids without the character offsets (unused here); tokenising is most of an
-    # encode, and this is ~10% of it (benchmarks/scale/dask_plane.py).
-    encodings = wordpiece_tokenizer(str(minilm_path()), max_tokens).encode_batch_fast(
-        list(texts), add_special_tokens=False
-    )
-    return [ids[used[ids]] for ids in (np.asarray(e.ids, dtype=np.int64) for e in encodings)]
+    # word_ids: the library's ids, most prompts without its per-character offsets (unused here), which were most of
+    # a served decision; the rest through encode_batch_fast, as before.
+    ids, offsets = flat_ids(word_piece_ids(str(minilm_path()), max_tokens).id_lists(texts))
+    kept = used[ids]
+    kept_before = np.zeros(len(ids) + 1, dtype=np.int64)  # kept ids before each position
+    np.cumsum(kept, out=kept_before[1:])
+    return np.split(ids[kept], kept_before[offsets[1:-1]])
 
 
 def token_sums(vectors: np.ndarray, token_ids: Sequence[np.ndarray]) -> np.ndarray:
@@ -193,12 +195,15 @@ def token_sums(vectors: np.ndarray, token_ids: Sequence[np.ndarray]) -> np.ndarr
 
     One numpy sum per text: as fast as a sparse (n, vocabulary) count matrix times the table and bit-identical
     to it (both add the rows in order), without importing scipy.sparse (0.3 s, a fifth of a one-prompt
-    `uniroute route`) or an (all tokens, dim) intermediate.
+    `uniroute route`) or an (all tokens, dim) intermediate. (np.add.reduceat over one gather is not: it adds a
+    segment's rows in another order, and the vectors must not depend on the batch.)
     """
-    out = np.zeros((len(token_ids), vectors.shape[1]), dtype=np.float32)
+    table = np.asarray(vectors)  # a memory map's rows read as a plain array's: its Python __getitem__ per text was
+    # a third of the sums
+    out = np.zeros((len(token_ids), table.shape[1]), dtype=np.float32)
     for row, ids in enumerate(token_ids):
         if len(ids):
-            out[row] = vectors[ids].sum(axis=0)
+            out[row] = table[ids].sum(axis=0)
     return out
 
 

@@ -69,6 +69,7 @@ class RouteTerms:
     error_hi: np.ndarray | None
     costs: np.ndarray  # (P,) cost per query c(m)
     lam: float
+    clusters: np.ndarray | None = None  # (n,) the prompts' clusters when the terms were read from them (one-hot)
 
     @property
     def lam_cost(self) -> np.ndarray:

@@ -252,16 +252,32 @@ class Router(RoutingRule):
         interval of each measured cell (None without psi_counts). For count-aware Psi the error is the shrunk
         cell while the interval is the measured cell's: how far validation alone pins the error down."""
         if self.one_hot:
-            # A prompt's terms are its cluster's cells exactly (no matmul), as cluster_table uses them.
-            clusters = cast(Centroids, self.assigner).assign(X)
-            error, lo, hi = self._cluster_errors(candidates)
-            return error[clusters], None if lo is None else lo[clusters], None if hi is None else hi[clusters]
+            return self._clustered_errors(cast(Centroids, self.assigner).assign(X), candidates)
         bounds = self._cell_bounds()
         error, _, _ = super().candidate_errors(X, candidates)
         if bounds is None:
             return error, None, None
         phi = self.assigner.membership(X).astype(np.float64)
         return error, phi @ bounds[0][candidates].T, phi @ bounds[1][candidates].T
+
+    def _clustered_errors(self, clusters: np.ndarray,
+                          candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """candidate_errors of prompts in these clusters (one-hot routers): a prompt's terms are its cluster's cells
+        exactly (no matmul), as cluster_table uses them."""
+        error, lo, hi = self._cluster_errors(candidates)
+        return error[clusters], None if lo is None else lo[clusters], None if hi is None else hi[clusters]
+
+    def route_terms(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> RouteTerms:
+        """RoutingRule.route_terms; a one-hot router's terms also keep the prompts' clusters they were read from,
+        so a caller recording the clusters (serving's decided_columns) does not assign the prompts again."""
+        if not self.one_hot:
+            return super().route_terms(X, lam, pool)
+        lam = check_lambda(lam)
+        candidates = self.pool_indices(pool)
+        clusters = cast(Centroids, self.assigner).assign(X)
+        error, lo, hi = self._clustered_errors(clusters, candidates)
+        return RouteTerms(tuple(self.models[c] for c in candidates), candidates, error, lo, hi,
+                          self.costs[candidates], lam, clusters)
 
     def _cluster_errors(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(error, error_lo, error_hi) (K, P) of each cluster (one-hot routers): the candidates' cells."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import sys
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -82,8 +82,15 @@ class Served:
 
 
 def new_decision_ids(n: int) -> list[str]:
-    """n fresh decision ids (random UUIDs, hex): unique across processes without coordination."""
-    return [uuid.uuid4().hex for _ in range(n)]
+    """n fresh decision ids (random UUIDs, hex): unique across processes without coordination.
+
+    Each is what uuid.uuid4().hex gives (16 random bytes, the version and variant bits set), drawn for the batch at
+    once: a uuid4 object per prompt was a quarter of deciding a served batch of 100."""
+    raw = bytearray(os.urandom(16 * n))
+    raw[6::16] = bytes(b & 0x0F | 0x40 for b in raw[6::16])  # version 4
+    raw[8::16] = bytes(b & 0x3F | 0x80 for b in raw[8::16])  # the RFC 4122 variant
+    text = raw.hex()
+    return [text[i : i + 32] for i in range(0, 32 * n, 32)]
 
 
 def embedding_of(text: str) -> np.ndarray:
@@ -156,37 +163,46 @@ def decision_records(frame: pd.DataFrame | Mapping[str, Sequence[Any]], X: np.nd
     explored = [False] * n if explore is None else np.asarray(explore, dtype=bool).tolist()
     distances = None if distance is None else distance.tolist()
     na = getattr(sys.modules.get("pandas"), "NA", None)
-    X16 = np.ascontiguousarray(X, dtype="<f2")
+    # Column by column, then one dict per row from a zip: a served batch of 100 spent most of its recording on
+    # per-value calls. The values, their types and the fields' order are the same as one row at a time.
+    clusters = [None if c is None or c is na else int(c) for c in column["cluster"]]
+    fallback_names = [None if f is None or f is na else [str(m) for m in f] for f in fallbacks]
+    X16 = np.ascontiguousarray(X, dtype="<f2").tobytes()
     dim = int(X.shape[1])
-    records = []
-    for i in range(n):
-        cluster, fallback = column["cluster"][i], fallbacks[i]
-        records.append({
-            "record": RECORD_KIND,
-            "schema_version": SCHEMA_VERSION,
-            "decision_id": column["decision_id"][i],
-            "decided_at": now,
-            "source": served.source,
-            "router_id": served.router_id,
-            "publication_version": served.publication_version,
-            "embedder_id": served.embedder_id,
-            "text_hash": hashes[i],
-            "cluster": None if cluster is None or cluster is na else int(cluster),
-            "neighbours": neighbours[i],
-            "centroid_distance": None if distances is None else distances[i],
-            "model": column["model"][i],
-            "fallbacks": None if fallback is None or fallback is na else [str(m) for m in fallback],
-            "lam": float(column["lam"][i]),
-            "budget": _number(column["budget"][i]),
-            "setting": column["setting"][i],
-            "expected_score": _number(expected_score[i]),
-            "expected_cost": _number(expected_cost[i]),
-            "propensity": propensities[i],
-            "explored": explored[i],
-            "embedding": binascii.b2a_base64(X16[i], newline=False).decode("ascii"),  # base64, as b64encode
-            "embedding_dim": dim,
-            "prompt": None if texts is None else texts[i],
-        })
+    width = 2 * dim  # bytes per row
+    embeddings = [binascii.b2a_base64(X16[lo : lo + width], newline=False).decode("ascii")  # base64, as b64encode
+                  for lo in range(0, n * width, width)]
+    rows = zip(column["decision_id"], hashes, clusters, neighbours, missing if distances is None else distances,
+               column["model"], fallback_names, [float(v) for v in column["lam"]], _numbers(column["budget"], na),
+               column["setting"], _numbers(expected_score, na), _numbers(expected_cost, na), propensities, explored,
+               embeddings, missing if texts is None else texts, strict=True)
+    records = [{
+        "record": RECORD_KIND,
+        "schema_version": SCHEMA_VERSION,
+        "decision_id": decision_id,
+        "decided_at": now,
+        "source": served.source,
+        "router_id": served.router_id,
+        "publication_version": served.publication_version,
+        "embedder_id": served.embedder_id,
+        "text_hash": hashed,
+        "cluster": cluster,
+        "neighbours": neighbour,
+        "centroid_distance": centroid_distance,
+        "model": model,
+        "fallbacks": fallback,
+        "lam": lam,
+        "budget": budget,
+        "setting": setting,
+        "expected_score": score,
+        "expected_cost": cost,
+        "propensity": p,
+        "explored": drawn,
+        "embedding": embedding,
+        "embedding_dim": dim,
+        "prompt": prompt,
+    } for (decision_id, hashed, cluster, neighbour, centroid_distance, model, fallback, lam, budget, setting, score,
+           cost, p, drawn, embedding, prompt) in rows]
     return records
 
 
@@ -195,15 +211,13 @@ def _listed(values: Any) -> list:
     return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
-def _missing(value: Any) -> bool:
-    """None or pandas' NA (which exists only once pandas is imported: a frame without it holds none)."""
-    pandas = sys.modules.get("pandas")
-    return value is None or (pandas is not None and value is pandas.NA)
-
-
-def _number(value: Any) -> float | None:
-    """A value as a float, None for None, NA or NaN."""
-    if value is None or _missing(value):
-        return None
-    value = float(value)
-    return None if value != value else value  # NaN is the one float unequal to itself
+def _numbers(values: Sequence[Any], na: Any) -> list[float | None]:
+    """Each value as a float, None for None, NA (na: pandas' NA, None when pandas is not imported) or NaN."""
+    out: list[float | None] = []
+    for value in values:
+        if value is None or value is na:
+            out.append(None)
+        else:
+            value = float(value)
+            out.append(None if value != value else value)  # NaN is the one float unequal to itself
+    return out

@@ -316,7 +316,8 @@ def decided_columns(
         "decision_id": new_decision_ids(n),
         "prompt_index": np.arange(n, dtype=np.int32),
         "text_hash": [text_hash(t) for t in texts],
-        "cluster": router.prompt_clusters(X),  # (n,) ints, or None for a kind without clusters
+        # (n,) ints, or None for a kind without clusters; a one-hot router's terms assigned them already
+        "cluster": terms.clusters if terms.clusters is not None else router.prompt_clusters(X),
         "model": decided["model"],
         "fallbacks": decided["fallbacks"],
         "expected_score": decided["expected_score"],

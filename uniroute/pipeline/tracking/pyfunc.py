@@ -34,6 +34,7 @@ from uniroute.pipeline.serving.route import (
     pool_names,
 )
 from uniroute.pipeline.serving.spool import DecisionSpool, finish_on_stop
+from uniroute.pipeline.tracking.served_json import use_one_shot_json
 from uniroute.routers.serialize import router_from_bytes
 from uniroute.settings import Settings, apply_offline_environment, settings_from_environment
 
@@ -290,9 +291,11 @@ def router_model_class() -> type:
             try:
                 # MLflow's scoring server (and `mlflow models predict`) marks its process and turns the answer
                 # into JSON at once (DataFrame.to_dict(orient="records")): there the rows go out as those very
-                # dicts, the same JSON; a Python caller gets the frame.
-                return _predict(self, context, model_input, params,
-                                as_records=bool(_MLFLOW_IS_IN_SERVING_ENVIRONMENT.get()))
+                # dicts, the same JSON, written by the C encoder (served_json); a Python caller gets the frame.
+                serving = bool(_MLFLOW_IS_IN_SERVING_ENVIRONMENT.get())
+                if serving:
+                    use_one_shot_json()
+                return _predict(self, context, model_input, params, as_records=serving)
             except (UnirouteError, TypeError, ValueError) as exc:
                 # A bad request: MLflow's server answers its message with a 400, not a stack trace.
                 raise MlflowException(str(exc), error_code=INVALID_PARAMETER_VALUE) from None

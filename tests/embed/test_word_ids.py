@@ -1,0 +1,89 @@
+"""The per-word shortcut to MiniLM's WordPiece ids gives the `tokenizers` library's ids, token for token, on the
+shared datasets' prompts and on hostile text, and the static embedder's vectors stay the bits they were."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from uniroute import embed
+from uniroute.embed.base import unit_rows
+from uniroute.embed.static import prompt_token_ids, token_sums
+from uniroute.embed.tokens import wordpiece_tokenizer
+from uniroute.embed.word_ids import WordPieceIds
+
+DATASETS = ("mmlu_pro_cot29", "routerbench_subset", "routerdc_model7")
+# What the normaliser removes, joins, maps or matches before it: controls (VT and FF are removed, not spaces), DEL,
+# special tokens' text in and out of case, words at and past WordPiece's 100-character limit, punctuation runs,
+# accents, ligatures, case folds that change length, CJK, Unicode spaces and line separators, the replacement char.
+HOSTILE = ["", " ", "\x00", "a\x0bb", "a\x0cb", "a\x1fb c\x7fd", "x\ty\nz\rw", "[MASK]", "[mask]", "a[MASK]b",
+           "[CLS][SEP][PAD][UNK]", "[ MASK ]", "x" * 99, "x" * 100, "x" * 101, "y" * 300 + " z", "!!!???...",
+           "don't `code` {x}~|^_\\ $5.00 #1 @me", "ÄÖÜ naïve", "数学 equation", "e\u0301", "\u00a0nbsp", "a\u2028b",
+           "\ufffd", "İstanbul", "ǅ", "Straße", "ﬁle", "x\x85y", "tab\u3000ideographic space"]
+
+
+def hostile_texts(n: int, seed: int = 0) -> list[str]:
+    """HOSTILE and n random strings of ASCII (controls included) and of mixed ASCII and Unicode."""
+    rng = random.Random(seed)
+    texts = list(HOSTILE)
+    for _ in range(n):
+        texts.append("".join(chr(rng.randrange(0, 128)) for _ in range(rng.randrange(1, 200))))
+        texts.append("".join(chr(rng.choice([rng.randrange(0, 128), rng.randrange(0, 0x3000)]))
+                             for _ in range(rng.randrange(1, 60))))
+    return texts
+
+
+@pytest.fixture(scope="module")
+def texts(shared_datasets: Path) -> list[str]:
+    prompts = [pd.read_parquet(shared_datasets / name / "long.parquet", columns=["prompt"]).prompt for name in DATASETS]
+    return pd.concat(prompts).drop_duplicates().tolist() + hostile_texts(300)
+
+
+@pytest.mark.parametrize("max_tokens", [None, 5, embed.MINILM_MAX_TOKENS])
+def test_the_libraries_ids_token_for_token(texts: list[str], max_tokens: int | None) -> None:
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), max_tokens)
+    expected = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+    ids = WordPieceIds(tokenizer, max_tokens)
+    assert ids.shortcut  # MiniLM's tokenizer is the one the shortcut is written for
+    assert ids.id_lists(texts) == expected
+    assert sum(t.isascii() for t in texts) > len(texts) / 2 and ids.chunks  # most prompts took the shortcut
+    assert ids.id_lists(list(reversed(texts))) == list(reversed(expected))  # with every word remembered
+
+
+def test_chunks_past_the_memory_start_it_again() -> None:
+    from uniroute.embed import word_ids
+
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
+    ids = WordPieceIds(tokenizer, None)
+    texts = [f"word{i} shared" for i in range(word_ids.CHUNKS_KEPT + 10)]
+    assert ids.id_lists(texts[-50:]) == [e.ids for e in tokenizer.encode_batch_fast(texts[-50:],
+                                                                                       add_special_tokens=False)]
+    ids.id_lists(texts)
+    assert len(ids.chunks) <= word_ids.CHUNKS_KEPT
+
+
+def test_another_normaliser_goes_through_the_library() -> None:
+    from tokenizers import Tokenizer, normalizers
+
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
+    cased = Tokenizer.from_str(tokenizer.to_str())
+    cased.normalizer = normalizers.BertNormalizer(lowercase=False)
+    ids = WordPieceIds(cased, None)
+    assert not ids.shortcut
+    assert ids.id_lists(["Paris IS Big"]) == [cased.encode("Paris IS Big", add_special_tokens=False).ids]
+
+
+@pytest.mark.slow  # builds the static model file (session cache)
+def test_static_vectors_are_the_librarys_bits(texts: list[str], built_embedders_cache: Path) -> None:
+    static = embed.make_embedder("static", cache_dir=built_embedders_cache, progress=False)
+    vectors, used = static.table()
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
+    library = [np.asarray(e.ids, dtype=np.int64) for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+    expected = unit_rows(token_sums(vectors, [ids[used[ids]] for ids in library]))
+    got = prompt_token_ids(texts, used)
+    assert all(np.array_equal(a, b[used[b]]) for a, b in zip(got, library, strict=True))
+    assert static.encode(texts).view(np.uint32).tolist() == expected.view(np.uint32).tolist()  # -0.0 included
