@@ -3,8 +3,8 @@
 Real RouterBench results (a deterministic 400-prompt slice), real `static` embeddings (the session's built
 table: the torch MiniLM took two thirds of this module's time and proves nothing more here; it is served in
 tests/pipeline/tracking/test_tracking_serve.py and embeds on Dask in tests/flows/test_worker_loss.py), a real
-DuckDB file, a real MLflow SQLite store and a 2-worker Dask LocalCluster. The strongest LLM is held back and arrives later
-with its validation results, as a new model would.
+DuckDB file, a real MLflow SQLite store and a 2-worker Dask LocalCluster. The strongest LLM is held back and
+arrives later with its validation results, as a new model would.
 """
 
 from __future__ import annotations
