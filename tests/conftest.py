@@ -42,7 +42,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.get_closest_marker("xdist_group"):
             continue
         if item.get_closest_marker("serial"):
-            item.add_marker(pytest.mark.xdist_group("serial"))
+            # One on the session's Prefect API joins that group, which runs one test at a time as well: in a group
+            # of its own it started a second Prefect server on the other worker (20-45 s of the suite).
+            item.add_marker(pytest.mark.xdist_group("prefect" if "prefect_harness" in item.fixturenames else "serial"))
             continue
         group = next((g for fixture, g in GROUPS.items() if fixture in item.fixturenames), None)
         if group is not None:

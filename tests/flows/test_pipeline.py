@@ -1,8 +1,10 @@
 """End to end under a real Prefect API: nightly build (Dask), event-triggered onboarding, publishing, lineage.
 
-Real RouterBench results (a deterministic 400-prompt slice), real MiniLM embeddings, a real DuckDB file, a
-real MLflow SQLite store and a 2-worker Dask LocalCluster. The strongest LLM is held back and arrives later
-with its validation results, as a new model would.
+Real RouterBench results (a deterministic 400-prompt slice), real `static` embeddings (the session's built
+table: the torch MiniLM took two thirds of this module's time and proves nothing more here; it is served in
+tests/pipeline/tracking/test_tracking_serve.py and embeds on Dask in tests/flows/test_worker_loss.py), a real
+DuckDB file, a real MLflow SQLite store and a 2-worker Dask LocalCluster. The strongest LLM is held back and
+arrives later with its validation results, as a new model would.
 """
 
 from __future__ import annotations
@@ -51,15 +53,17 @@ def _slice(shared_datasets: Path) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory, prefect_harness, shared_datasets):
+def pipeline(tmp_path_factory, prefect_harness, shared_datasets, built_embedders_cache):
     """A home where the nightly build flow has run on the logs without the held-back model."""
     home = tmp_path_factory.mktemp("pipeline") / "home"
+    home.mkdir()
+    (home / "cache").symlink_to(built_embedders_cache, target_is_directory=True)  # the static table, built once
     from deployments.serve import free_port
 
     # The build's artifacts link to the MLflow UI on this port (never the default 5000: it may be in use).
     # The one-hot kinds only: the views checked below read per-cluster routing tables (every kind's survival of
     # publish / route / onboard / retire / pyfunc: tests/pipeline/build/test_router_kinds.py).
-    previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="minilm", UNIROUTE_DASK_WORKERS="2",
+    previous = _env(UNIROUTE_HOME=str(home), UNIROUTE_EMBEDDER="static", UNIROUTE_DASK_WORKERS="2",
                     UNIROUTE_MLFLOW_PORT=str(free_port()), UNIROUTE_BUILD_KINDS="kmeans,kmeans_shrunk")
     try:
         settings = Settings()
@@ -124,13 +128,16 @@ def test_served_pyfunc_routes_like_uniroute_route(pipeline):
         assert served["model"].tolist() == ours["model"].tolist(), params
 
 
-def test_dask_build_equals_single_process_build(pipeline, tmp_path):
+def test_dask_build_equals_single_process_build(pipeline, tmp_path, built_embedders_cache):
     """The same data built in-process (no Dask) gives the same embeddings, K, centroids and Psi."""
     from tests.helpers import build, ingest
 
     other = Settings(home=tmp_path / "single")
+    other.home.mkdir()
+    (other.home / "cache").symlink_to(built_embedders_cache, target_is_directory=True)
     ingest(other.db_path, pipeline.settings.inbox_dir / "done" / "logs.parquet", progress=False)
-    single = build(other.db_path, "minilm", pipeline.settings.seed, kinds=("kmeans", "kmeans_shrunk"))
+    single = build(other.db_path, "static", pipeline.settings.seed, kinds=("kmeans", "kmeans_shrunk"),
+                   cache_dir=other.cache_dir)
     a = _version(pipeline.settings.db_path, pipeline.build["router_id"]).router
     b = _version(other.db_path, single.router_id).router
     assert single.k == pipeline.build["k"] and a.models == b.models
