@@ -205,19 +205,30 @@ OLDER_BAD_ROWS = {  # stored before records were checked at ingest: what readers
 }
 
 
-@pytest.fixture
-def traffic_with_old_rows(pool_template, tmp_path_factory, monkeypatch, logs) -> Settings:
-    """A copy of the pool with 40 routed decisions stored (shared by the readers' tests below)."""
+@pytest.fixture(scope="module")
+def old_rows_template(pool_template, tmp_path_factory) -> Path:
+    """A copy of the pool with 40 routed decisions stored, the first renamed 'r1'; routed once per module."""
     home = tmp_path_factory.mktemp("old-rows")
     shutil.copytree(pool_template[0], home, symlinks=True, dirs_exist_ok=True)
-    monkeypatch.setenv("UNIROUTE_HOME", str(home))
-    settings = _settings(Settings(home=home), monkeypatch)
-    operations.route(Context.of(settings), logs.prompt.unique()[:40].tolist(), RoutingRequest())
-    operations.inbox(Context.of(settings), onboard_landed=False)
+    logs = pool_template[1]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("UNIROUTE_HOME", str(home))
+        settings = _settings(Settings(home=home), env)
+        operations.route(Context.of(settings), logs.prompt.unique()[:40].tolist(), RoutingRequest())
+        operations.inbox(Context.of(settings), onboard_landed=False)
     with store.opened(settings.db_path) as con:
         first = con.execute("select min(decision_id) from decisions").fetchone()[0]
         con.execute("update decisions set decision_id = 'r1' where decision_id = ?", [first])
-    return settings
+    return home
+
+
+@pytest.fixture
+def traffic_with_old_rows(old_rows_template, tmp_path_factory, monkeypatch) -> Settings:
+    """A private copy of the pool with its 40 stored decisions (each reader's test damages its own)."""
+    home = tmp_path_factory.mktemp("old-rows")
+    shutil.copytree(old_rows_template, home, symlinks=True, dirs_exist_ok=True)
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    return _settings(Settings(home=home), monkeypatch)
 
 
 @pytest.mark.parametrize("case", list(OLDER_BAD_ROWS), ids=list(OLDER_BAD_ROWS))

@@ -42,17 +42,32 @@ def _mlflow_texts(db_file: Path) -> str:
         con.close()
 
 
+@pytest.fixture(scope="module")
+def left_behind(pool_template, tmp_path_factory) -> tuple[Path, Path]:
+    """(original, backup): a copy of the pool with its MLflow lineage logged under the original home, backed up
+    to another folder; the original deleted. Logged once per module (MLflow from scratch is the slow part)."""
+    root = tmp_path_factory.mktemp("relocated")
+    original, backup = root / "original" / "home", root / "backup" / "home"
+    shutil.copytree(pool_template[0], original, symlinks=True)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("UNIROUTE_HOME", str(original))
+        env.setenv("UNIROUTE_EMBEDDER", "tfidf")
+        _run("publish", "--force")  # reconciliation logs the lineage to MLflow under the original home
+    assert (original / "mlflow.db").exists() and str(original) in _mlflow_texts(original / "mlflow.db")
+    shutil.copytree(original, backup, symlinks=True)
+    shutil.rmtree(original)
+    return original, backup
+
+
 @pytest.fixture
-def moved(pool, tmp_path, monkeypatch) -> tuple[Path, Path]:
-    """(original, copy): the pool with its MLflow lineage logged, copied to a new folder; the original deleted."""
-    monkeypatch.setenv("UNIROUTE_EMBEDDER", "tfidf")
-    _run("publish", "--force")  # reconciliation logs the lineage to MLflow under the original home
-    assert (pool.home / "mlflow.db").exists() and str(pool.home) in _mlflow_texts(pool.home / "mlflow.db")
+def moved(left_behind, tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """(original, copy): this test's own copy of the backup, restored to a new folder; the original is gone."""
+    original, backup = left_behind
     copy = tmp_path / "restored" / "home"
-    shutil.copytree(pool.home, copy, symlinks=True)
-    shutil.rmtree(pool.home)
+    shutil.copytree(backup, copy, symlinks=True)
+    monkeypatch.setenv("UNIROUTE_EMBEDDER", "tfidf")
     monkeypatch.setenv("UNIROUTE_HOME", str(copy))
-    return pool.home, copy
+    return original, copy
 
 
 def test_a_copied_home_works_after_the_original_is_gone(moved, logs, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -28,14 +29,28 @@ def _sql(home: Path, sql: str) -> pd.DataFrame:
         return con.execute(sql).df()
 
 
+@pytest.fixture(scope="module")
+def decided_template(traffic_template, tmp_path_factory) -> tuple[Path, pd.DataFrame]:
+    """(home, decisions): a copy of the served home with 40 routed prompts (decisions at lambda 0, so several models
+    and clusters, and at budget 0.2) ingested by the inbox; routed once per module."""
+    home, prompts = tmp_path_factory.mktemp("decided") / "home", traffic_template[1]
+    shutil.copytree(traffic_template[0], home, symlinks=True)
+    settings = Settings(home=home, mlflow=False)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("UNIROUTE_HOME", str(home))
+        env.setenv("UNIROUTE_MLFLOW", "false")
+        low = operations.route(Context.of(settings), prompts[:20], RoutingRequest(lam=0.0)).decisions
+        high = operations.route(Context.of(settings), prompts[20:40], RoutingRequest(budget=0.2)).decisions
+        assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
+    return home, pd.concat([low, high], ignore_index=True)
+
+
 @pytest.fixture
-def decided(traffic_home, prompts) -> pd.DataFrame:
-    """40 routed prompts (decisions at lambda 0, so several models and clusters), ingested by the inbox."""
-    settings = Settings(home=traffic_home, mlflow=False)
-    low = operations.route(Context.of(settings), prompts[:20], RoutingRequest(lam=0.0)).decisions
-    high = operations.route(Context.of(settings), prompts[20:40], RoutingRequest(budget=0.2)).decisions
-    assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
-    return pd.concat([low, high], ignore_index=True)
+def decided(decided_template, traffic_home) -> pd.DataFrame:
+    """The 40 decisions, in this test's own copy of the home (traffic_home now holds them)."""
+    shutil.rmtree(traffic_home)
+    shutil.copytree(decided_template[0], traffic_home, symlinks=True)
+    return decided_template[1].copy()
 
 
 def _ingest(*paths: Path):

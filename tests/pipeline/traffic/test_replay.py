@@ -5,6 +5,7 @@ other prices or another setting; the served router reproduces what it served, a 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -43,13 +44,36 @@ def _replayed(home: Path, router: str = "champion", without=(), setting=ReplaySe
         return replay(con, using, ReplayWindow(), setting)
 
 
+@pytest.fixture(scope="module")
+def logged_template(traffic_template, tmp_path_factory) -> tuple[Path, pd.DataFrame]:
+    """(home, decisions): a copy of the served home with every synthetic prompt routed three ways (the default
+    budget, lambda 0, budget 0.3) and ingested; routed once per module, since every test here starts from it."""
+    root = tmp_path_factory.mktemp("logged")
+    home, prompts = root / "home", traffic_template[1]
+    shutil.copytree(traffic_template[0], home, symlinks=True)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("UNIROUTE_HOME", str(home))
+        env.setenv("UNIROUTE_MLFLOW", "false")
+        frames = [_route_file(root, prompts), _route_file(root, prompts[:100], "--lambda", "0"),
+                  _route_file(root, prompts[100:200], "--budget", "0.3")]
+        assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
+    return home, pd.concat(frames, ignore_index=True)
+
+
 @pytest.fixture
-def logged(traffic_home, prompts, tmp_path) -> pd.DataFrame:
-    """Every synthetic prompt routed three ways (the default budget, lambda 0, budget 0.3) and ingested."""
-    frames = [_route_file(tmp_path, prompts), _route_file(tmp_path, prompts[:100], "--lambda", "0"),
-              _route_file(tmp_path, prompts[100:200], "--budget", "0.3")]
-    assert runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False).exit_code == 0
-    return pd.concat(frames, ignore_index=True)
+def traffic_home(logged_template, tmp_path, monkeypatch) -> Path:
+    """Here the served home is a private copy of the logged one (each test's replays, outcomes and edits its own)."""
+    home = tmp_path / "home"
+    shutil.copytree(logged_template[0], home, symlinks=True)
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    monkeypatch.setenv("UNIROUTE_MLFLOW", "false")
+    return home
+
+
+@pytest.fixture
+def logged(logged_template) -> pd.DataFrame:
+    """The decisions the logged home holds: what `route --file` answered for each routed prompt."""
+    return logged_template[1].copy()
 
 
 def test_the_champion_reproduces_every_logged_decision(traffic_home, logged):
