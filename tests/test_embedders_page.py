@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from tools.pages import embedder_share_rule as rule
 from tools.pages import embedders_table as table
 
 
@@ -35,7 +36,7 @@ def test_not_switched_yet_shows_only_while_the_default_differs_from_the_rules_ch
 
 def test_static_keeps_its_100_trial_runs_whatever_the_readme_is_measured_on(result) -> None:
     # The README's runs (docs/results/) follow the build default; static's are kept in benchmarks/results/embedders.
-    for dataset, block in table._section(result, "routing").items():
+    for dataset, block in rule.result_figures(result, "routing").items():
         static = block["embedders"]["static"]
         assert static["trials"] == 100 and static["file"] == f"benchmarks/results/embedders/{dataset}.static.json"
 
@@ -119,7 +120,7 @@ def test_the_frontier_table_shows_each_share_and_the_verdict() -> None:
 def test_the_share_is_the_paired_mean_loss_over_common_trials_in_units_of_the_same_trials_gap() -> None:
     # Trial t is one split for every embedder: a 3-trial run pairs with the first 3 of a 4-trial one, and the gap
     # is averaged over those 3 trials too (the fourth trial's huge gap would otherwise shrink the share).
-    row = table.paired_share([0.50, 0.60, 0.40], [0.51, 0.61, 0.41, 0.90], [0.05, 0.05, 0.05, 5.0])
+    row = rule.paired_share([0.50, 0.60, 0.40], [0.51, 0.61, 0.41, 0.90], [0.05, 0.05, 0.05, 5.0])
     assert row["trials"] == 3 and abs(row["share"] - 0.2) < 1e-9 and abs(row["gap"] - 0.05) < 1e-12
 
 
@@ -127,14 +128,14 @@ def test_the_gap_is_the_best_embedders_own_mlp_else_the_build_defaults(monkeypat
     monkeypatch.setattr(table, "DEFAULT_BUILD_EMBEDDER", "minilm-onnx")
     areas = {"minilm": {"zero": [0.5], "auto": [0.6]}, "minilm-onnx": {"zero": [0.5], "mlp": [0.52]},
              "static": {"zero": [0.5], "mlp": [0.53]}}
-    assert table.zero_to_mlp_gap(areas, "static")[0] == "static"
-    whose, gap = table.zero_to_mlp_gap(areas, "minilm")
+    assert rule.zero_to_mlp_gap(areas, "static")[0] == "static"
+    whose, gap = rule.zero_to_mlp_gap(areas, "minilm")
     assert whose == "minilm-onnx" and abs(gap[0] - 0.02) < 1e-12
 
 
 def test_the_pages_shares_are_read_from_the_named_evaluation_files(result) -> None:
     # Every embedder of every dataset has a share (or is the best), each paired over 100 trials.
-    shares = table.served_shares(result)
+    shares = rule.served_shares(result)
     for dataset, block in shares.items():
         assert set(block["shares"]) | {block["best"]} == set(table._names(result)), dataset
         assert all(row["trials"] == 100 for row in block["shares"].values())

