@@ -267,17 +267,14 @@ class Router(RoutingRule):
         error, lo, hi = self._cluster_errors(candidates)
         return error[clusters], None if lo is None else lo[clusters], None if hi is None else hi[clusters]
 
-    def route_terms(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> RouteTerms:
-        """RoutingRule.route_terms; a one-hot router's terms also keep the prompts' clusters they were read from,
+    def prompt_terms(self, X: np.ndarray, candidates: np.ndarray) -> tuple[
+            np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """RoutingRule.prompt_terms; a one-hot router's terms also keep the prompts' clusters they were read from,
         so a caller recording the clusters (serving's decided_columns) does not assign the prompts again."""
         if not self.one_hot:
-            return super().route_terms(X, lam, pool)
-        lam = check_lambda(lam)
-        candidates = self.pool_indices(pool)
+            return super().prompt_terms(X, candidates)
         clusters = cast(Centroids, self.assigner).assign(X)
-        error, lo, hi = self._clustered_errors(clusters, candidates)
-        return RouteTerms(tuple(self.models[c] for c in candidates), candidates, error, lo, hi,
-                          self.costs[candidates], lam, clusters)
+        return (*self._clustered_errors(clusters, candidates), clusters)
 
     def _cluster_errors(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(error, error_lo, error_hi) (K, P) of each cluster (one-hot routers): the candidates' cells."""

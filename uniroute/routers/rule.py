@@ -154,9 +154,14 @@ class RoutingRule:
         chooses, computed from the same floats (gamma + lam * cost)."""
         lam = check_lambda(lam)
         candidates = self.pool_indices(pool)
-        error, lo, hi = self.candidate_errors(as_float32_matrix(X), candidates)
+        error, lo, hi, clusters = self.prompt_terms(as_float32_matrix(X), candidates)
         return RouteTerms(tuple(self.models[c] for c in candidates), candidates, error, lo, hi,
-                          self.costs[candidates], lam)
+                          self.costs[candidates], lam, clusters)
+
+    def prompt_terms(self, X: np.ndarray, candidates: np.ndarray) -> tuple[
+            np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """candidate_errors of X, and the prompts' clusters when a kind reads its terms from them (None here)."""
+        return (*self.candidate_errors(X, candidates), None)
 
     def route_names(self, X: np.ndarray, lam: float = 0.0, pool: Sequence[str] | None = None) -> np.ndarray:
         """(n,) model names chosen for each prompt."""
