@@ -26,6 +26,9 @@ HOSTILE = ["", " ", "\x00", "a\x0bb", "a\x0cb", "a\x1fb c\x7fd", "x\ty\nz\rw", "
            "\ufffd", "İstanbul", "ǅ", "Straße", "ﬁle", "x\x85y", "tab\u3000ideographic space"]
 
 
+RANDOM_HOSTILE = 300
+
+
 def hostile_texts(n: int, seed: int = 0) -> list[str]:
     """HOSTILE and n random strings of ASCII (controls included) and of mixed ASCII and Unicode."""
     rng = random.Random(seed)
@@ -40,18 +43,39 @@ def hostile_texts(n: int, seed: int = 0) -> list[str]:
 @pytest.fixture(scope="module")
 def texts(shared_datasets: Path) -> list[str]:
     prompts = [pd.read_parquet(shared_datasets / name / "long.parquet", columns=["prompt"]).prompt for name in DATASETS]
-    return pd.concat(prompts).drop_duplicates().tolist() + hostile_texts(300)
+    return pd.concat(prompts).drop_duplicates().tolist() + hostile_texts(RANDOM_HOSTILE)
 
 
-@pytest.mark.parametrize("max_tokens", [None, 5, embed.MINILM_MAX_TOKENS])
-def test_the_libraries_ids_token_for_token(texts: list[str], max_tokens: int | None) -> None:
-    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), max_tokens)
-    expected = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
-    ids = WordPieceIds(tokenizer, max_tokens)
+@pytest.fixture(scope="module")
+def library_ids(texts: list[str]) -> list[list[int]]:
+    """Every text's ids from the library itself, untruncated (what both the ids and the vectors are checked
+    against: encoding the 36k shared prompts is most of this file's time, so it is done once)."""
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
+    return [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+
+
+def test_the_libraries_ids_token_for_token(texts: list[str], library_ids: list[list[int]]) -> None:
+    ids = WordPieceIds(wordpiece_tokenizer(str(embed.minilm_path()), None), None)
     assert ids.shortcut  # MiniLM's tokenizer is the one the shortcut is written for
-    assert ids.id_lists(texts) == expected
+    assert ids.id_lists(texts) == library_ids
     assert sum(t.isascii() for t in texts) > len(texts) / 2 and ids.chunks  # most prompts took the shortcut
-    assert ids.id_lists(list(reversed(texts))) == list(reversed(expected))  # with every word remembered
+    assert ids.id_lists(list(reversed(texts))) == list(reversed(library_ids))  # with every word remembered
+
+
+TRUNCATED_SAMPLE = 3_000  # shared prompts per cap: the cut is the same code for each, and most are over 5 tokens
+
+
+@pytest.mark.parametrize("max_tokens", [5, embed.MINILM_MAX_TOKENS])
+def test_a_token_cap_keeps_the_same_ids_as_the_libraries_truncation(texts: list[str], max_tokens: int) -> None:
+    hostile = len(HOSTILE) + 2 * RANDOM_HOSTILE  # the texts end with hostile_texts(RANDOM_HOSTILE)
+    sample = random.Random(max_tokens).sample(texts[:-hostile], TRUNCATED_SAMPLE) + texts[-hostile:]
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), max_tokens)
+    expected = [e.ids for e in tokenizer.encode_batch_fast(sample, add_special_tokens=False)]
+    assert sum(len(e) == max_tokens for e in expected) > TRUNCATED_SAMPLE / 10  # the cap cut many of them
+    ids = WordPieceIds(tokenizer, max_tokens)
+    assert ids.shortcut
+    assert ids.id_lists(sample) == expected
+    assert ids.id_lists(list(reversed(sample))) == list(reversed(expected))
 
 
 def test_chunks_past_the_memory_start_it_again() -> None:
@@ -78,12 +102,12 @@ def test_another_normaliser_goes_through_the_library() -> None:
 
 
 @pytest.mark.slow  # builds the static model file (session cache)
-def test_static_vectors_are_the_librarys_bits(texts: list[str], built_embedders_cache: Path) -> None:
+def test_static_vectors_are_the_librarys_bits(texts: list[str], library_ids: list[list[int]],
+                                             built_embedders_cache: Path) -> None:
     static = embed.make_embedder("static", cache_dir=built_embedders_cache, progress=False)
     vectors, used = static.table()
-    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
-    library = [np.asarray(e.ids, dtype=np.int64) for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+    library = [np.asarray(ids, dtype=np.int64) for ids in library_ids]
     expected = unit_rows(token_sums(vectors, [ids[used[ids]] for ids in library]))
     got = prompt_token_ids(texts, used)
     assert all(np.array_equal(a, b[used[b]]) for a, b in zip(got, library, strict=True))
-    assert static.encode(texts).view(np.uint32).tolist() == expected.view(np.uint32).tolist()  # -0.0 included
+    assert np.array_equal(static.encode(texts).view(np.uint32), expected.view(np.uint32))  # bit for bit: -0.0 too
