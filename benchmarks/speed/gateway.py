@@ -122,14 +122,33 @@ async def paced(client: httpx.AsyncClient, arm: str, rate: float, requests: int)
 
 SETTLED_IN_A_ROW = 3  # prompt answers in a row that say a server is itself again
 PROMPT_SECONDS = 1.0
+IDLE_WINDOW_SECONDS = 1.0
+IDLE_CPU_SHARE = 0.03  # of one core, with no request of ours in flight: a server at rest spends less
 
 
-async def settle(client: httpx.AsyncClient, arm: str, seconds: float) -> None:
-    """Wait until a server is itself again after the paced phase: an arm that cannot keep up with the rate leaves
-    a backlog it works off for a while, and its calls that timed out meanwhile make LiteLLM cool the deployment
-    down; measured straight away, the next round's first phase failed on that aftermath (requests refused with
-    no deployment available) instead of measuring the server."""
-    deadline, in_a_row = time.perf_counter() + seconds, 0
+async def idle(pid: int, arm: str, deadline: float) -> None:
+    """Wait until the server's process spends under IDLE_CPU_SHARE of a core over a window with nothing sent: the
+    work an overloaded server carries past its last answer (requests whose client gave up, records queued behind
+    answers, LiteLLM's own background tasks) shows only in its CPU, never in one probe's latency."""
+    while True:
+        before = cpu_seconds(pid)
+        await asyncio.sleep(IDLE_WINDOW_SECONDS)
+        if (cpu_seconds(pid) - before) / IDLE_WINDOW_SECONDS < IDLE_CPU_SHARE:
+            return
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{arm}: still busy after its paced phase")
+
+
+async def settle(client: httpx.AsyncClient, arm: str, pid: int, seconds: float) -> float:
+    """Wait until a server is itself again after the paced phase, and return how long that took. An arm that
+    cannot keep up with the rate leaves a backlog it works off for a while, and its calls that timed out meanwhile
+    make LiteLLM cool the deployment down. Measured straight away, the next round's first phase failed on that
+    aftermath (requests refused with no deployment available); with prompt probes alone it started on the
+    backlog, which probes answered in under a second do not see (stop 47: the gateway's next round at 17.5 CPU ms
+    per request instead of 11.3). So: idle first, then prompt answers in a row."""
+    started_settling = time.perf_counter()
+    deadline, in_a_row = started_settling + seconds, 0
+    await idle(pid, arm, deadline)
     while in_a_row < SETTLED_IN_A_ROW:
         if time.perf_counter() > deadline:
             raise RuntimeError(f"{arm}: not answering promptly {seconds:.0f} s after its paced phase")
@@ -141,6 +160,8 @@ async def settle(client: httpx.AsyncClient, arm: str, seconds: float) -> None:
             await asyncio.sleep(1.0)
             continue
         in_a_row = in_a_row + 1 if time.perf_counter() - started < PROMPT_SECONDS else 0
+    await idle(pid, arm, deadline)  # the probes' own records written
+    return round(time.perf_counter() - started_settling, 1)
 
 
 async def measure(urls: dict[str, str], pids: dict[str, int],
@@ -159,7 +180,7 @@ async def measure(urls: dict[str, str], pids: dict[str, int],
                                                           pids[arm]),
                            "paced": await paced(clients[arm], arm, args.rate, int(args.rate * args.paced_seconds)),
                            "load_average": load_average()}
-                await settle(clients[arm], arm, args.settle_seconds)
+                figures["settle_s"] = await settle(clients[arm], arm, pids[arm], args.settle_seconds)
                 rounds[arm].append(figures)
                 print(f"round {r + 1} {arm}: {figures}", flush=True)
     finally:
