@@ -32,7 +32,7 @@ SHARED_DATASETS = Path(os.environ.get("UNIROUTE_TEST_SHARED_DATASETS")
 
 # Tests that use a costly session fixture run on one xdist worker (--dist loadgroup), so it is built once; the
 # plugin puts each group in the test's id, where xdist's scheduler reads it (xdist 3.8 no longer can on pytest 9).
-pytest_plugins = ("tests.xdist_groups",)
+pytest_plugins = ("tests.xdist_groups", "tests.fixture_order")
 GROUPS = {"prefect_harness": "prefect", "built_embedders_cache": "embedders"}
 
 
