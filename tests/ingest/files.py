@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.conftest import copy_of_empty_store
 from tests.helpers import ingest
 from uniroute import store
 from uniroute.ingest import IngestSummary
@@ -39,12 +40,13 @@ def rows(db_path: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
 
 
-def ingest_in_blocks_and_whole(tmp_path: Path, path: Path) -> tuple[IngestSummary, IngestSummary, Path, Path]:
+def ingest_in_blocks_and_whole(tmp_path: Path, path: Path, empty_store: Path
+                               ) -> tuple[IngestSummary, IngestSummary, Path, Path]:
     """path ingested in blocks (the test's tiny sizes, set with monkeypatch) into one store, then read whole into
-    another: (the blocked result, the whole one, the blocked store's path, the whole one's)."""
-    whole_db, blocks_db = tmp_path / "whole" / "uniroute.duckdb", tmp_path / "blocks" / "uniroute.duckdb"
-    whole_db.parent.mkdir()
-    blocks_db.parent.mkdir()
+    another, both copies of the session's empty store: (the blocked result, the whole one, the blocked store's
+    path, the whole one's)."""
+    whole_db = copy_of_empty_store(empty_store, tmp_path / "whole" / "uniroute.duckdb")
+    blocks_db = copy_of_empty_store(empty_store, tmp_path / "blocks" / "uniroute.duckdb")
     blocked = ingest(blocks_db, path, progress=False)
     batches.BATCH_BYTES = 10 ** 9  # the test's monkeypatch restores it: read whole
     whole = ingest(whole_db, path, progress=False)

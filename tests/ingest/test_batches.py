@@ -46,10 +46,10 @@ def tiny_blocks(monkeypatch):
     monkeypatch.setattr(batches, "READ_BYTES", 4096)
 
 
-def test_blocks_write_what_the_whole_file_writes(tmp_path, home, tiny_blocks):
+def test_blocks_write_what_the_whole_file_writes(tmp_path, home, tiny_blocks, empty_store):
     path = write(tmp_path / "logs.csv", long_csv(*_lines()))
     assert len(list(batches.long_batches(path, None))) > 3
-    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path, empty_store)
     for field in ("rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "new_models", "models"):
         assert getattr(blocked, field) == getattr(whole, field), field
     assert blocked.rows_read == 3 * N_PROMPTS + 2 and blocked.first_problem == whole.first_problem
@@ -79,7 +79,8 @@ def test_a_bad_byte_late_in_the_file_names_its_offset_and_line(tmp_path, db_path
         ingest(db_path, path, progress=False)
 
 
-def test_a_large_parquet_file_in_blocks_writes_what_the_whole_file_writes(tmp_path, tiny_blocks, monkeypatch):
+def test_a_large_parquet_file_in_blocks_writes_what_the_whole_file_writes(tmp_path, tiny_blocks, empty_store,
+                                                                          monkeypatch):
     monkeypatch.setattr(batches, "BLOCK_ROWS", 250)
     frame = pd.DataFrame([line.split(",") for line in _lines()], columns=["prompt_id", "prompt", "model", "score",
                                                                          "cost"])
@@ -88,7 +89,7 @@ def test_a_large_parquet_file_in_blocks_writes_what_the_whole_file_writes(tmp_pa
     path = tmp_path / "logs.parquet"
     frame.to_parquet(path, index=False, row_group_size=400)
     assert len(list(batches.long_batches(path, None))) > 3
-    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path, empty_store)
     for field in ("rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "models", "first_problem"):
         assert getattr(blocked, field) == getattr(whole, field), field
     assert blocked.rows_quarantined > 0 and _tables(blocks_db)[:2] == _tables(whole_db)[:2]
@@ -105,10 +106,10 @@ def _jsonl_lines() -> list[str]:
     return out
 
 
-def test_jsonl_blocks_write_what_the_whole_file_writes(tmp_path, tiny_blocks):
+def test_jsonl_blocks_write_what_the_whole_file_writes(tmp_path, tiny_blocks, empty_store):
     path = write(tmp_path / "logs.jsonl", "\n".join(_jsonl_lines()) + "\n")
     assert len(list(batches.long_batches(path, None))) > 3
-    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path, empty_store)
     for field in ("format", "rows_read", "rows_accepted", "rows_quarantined", "new_prompts", "models",
                   "first_problem"):
         assert getattr(blocked, field) == getattr(whole, field), field

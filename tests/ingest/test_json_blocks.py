@@ -42,11 +42,12 @@ def _slice(shared_datasets: Path, name: str, out: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", ["arc_challenge_test.json", "gsm8k-test.json"])
-def test_routerdc_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_datasets, tiny_blocks, name):
+def test_routerdc_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_datasets, tiny_blocks, empty_store,
+                                                          name):
     path = _slice(shared_datasets, name, tmp_path)
     blocks = list(batches.long_batches(path, None))
     assert len(blocks) > 3 and sum(block.rows_read for block in blocks) == ENTRIES
-    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path, empty_store)
     assert_same_ingest(blocked, whole, ("format", "rows_read", "rows_accepted", "rows_duplicate", "rows_quarantined",
                                         "new_prompts", "new_models", "models", "first_problem", "ignored_columns"),
                        blocks_db, whole_db, TABLES)

@@ -71,11 +71,12 @@ def _write(battles: pd.DataFrame, folder: Path, fmt: str) -> Path:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "json", "parquet"])
-def test_pairwise_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_datasets, tiny_blocks, fmt):
+def test_pairwise_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_datasets, tiny_blocks, empty_store,
+                                                          fmt):
     path = _write(_battles(shared_datasets), tmp_path, fmt)
     blocks = list(batches.long_batches(path, None))
     assert len(blocks) > 3 and sum(block.rows_read for block in blocks) == N_PROMPTS * 6 + 2
-    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path, empty_store)
     assert_same_ingest(blocked, whole, ("format", "rows_read", "rows_accepted", "rows_duplicate", "rows_quarantined",
                                         "new_prompts", "new_models", "models", "ignored_columns", "unit"),
                        blocks_db, whole_db, TABLES[:-1])

@@ -29,16 +29,16 @@ def _invoke(*args: str):
 
 
 @pytest.fixture
-def priced_home(home, tmp_path, monkeypatch):
+def priced_home(home, db_path, tmp_path, monkeypatch):
     """A store with two models' validation results (gpt-x logged at cost 1.0, gpt-y at 3.0) and one retired."""
     monkeypatch.setenv("UNIROUTE_HOME", str(home))
-    ingest(home / "uniroute.duckdb", write(tmp_path / "a.csv", long_csv(
+    ingest(db_path, write(tmp_path / "a.csv", long_csv(
         "p1,Q1,gpt-x,1,1.0", "p2,Q2,gpt-x,0,1.0", "p1,Q1,gpt-y,1,3.0", "p2,Q2,gpt-y,1,3.0", "p1,Q1,old,1,2.0")),
         split="val", progress=False)
-    with store.session(home / "uniroute.duckdb", "retire-test") as s:
+    with store.session(db_path, "retire-test") as s:
         s.con.execute("update models set status = 'retired' where model = 'old'")
         s.con.execute("insert into prompt_splits select prompt_id, 'val', 'logs', now()::timestamp from prompts")
-    return home / "uniroute.duckdb"
+    return db_path
 
 
 def _val_costs(db_path) -> dict[str, float]:

@@ -44,7 +44,7 @@ def _slice(shared_datasets: Path, out: Path, junk: bool = True) -> Path:
     return out
 
 
-def test_wide_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_datasets, tiny_blocks):
+def test_wide_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_datasets, tiny_blocks, empty_store):
     path = _slice(shared_datasets, tmp_path / "arc_challenge_train.csv")
     blocks = list(batches.long_batches(path, None))
     assert len(blocks) > 3 and sum(block.rows_read for block in blocks) == LAST - FIRST
@@ -52,7 +52,7 @@ def test_wide_blocks_write_what_the_whole_file_writes(tmp_path, home, shared_dat
         keys = block.rows.column("sample_key").to_pylist()
         assert all(key not in other.rows.column("sample_key").to_pylist()
                    for other in blocks if other is not block for key in set(keys) - {None})
-    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path)
+    blocked, whole, blocks_db, whole_db = ingest_in_blocks_and_whole(tmp_path, path, empty_store)
     assert_same_ingest(blocked, whole, ("format", "rows_read", "rows_accepted", "rows_duplicate", "rows_quarantined",
                                         "new_prompts", "new_models", "merged_prompts", "models", "first_problem",
                                         "ignored_columns"), blocks_db, whole_db, TABLES)
