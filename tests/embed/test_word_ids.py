@@ -12,7 +12,7 @@ import pytest
 
 from uniroute import embed
 from uniroute.embed.base import unit_rows
-from uniroute.embed.static import prompt_token_ids, token_sums
+from uniroute.embed.static import prompt_token_ids
 from uniroute.embed.tokens import wordpiece_tokenizer
 from uniroute.embed.word_ids import WordPieceIds
 
@@ -83,7 +83,10 @@ def test_static_vectors_are_the_librarys_bits(texts: list[str], built_embedders_
     vectors, used = static.table()
     tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
     library = [np.asarray(e.ids, dtype=np.int64) for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
-    expected = unit_rows(token_sums(vectors, [ids[used[ids]] for ids in library]))
+    # The reference sum: each text's own rows added in order (zero for none), not the code under test's gather.
+    table = np.asarray(vectors)
+    expected = unit_rows(np.stack([table[ids[used[ids]]].sum(axis=0) if used[ids].any()
+                                   else np.zeros(table.shape[1], dtype=np.float32) for ids in library]))
     got = prompt_token_ids(texts, used)
     assert all(np.array_equal(a, b[used[b]]) for a, b in zip(got, library, strict=True))
     assert static.encode(texts).view(np.uint32).tolist() == expected.view(np.uint32).tolist()  # -0.0 included
