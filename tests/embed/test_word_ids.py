@@ -90,3 +90,22 @@ def test_static_vectors_are_the_librarys_bits(texts: list[str], built_embedders_
     got = prompt_token_ids(texts, used)
     assert all(np.array_equal(a, b[used[b]]) for a, b in zip(got, library, strict=True))
     assert static.encode(texts).view(np.uint32).tolist() == expected.view(np.uint32).tolist()  # -0.0 included
+
+
+def test_threads_sharing_the_memory_get_their_own_ids(monkeypatch) -> None:
+    """A server encodes on several threads through one memory, which starts again when full: each thread's texts
+    still get the library's ids."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from uniroute.embed import word_ids
+
+    monkeypatch.setattr(word_ids, "CHUNKS_KEPT", 300)  # the memory starts again every few batches
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
+    ids = WordPieceIds(tokenizer, None)
+    rng = random.Random(0)
+    batches = [[" ".join(f"w{rng.randrange(5000)}x{rng.randrange(50)}" for _ in range(rng.randrange(1, 30)))
+                for _ in range(20)] for _ in range(200)]
+    expected = [[e.ids for e in tokenizer.encode_batch_fast(b, add_special_tokens=False)] for b in batches]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(ids.id_lists, batches))
+    assert got == expected

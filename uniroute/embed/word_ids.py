@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Sequence
 from itertools import chain, pairwise
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,9 @@ class WordPieceIds:
         # Numbers, not a tuple per chunk, so that a batch's ids are gathered by numpy in one step (a Python tuple
         # per chunk chained into an array was a third of tokenising a served batch).
         self.chunks: dict[str, int] = {}
+        # One batch at a time reads and grows the memory: a server encodes on several threads, and a number read
+        # before another thread started the memory again would gather that thread's ids.
+        self._lock = threading.Lock()
         self._store = np.empty(1 << 14, dtype=np.int64)
         self._stored = 0
         self._starts = np.empty(1 << 12, dtype=np.int64)
@@ -119,24 +123,26 @@ class WordPieceIds:
         # ASCII whitespace is space, tab, CR and LF.
         chunk_lists = list(map(str.split, map(str.lower, texts)))
         chunks = list(chain.from_iterable(chunk_lists))
-        numbers = self._numbers(chunks)
-        lengths = self._lengths[numbers]
-        chunk_offsets = np.zeros(len(chunks) + 1, dtype=np.int64)  # each chunk's first token in the batch
-        np.cumsum(lengths, out=chunk_offsets[1:])
         text_chunks = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, chunk_lists), dtype=np.int64, count=len(texts)), out=text_chunks[1:])
+        with self._lock:
+            numbers = self._numbers(chunks)
+            lengths = self._lengths[numbers]
+            chunk_offsets = np.zeros(len(chunks) + 1, dtype=np.int64)  # each chunk's first token in the batch
+            np.cumsum(lengths, out=chunk_offsets[1:])
+            # Token g of the batch, the k-th of chunk c, is stored at _starts[c] + k = _starts[c] - chunk_offsets[c]
+            # + g.
+            where = np.repeat(self._starts[numbers] - chunk_offsets[:-1], lengths) + np.arange(chunk_offsets[-1])
+            ids = self._store[where]
         offsets = chunk_offsets[text_chunks]
-        # Token g of the batch, the k-th of chunk c, is stored at _starts[c] + k = _starts[c] - chunk_offsets[c] + g.
-        where = np.repeat(self._starts[numbers] - chunk_offsets[:-1], lengths) + np.arange(chunk_offsets[-1])
-        ids = self._store[where]
         # The library truncates on the left after tokenising (wordpiece_tokenizer): the last max_tokens ids.
         if self.max_tokens is not None and len(texts) and int(np.diff(offsets).max()) > self.max_tokens:
             ids, offsets = _last(ids, offsets, self.max_tokens)
         return ids, offsets
 
     def _numbers(self, chunks: list[str]) -> np.ndarray:
-        """Each chunk's number in the memory, the new ones tokenised and remembered (a slice of texts whose new
-        chunks would overflow CHUNKS_KEPT starts the memory again)."""
+        """Under the lock: each chunk's number in the memory, the new ones tokenised and remembered (a slice of
+        texts whose new chunks would overflow CHUNKS_KEPT starts the memory again)."""
         numbers = list(map(self.chunks.get, chunks))
         if None in numbers:
             new = [chunk for chunk in dict.fromkeys(chunks) if chunk not in self.chunks]
