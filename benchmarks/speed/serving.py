@@ -16,7 +16,8 @@ load on a shared machine falls on all of them alike:
 Figures are medians over rounds; the ratio is the champion's one-prompt requests/s over the trivial pyfunc's.
 The batch phase is a sample of its own: at 10 batches a round (1,000 decisions, a tenth of a second) one
 scheduling hiccup on a shared machine moved a round by 10-50%; 100 batches a round over 7 rounds (70,000 decisions
-per server, about 7 s of the ~3 minutes the whole run takes) give medians that hold from run to run.
+per server, about 20 s for the three; the whole run takes ~2 minutes on a built home, plus the build) give medians
+that a quiet machine repeats (on a loaded one the rounds still spread with the load).
 
 Then the pyfunc's predict in a child process, without HTTP: `frame` as a Python caller gets it (a DataFrame), and
 `served` as the scoring server calls it (its process marked as serving: the answer's rows, written to JSON by the
