@@ -14,9 +14,17 @@ load on a shared machine falls on all of them alike:
   p50 and p99 latency;
 - `--batches` requests of `--batch` prompts: decisions (prompts) per second.
 Figures are medians over rounds; the ratio is the champion's one-prompt requests/s over the trivial pyfunc's.
+The batch phase is a sample of its own: at 10 batches a round (1,000 decisions, a tenth of a second) one
+scheduling hiccup on a shared machine moved a round by 10-50%; 100 batches a round over 7 rounds (70,000 decisions
+per server, about 20 s for the three; the whole run takes ~2 minutes on a built home, plus the build) give medians
+that a quiet machine repeats (on a loaded one the rounds still spread with the load).
+
+Then the pyfunc's predict in a child process, without HTTP: `frame` as a Python caller gets it (a DataFrame), and
+`served` as the scoring server calls it (its process marked as serving: the answer's rows, written to JSON by the
+server's own `predictions_to_json`), each recording on and off, 10 x `--batches` batches.
 
 Results: benchmarks/results/serving.json. Run:
-`OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.serving [--rounds 5]`.
+`OMP_NUM_THREADS=1 .venv/bin/python -m benchmarks.speed.serving [--rounds 7]`.
 """
 
 from __future__ import annotations
@@ -162,19 +170,27 @@ def one_round(client: Client, prompts: list[str], start: int, requests: int, bat
 
 
 # The pyfunc's predict timed in a child process that imports the measured tree (argv: model URI, prompts file,
-# batches, batch); prints decisions per wall and per CPU second.
-IN_PROCESS = '''import json, sys, time
+# batches, batch, mode); prints decisions per wall and per CPU second. Mode `served`: the process marked as MLflow's
+# scoring server marks it, each answer written as the server writes it.
+IN_PROCESS = '''import io, json, os, sys, time
+uri, path, batches, batch, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+if mode == "served":
+    os.environ["_MLFLOW_IS_IN_SERVING_ENVIRONMENT"] = "true"
 import mlflow.pyfunc
 import pandas as pd
-uri, path, batches, batch = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+from mlflow.pyfunc.scoring_server import predictions_to_json
 prompts = json.loads(open(path).read())
 model = mlflow.pyfunc.load_model(uri)
 frames = [pd.DataFrame({"prompt": [prompts[(i * batch + j) % len(prompts)] for j in range(batch)]})
           for i in range(batches)]
-model.predict(frames[0])
+def answer(frame):
+    predictions = model.predict(frame)
+    if mode == "served":
+        predictions_to_json(predictions, io.StringIO())
+answer(frames[0])
 started, cpu_started = time.perf_counter(), time.process_time()
 for frame in frames:
-    model.predict(frame)
+    answer(frame)
 seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
 print(json.dumps({"decisions_per_second": round(batches * batch / seconds),
                   "decisions_per_cpu_second": round(batches * batch / cpu_seconds)}))
@@ -182,13 +198,13 @@ print(json.dumps({"decisions_per_second": round(batches * batch / seconds),
 
 
 def in_process(model_uri: str, env: dict[str, str], prompts: list[str], batches: int, batch: int,
-               work: Path) -> dict[str, float]:
+               work: Path, mode: str = "frame") -> dict[str, float]:
     """Decisions per wall and per CPU second of the pyfunc's predict called directly (in a child process that
-    imports the measured tree), batches of `batch` prompts: what the server's worker spends on routing, without
-    HTTP and JSON."""
+    imports the measured tree), batches of `batch` prompts, without HTTP: mode `frame` the answer as a frame (a
+    Python caller's), `served` as the scoring server makes and writes it (what its worker spends on routing)."""
     path = work / "prompts.json"
     path.write_text(json.dumps(prompts))
-    done = subprocess.run([sys.executable, "-c", IN_PROCESS, model_uri, str(path), str(batches), str(batch)],
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS, model_uri, str(path), str(batches), str(batch), mode],
                           env=env, capture_output=True, text=True, cwd=work)
     if done.returncode:
         raise RuntimeError(f"in-process predict failed: {done.stderr[-1500:]}")
@@ -207,9 +223,9 @@ def main() -> None:
     parser.add_argument("--embedder", default="static")
     parser.add_argument("--prompts", type=int, default=2000, help="prompts in the store's synthetic logs")
     parser.add_argument("--models", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--requests", type=int, default=300, help="one-prompt requests per server and round")
-    parser.add_argument("--batches", type=int, default=20, help="batched requests per server and round")
+    parser.add_argument("--batches", type=int, default=100, help="batched requests per server and round")
     parser.add_argument("--batch", type=int, default=100, help="prompts per batched request")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--home", type=Path, default=None,
@@ -249,9 +265,10 @@ def main() -> None:
             for name in variants:
                 start = r * (args.requests + args.batches * args.batch)
                 rounds[name].append(one_round(clients[name], prompts, start, args.requests, args.batches, args.batch))
-    predict = {name: in_process(champion, env | {"UNIROUTE_HOME": str(args.work / "in-process-home"),
-                                                 "UNIROUTE_RECORD_DECISIONS": record},
-                                prompts, 10 * args.batches, args.batch, args.work)
+    predict = {f"{name}{suffix}": in_process(champion, env | {"UNIROUTE_HOME": str(args.work / "in-process-home"),
+                                                              "UNIROUTE_RECORD_DECISIONS": record},
+                                             prompts, 10 * args.batches, args.batch, args.work, mode)
+               for mode, suffix in (("frame", ""), ("served", "_served"))
                for name, record in (("recording_on", "true"), ("recording_off", "false"))}
     spooled = sum(len(p.read_text().splitlines())
                   for p in (args.work / "served-home" / "spool" / "decisions").glob("*.jsonl"))
@@ -274,7 +291,8 @@ def main() -> None:
         "target_ratio": TARGET_RATIO,
         "target_decisions_per_second": TARGET_DECISIONS,
         "in_process_predict": predict | {"what": f"pyfunc predict called directly, {10 * args.batches} batches of "
-                                                 f"{args.batch} prompts, no HTTP"},
+                                                 f"{args.batch} prompts, no HTTP; *_served: as the scoring server "
+                                                 "calls it, its answer written by predictions_to_json"},
         "records_spooled_while_serving": spooled,
     }
     write_result(result, args.out)

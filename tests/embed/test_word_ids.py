@@ -12,7 +12,7 @@ import pytest
 
 from uniroute import embed
 from uniroute.embed.base import unit_rows
-from uniroute.embed.static import prompt_token_ids, token_sums
+from uniroute.embed.static import prompt_token_ids
 from uniroute.embed.tokens import wordpiece_tokenizer
 from uniroute.embed.word_ids import WordPieceIds
 
@@ -107,7 +107,29 @@ def test_static_vectors_are_the_librarys_bits(texts: list[str], library_ids: lis
     static = embed.make_embedder("static", cache_dir=built_embedders_cache, progress=False)
     vectors, used = static.table()
     library = [np.asarray(ids, dtype=np.int64) for ids in library_ids]
-    expected = unit_rows(token_sums(vectors, [ids[used[ids]] for ids in library]))
+    # The reference sum: each text's own rows added in order (zero for none), not the code under test's gather.
+    table = np.asarray(vectors)
+    expected = unit_rows(np.stack([table[ids[used[ids]]].sum(axis=0) if used[ids].any()
+                                   else np.zeros(table.shape[1], dtype=np.float32) for ids in library]))
     got = prompt_token_ids(texts, used)
     assert all(np.array_equal(a, b[used[b]]) for a, b in zip(got, library, strict=True))
     assert np.array_equal(static.encode(texts).view(np.uint32), expected.view(np.uint32))  # bit for bit: -0.0 too
+
+
+def test_threads_sharing_the_memory_get_their_own_ids(monkeypatch) -> None:
+    """A server encodes on several threads through one memory, which starts again when full: each thread's texts
+    still get the library's ids."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from uniroute.embed import word_ids
+
+    monkeypatch.setattr(word_ids, "CHUNKS_KEPT", 300)  # the memory starts again every few batches
+    tokenizer = wordpiece_tokenizer(str(embed.minilm_path()), None)
+    ids = WordPieceIds(tokenizer, None)
+    rng = random.Random(0)
+    batches = [[" ".join(f"w{rng.randrange(5000)}x{rng.randrange(50)}" for _ in range(rng.randrange(1, 30)))
+                for _ in range(20)] for _ in range(200)]
+    expected = [[e.ids for e in tokenizer.encode_batch_fast(b, add_special_tokens=False)] for b in batches]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(ids.id_lists, batches))
+    assert got == expected

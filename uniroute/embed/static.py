@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ from uniroute.embed.artifacts import built_artifact
 from uniroute.embed.base import check_texts, unit_rows
 from uniroute.embed.minilm import minilm_path, minilm_version
 from uniroute.embed.tokens import wordpiece_tokenizer
-from uniroute.embed.word_ids import flat_ids, word_piece_ids
+from uniroute.embed.word_ids import word_piece_ids
 
 log = logging.getLogger(__name__)
 
@@ -176,34 +177,43 @@ class StaticEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors, used = self.table()
         # The mean model2vec takes differs from the sum only in length, which unit_rows removes.
-        return unit_rows(token_sums(vectors, prompt_token_ids(texts, used, self.max_tokens)))
+        return unit_rows(token_sums(vectors, *token_runs(texts, used, self.max_tokens)))
 
 
-def prompt_token_ids(texts: Sequence[str], used: np.ndarray, max_tokens: int | None = None) -> list[np.ndarray]:
-    """Each text's WordPiece ids as the table sums them (the last max_tokens; None: all), unused ids dropped."""
+def token_runs(texts: Sequence[str], used: np.ndarray, max_tokens: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's WordPiece ids as the table sums them (the last max_tokens; None: all), unused ids dropped, one
+    text after the other: (ids, (n + 1,) offsets), text i's ids ids[offsets[i]:offsets[i + 1]]."""
     # word_ids: the library's ids, most prompts without its per-character offsets (unused here), which were most of
     # a served decision; the rest through encode_batch_fast, as before.
-    ids, offsets = flat_ids(word_piece_ids(str(minilm_path()), max_tokens).id_lists(texts))
+    ids, offsets = word_piece_ids(str(minilm_path()), max_tokens).flat_ids(texts)
     kept = used[ids]
     kept_before = np.zeros(len(ids) + 1, dtype=np.int64)  # kept ids before each position
     np.cumsum(kept, out=kept_before[1:])
-    return np.split(ids[kept], kept_before[offsets[1:-1]])
+    return ids[kept], kept_before[offsets]
 
 
-def token_sums(vectors: np.ndarray, token_ids: Sequence[np.ndarray]) -> np.ndarray:
-    """(n, dim) float32: for each text, the sum of the table rows (vocabulary, dim) of its token ids.
+def prompt_token_ids(texts: Sequence[str], used: np.ndarray, max_tokens: int | None = None) -> list[np.ndarray]:
+    """token_runs as one array per text."""
+    ids, offsets = token_runs(texts, used, max_tokens)
+    return np.split(ids, offsets[1:-1])
 
-    One numpy sum per text: as fast as a sparse (n, vocabulary) count matrix times the table and bit-identical
-    to it (both add the rows in order), without importing scipy.sparse (0.3 s, a fifth of a one-prompt
-    `uniroute route`) or an (all tokens, dim) intermediate. (np.add.reduceat over one gather is not: it adds a
-    segment's rows in another order, and the vectors must not depend on the batch.)
+
+def token_sums(vectors: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """(n, dim) float32: for each text (token_runs: ids, offsets), the sum of the table rows (vocabulary, dim) of
+    its token ids, added in order.
+
+    One numpy sum per text over its rows of one gather of the batch's rows: bit-identical to a sparse (n,
+    vocabulary) count matrix times the table (both add the rows in order), without importing scipy.sparse (0.3 s,
+    a fifth of a one-prompt `uniroute route`). (np.add.reduceat over the gather is not: it adds a segment's rows
+    in another order, and the vectors must not depend on the batch. Padding each text to a common length with
+    -0.0 rows and summing over the token axis keeps the bits too, but reads twice the rows: no faster.)
     """
-    table = np.asarray(vectors)  # a memory map's rows read as a plain array's: its Python __getitem__ per text was
-    # a third of the sums
-    out = np.zeros((len(token_ids), table.shape[1]), dtype=np.float32)
-    for row, ids in enumerate(token_ids):
-        if len(ids):
-            out[row] = table[ids].sum(axis=0)
+    rows = np.asarray(vectors)[ids]  # a memory map's rows read as a plain array's; one gather, not one per text
+    bounds = offsets.tolist()
+    out = np.zeros((len(bounds) - 1, rows.shape[1]), dtype=np.float32)
+    for text, (lo, hi) in enumerate(pairwise(bounds)):
+        if hi > lo:
+            rows[lo:hi].sum(axis=0, out=out[text])
     return out
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from uniroute.embed.base import check_texts, unit_rows
 from uniroute.embed.minilm import minilm_path
-from uniroute.embed.static import StaticEmbedder, kept_token_ids, prompt_token_ids, sif_weights, token_sums
+from uniroute.embed.static import StaticEmbedder, kept_token_ids, prompt_token_ids, sif_weights, token_runs, token_sums
 from uniroute.embed.tokens import wordpiece_tokenizer
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class StaticTunedEmbedder:
         texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return unit_rows(token_sums(self.vectors, prompt_token_ids(texts, self.used)))
+        return unit_rows(token_sums(self.vectors, *token_runs(texts, self.used)))
 
 
 def vocabulary_sif(size: int, sif_coefficient: float) -> np.ndarray:

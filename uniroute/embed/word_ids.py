@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,6 +38,8 @@ _WORDS = re.compile(rf"[^{_PUNCTUATION}]+|[{_PUNCTUATION}]")  # in a chunk witho
 BERT_NORMALIZER = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
                    "strip_accents": None, "lowercase": True}
 CHUNKS_KEPT = 100_000  # distinct chunks remembered (~20 MB at most); past it the memory starts again: no input grows it
+SLICE_TEXTS = 1024  # texts looked up at once: a slice's new chunks are remembered together (so at most this many
+# texts' chunks past CHUNKS_KEPT)
 
 
 class WordPieceIds:
@@ -56,56 +59,130 @@ class WordPieceIds:
                          and type(tokenizer.model).__name__ == "WordPiece" and not any(t.normalized for t in added))
         # Matched in the raw text before anything else: a text holding one goes through the library.
         self.added = re.compile("|".join(re.escape(t.content) for t in added)) if added else None
-        self.chunks: dict[str, tuple[int, ...]] = {}
+        # The memory: chunk -> its number; chunk number k's ids are _store[_starts[k] : _starts[k] + _lengths[k]].
+        # Numbers, not a tuple per chunk, so that a batch's ids are gathered by numpy in one step (a Python tuple
+        # per chunk chained into an array was a third of tokenising a served batch).
+        self.chunks: dict[str, int] = {}
+        # One batch at a time reads and grows the memory: a server encodes on several threads, and a number read
+        # before another thread started the memory again would gather that thread's ids.
+        self._lock = threading.Lock()
+        self._store = np.empty(1 << 14, dtype=np.int64)
+        self._stored = 0
+        self._starts = np.empty(1 << 12, dtype=np.int64)
+        self._lengths = np.empty(1 << 12, dtype=np.int64)
+
+    def flat_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(every text's ids one after the other, int64) and (n + 1,) offsets: text i's ids are
+        all[offsets[i]:offsets[i + 1]]."""
+        if len(texts) <= SLICE_TEXTS:
+            return self._slice_ids(texts)
+        parts = [self._slice_ids(texts[lo : lo + SLICE_TEXTS]) for lo in range(0, len(texts), SLICE_TEXTS)]
+        starts = np.cumsum([0] + [len(ids) for ids, _ in parts[:-1]])
+        offsets = np.concatenate([[0]] + [part_offsets[1:] + start for (_, part_offsets), start
+                                          in zip(parts, starts, strict=True)])
+        return np.concatenate([ids for ids, _ in parts]), offsets
 
     def id_lists(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids."""
-        out: list[list[int] | None] = [self._ascii_ids(t) if self._plain(t) else None for t in texts]
-        rest = [i for i, ids in enumerate(out) if ids is None]
-        if rest:
-            encodings = self.tokenizer.encode_batch_fast([texts[i] for i in rest], add_special_tokens=False)
-            for i, encoding in zip(rest, encodings, strict=True):
-                out[i] = encoding.ids
-        return out  # type: ignore[return-value]  # every None was filled
+        ids, offsets = self.flat_ids(texts)
+        every, bounds = ids.tolist(), offsets.tolist()
+        return [every[lo:hi] for lo, hi in pairwise(bounds)]
+
+    def _slice_ids(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        texts = list(texts)
+        joined = " ".join(texts)
+        # One check of the whole batch: no text in it is non-ASCII or holds an added token's text (a batch without
+        # a match has no text with one). Else text by text.
+        if self.shortcut and joined.isascii() and not (self.added and self.added.search(joined)):
+            return self._ascii_ids(texts, joined)
+        plain = [self._plain(t) for t in texts]
+        ascii_ids, ascii_offsets = self._ascii_ids([t for t, p in zip(texts, plain, strict=True) if p])
+        rest = [t for t, p in zip(texts, plain, strict=True) if not p]
+        library = iter(self.tokenizer.encode_batch_fast(rest, add_special_tokens=False) if rest else ())
+        ascii_bounds = pairwise(ascii_offsets.tolist())
+        pieces = []
+        for p in plain:
+            if p:
+                lo, hi = next(ascii_bounds)
+                pieces.append(ascii_ids[lo:hi])
+            else:
+                pieces.append(np.asarray(next(library).ids, dtype=np.int64))
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(piece) for piece in pieces], out=offsets[1:])
+        return (np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)), offsets
 
     def _plain(self, text: str) -> bool:
         return self.shortcut and text.isascii() and not (self.added and self.added.search(text))
 
-    def _ascii_ids(self, text: str) -> list[int]:
-        if not text.isprintable():  # a control character, a tab or a line break (rare: checked at C speed first)
-            text = text.translate(_CONTROLS)
+    def _ascii_ids(self, texts: list[str], joined: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """flat_ids of ASCII texts without an added token's text, through the memory of chunks."""
+        if not (" ".join(texts) if joined is None else joined).isprintable():  # a control, tab or line break (rare)
+            texts = [t if t.isprintable() else t.translate(_CONTROLS) for t in texts]
         # Whitespace always separates words, so a whitespace-separated chunk ("sin(x)?") has its ids whatever
-        # surrounds it: the chunks are what is remembered (fewer look-ups than words).
-        chunks = text.lower().split()  # after the controls are gone, ASCII whitespace is space, tab, CR and LF
-        known = list(map(self.chunks.get, chunks))
-        pieces: list[tuple[int, ...]] = known if None not in known else [  # type: ignore[assignment]  # no None
-            ids if ids is not None else self._chunk(chunk) for ids, chunk in zip(known, chunks, strict=True)]
-        ids = list(chain.from_iterable(pieces))
+        # surrounds it: the chunks are what is remembered (fewer look-ups than words). After the controls are gone,
+        # ASCII whitespace is space, tab, CR and LF.
+        chunk_lists = list(map(str.split, map(str.lower, texts)))
+        chunks = list(chain.from_iterable(chunk_lists))
+        text_chunks = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, chunk_lists), dtype=np.int64, count=len(texts)), out=text_chunks[1:])
+        with self._lock:
+            numbers = self._numbers(chunks)
+            lengths = self._lengths[numbers]
+            chunk_offsets = np.zeros(len(chunks) + 1, dtype=np.int64)  # each chunk's first token in the batch
+            np.cumsum(lengths, out=chunk_offsets[1:])
+            # Token g of the batch, the k-th of chunk c, is stored at _starts[c] + k = _starts[c] - chunk_offsets[c]
+            # + g.
+            where = np.repeat(self._starts[numbers] - chunk_offsets[:-1], lengths) + np.arange(chunk_offsets[-1])
+            ids = self._store[where]
+        offsets = chunk_offsets[text_chunks]
         # The library truncates on the left after tokenising (wordpiece_tokenizer): the last max_tokens ids.
-        return ids if self.max_tokens is None or len(ids) <= self.max_tokens else ids[-self.max_tokens:]
+        if self.max_tokens is not None and len(texts) and int(np.diff(offsets).max()) > self.max_tokens:
+            ids, offsets = _last(ids, offsets, self.max_tokens)
+        return ids, offsets
 
-    def _chunk(self, chunk: str) -> tuple[int, ...]:
+    def _numbers(self, chunks: list[str]) -> np.ndarray:
+        """Under the lock: each chunk's number in the memory, the new ones tokenised and remembered (a slice of
+        texts whose new chunks would overflow CHUNKS_KEPT starts the memory again)."""
+        numbers = list(map(self.chunks.get, chunks))
+        if None in numbers:
+            new = [chunk for chunk in dict.fromkeys(chunks) if chunk not in self.chunks]
+            if len(self.chunks) + len(new) > CHUNKS_KEPT:
+                self.chunks, self._stored = {}, 0
+                new = list(dict.fromkeys(chunks))
+            for chunk in new:
+                self._remember(chunk)
+            numbers = list(map(self.chunks.__getitem__, chunks))
+        return np.fromiter(numbers, dtype=np.int64, count=len(chunks))
+
+    def _remember(self, chunk: str) -> None:
         """A chunk's ids: each of its words (a run of letters and digits, or one punctuation mark) through the
-        library's WordPiece model, remembered."""
-        ids = tuple(token.id for word in _WORDS.findall(chunk) for token in self.tokenizer.model.tokenize(word))
-        if len(self.chunks) >= CHUNKS_KEPT:
-            self.chunks.clear()
-        self.chunks[chunk] = ids
-        return ids
+        library's WordPiece model, stored under the chunk's next number."""
+        ids = [token.id for word in _WORDS.findall(chunk) for token in self.tokenizer.model.tokenize(word)]
+        number, start = len(self.chunks), self._stored
+        if number >= len(self._starts):
+            self._starts = np.resize(self._starts, 2 * len(self._starts))
+            self._lengths = np.resize(self._lengths, 2 * len(self._lengths))
+        if start + len(ids) > len(self._store):
+            self._store = np.resize(self._store, 2 * (start + len(ids)))
+        self._store[start : start + len(ids)] = ids
+        self._starts[number], self._lengths[number] = start, len(ids)
+        self._stored = start + len(ids)
+        self.chunks[chunk] = number
+
+
+def _last(ids: np.ndarray, offsets: np.ndarray, kept: int) -> tuple[np.ndarray, np.ndarray]:
+    """flat_ids with each text's last `kept` ids only."""
+    lengths = np.diff(offsets)
+    position = np.arange(len(ids)) - np.repeat(offsets[:-1], lengths)  # each id's place in its text
+    keep = position >= np.repeat(lengths - kept, lengths)
+    new_offsets = np.zeros_like(offsets)
+    np.cumsum(np.minimum(lengths, kept), out=new_offsets[1:])
+    return ids[keep], new_offsets
 
 
 def _state(part: Any) -> Any:
     """A tokenizer part's configuration as the library serialises it (None when the tokenizer has no such part)."""
     return None if part is None else json.loads(part.__getstate__())
-
-
-def flat_ids(id_lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(all ids, int64) and (n + 1,) offsets: text i's ids are all[offsets[i]:offsets[i + 1]]."""
-    lengths = np.fromiter((len(ids) for ids in id_lists), dtype=np.int64, count=len(id_lists))
-    offsets = np.zeros(len(id_lists) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    flat = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=int(offsets[-1]))
-    return flat, offsets
 
 
 @functools.lru_cache(maxsize=8)

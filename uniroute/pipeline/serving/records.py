@@ -154,10 +154,11 @@ def decision_records(frame: pd.DataFrame | Mapping[str, Sequence[Any]], X: np.nd
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
     column = {name: _listed(frame[name])  # 3x faster than to_numpy(na_value=None); NA is checked per value
               for name in ("decision_id", "model", "cluster", "lam", "budget", "setting",
-                           *(f for f in OPTIONAL_FRAME_FIELDS if f in frame))}  # a frame's columns, or the names
+                           *(f for f in ("fallbacks",) if f in frame))}  # a frame's columns, or the names
     hashes = _listed(frame["text_hash"]) if text_hashes is None else list(text_hashes)
     missing = [None] * n
-    fallbacks, expected_score, expected_cost = (column.get(name, missing) for name in OPTIONAL_FRAME_FIELDS)
+    fallbacks = column.get("fallbacks", missing)
+    expected_score, expected_cost = (frame.get(name, missing) for name in ("expected_score", "expected_cost"))
     # Per batch, not per value: numpy's scalars and pandas' NA looked up once (a server records every request).
     propensities = [1.0] * n if propensity is None else np.asarray(propensity, dtype=np.float64).tolist()
     explored = [False] * n if explore is None else np.asarray(explore, dtype=bool).tolist()
@@ -166,7 +167,11 @@ def decision_records(frame: pd.DataFrame | Mapping[str, Sequence[Any]], X: np.nd
     # Column by column, then one dict per row from a zip: a served batch of 100 spent most of its recording on
     # per-value calls. The values, their types and the fields' order are the same as one row at a time.
     clusters = [None if c is None or c is na else int(c) for c in column["cluster"]]
-    fallback_names = [None if f is None or f is na else [str(m) for m in f] for f in fallbacks]
+    # Rows with one ranking share one list of names (routers.explain.fallback_lists): each distinct list is read
+    # once, and every row gets its own copy.
+    names_of: dict[int, list[str]] = {}
+    fallback_names = [None if f is None or f is na else list(names_of.get(id(f)) or names_of.setdefault(
+        id(f), [str(m) for m in f])) for f in fallbacks]
     X16 = np.ascontiguousarray(X, dtype="<f2").tobytes()
     dim = int(X.shape[1])
     width = 2 * dim  # bytes per row
@@ -211,9 +216,13 @@ def _listed(values: Any) -> list:
     return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
-def _numbers(values: Sequence[Any], na: Any) -> list[float | None]:
+def _numbers(values: Sequence[Any] | np.ndarray, na: Any) -> list[float | None]:
     """Each value as a float, None for None, NA (na: pandas' NA, None when pandas is not imported) or NaN."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":  # the routed columns: no value is None or NA
+        floats = values.astype(np.float64).tolist()
+        return [None if v != v else v for v in floats] if np.isnan(values).any() else floats
     out: list[float | None] = []
+    values = _listed(values)
     for value in values:
         if value is None or value is na:
             out.append(None)
