@@ -19,11 +19,13 @@ from uniroute.settings import Settings
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
+# Says when it is about to publish: the reads start then, not during its seconds of imports.
 PUBLISHER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from tests.helpers import publish
     home = Path(sys.argv[1])
+    print("publishing", flush=True)
     for _ in range(int(sys.argv[2])):
         publish(home / "uniroute.duckdb", home / "published", force=True)
 """)
@@ -50,7 +52,8 @@ def _cli(settings: Settings, *args: str) -> subprocess.Popen:
 
 def test_a_thousand_reads_during_twenty_publishes_see_no_partial_table(pool):
     writer = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(pool.home), "20"], env=_env(pool), cwd=REPO,
-                              stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert writer.stdout.readline() == "publishing\n", writer.stderr.read()
     reads, versions, errors = 0, set(), []
     while writer.poll() is None or reads < 1000:
         try:

@@ -8,6 +8,7 @@ kills real processes with SIGKILL at random moments instead.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from uniroute.faults import CRASH_ENV, CRASH_SIGNAL
 from uniroute.pipeline.pool import registry
 from uniroute.pipeline.reconcile import reconcile
 from uniroute.pipeline.serving import snapshot
+from uniroute.pipeline.tracking.relocate import relocate_tracking_store
 from uniroute.routers.kinds import auto_kind_names, router_kind
 from uniroute.settings import Settings
 
@@ -87,8 +89,32 @@ def _assert_whole(settings: Settings, mlflow: bool = False) -> None:
     assert champion.router_id  # a champion exists and loads
 
 
+@pytest.fixture(scope="module")
+def mlflow_template(pool_template, tmp_path_factory) -> Path:
+    """The pool with its MLflow lineage logged once per module, not from scratch by every MLflow case."""
+    home = tmp_path_factory.mktemp("mlflow_pool") / "home"
+    shutil.copytree(pool_template[0], home, symlinks=True)
+    settings = Settings(home=home)
+    with store.session(settings.db_path, "doctor") as s:
+        reconcile(s, settings.published_dir, settings.mlflow_uri, settings.mlflow_artifacts, settings.inbox_dir)
+    return home
+
+
+@pytest.fixture
+def mlflow_pool(mlflow_template, tmp_path_factory, monkeypatch) -> Settings:
+    """A private copy of the MLflow pool, its tracking store pointed at the copy as `uniroute doctor` does for a
+    restored backup (MLflow records absolute paths), so the crashed run starts from a home logged in place."""
+    home = tmp_path_factory.mktemp("home")
+    shutil.copytree(mlflow_template, home, symlinks=True, dirs_exist_ok=True)
+    settings = Settings(home=home)
+    assert relocate_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)
+    monkeypatch.setenv("UNIROUTE_HOME", str(home))
+    return settings
+
+
 # (command with {newcomer}/{extra} placeholders, crash point, what must hold after the rerun, with MLflow?)
-# MLflow only where the crash point is in its part: reconciling it from scratch in every copy costs minutes.
+# MLflow only where the crash point is in its part; those cases start from a home whose lineage MLflow holds, so
+# the killed run is the newcomer's own logging (`mlflow_pool`).
 CRASHES = {
     "ingest before commit": (["ingest", "{extra}"], "ingest:written", "extra", False),
     "inbox before commit": (["inbox", "--no-onboard"], "ingest:written", "inbox", False),
@@ -110,9 +136,12 @@ CRASHES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CRASHES))
-def test_an_operation_killed_at_a_step_recovers_whole(pool, logs, tmp_path, case):
+# The MLflow cases share one worker under xdist (`mlflow_template` is then logged once, not once per worker).
+@pytest.mark.parametrize("case", [pytest.param(case, marks=[pytest.mark.xdist_group("crashes_mlflow")] * mlflow)
+                                  for case, (*_, mlflow) in CRASHES.items()])
+def test_an_operation_killed_at_a_step_recovers_whole(request, logs, tmp_path, case):
     args, point, expect, mlflow = CRASHES[case]
+    pool = request.getfixturevalue("mlflow_pool" if mlflow else "pool")
     files = _inputs(pool, logs, tmp_path)
     args = [a.format(**files) for a in args]
     if expect == "inbox":

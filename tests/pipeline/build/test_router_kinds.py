@@ -7,6 +7,7 @@ newcomer is held back and arrives with its validation results, as a new model wo
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import mlflow
@@ -76,8 +77,9 @@ def _routed(source: serving.RoutingSource, **request) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path, monkeypatch):
+def test_the_pyfunc_routes_every_kind_like_uniroute_route(pool, tmp_path, monkeypatch, migrated_db):
     monkeypatch.setenv("UNIROUTE_HOME", str(tmp_path / "served"))  # where the served model records decisions
+    shutil.copyfile(migrated_db, tmp_path / "mlflow.db")  # MLflow migrates its schema once per session, not per kind
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with store.session(pool.db_path, "reconcile") as s:
         sync_mlflow(s.con, uri, tmp_path / "artifacts")
