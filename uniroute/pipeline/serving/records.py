@@ -152,13 +152,13 @@ def decision_records(frame: pd.DataFrame | Mapping[str, Sequence[Any]], X: np.nd
     distance = centroid_distances(router, X)
     neighbours = neighbour_summaries(router, X)
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
-    column = {name: _listed(frame[name])  # 3x faster than to_numpy(na_value=None); NA is checked per value
-              for name in ("decision_id", "model", "cluster", "lam", "budget", "setting",
-                           *(f for f in ("fallbacks",) if f in frame))}  # a frame's columns, or the names
+    # A frame's columns, or the names. _listed: 3x faster than to_numpy(na_value=None); NA is checked per value.
+    column = {name: _listed(frame[name]) for name in ("decision_id", "model", "cluster", "lam", "budget", "setting")}
     hashes = _listed(frame["text_hash"]) if text_hashes is None else list(text_hashes)
     missing = [None] * n
-    fallbacks = column.get("fallbacks", missing)
-    expected_score, expected_cost = (frame.get(name, missing) for name in ("expected_score", "expected_cost"))
+    # The numbers stay arrays for _numbers; the lists of fall-backs become a list of them.
+    fallbacks, expected_score, expected_cost = (frame.get(name, missing) for name in OPTIONAL_FRAME_FIELDS)
+    fallbacks = _listed(fallbacks)
     # Per batch, not per value: numpy's scalars and pandas' NA looked up once (a server records every request).
     propensities = [1.0] * n if propensity is None else np.asarray(propensity, dtype=np.float64).tolist()
     explored = [False] * n if explore is None else np.asarray(explore, dtype=bool).tolist()
