@@ -52,7 +52,7 @@ def test_pre_commit_runs_what_make_lint_runs():
 def test_make_test_lints_first():
     prerequisites, commands = _recipe("test")
     assert prerequisites == ["lint"]
-    assert commands == ["PYTHONDONTWRITEBYTECODE= .venv/bin/python -m pytest -q -n 3 --dist loadgroup"]
+    assert commands == ["PYTHONDONTWRITEBYTECODE= .venv/bin/python -m pytest -q -n 2 --dist loadgroup"]
 
 
 def test_type_checker_ignores_no_module_of_ours():
