@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.gateway.harness import ToyEmbedder, publish_current, set_prices
 from tests.pipeline.toy_store import save_toy_champion
 from uniroute.gateway import live
-from uniroute.gateway.calls import error_line, secrets_of
+from uniroute.gateway.calls import Attempt, error_line, secrets_of
 from uniroute.gateway.deployments import (
     DeploymentsError,
     coverage_line,
@@ -21,9 +22,11 @@ from uniroute.gateway.deployments import (
     read_deployments,
     redacted,
 )
-from uniroute.gateway.live import LiveRouter, requested_setting
+from uniroute.gateway.live import FIXED_SETTING, LiveRouter, Loaded, requested_setting
+from uniroute.gateway.traces import SOURCE, Happened, conversation_hash, gateway_record
 from uniroute.ingest.prices import UNDATED, Price
-from uniroute.pipeline.serving.route import RoutingError
+from uniroute.pipeline.serving.records import Served, decision_records
+from uniroute.pipeline.serving.route import RoutedBatch, RoutingError, route_batch
 
 
 def test_the_model_field_names_a_setting_or_a_pool_model() -> None:
@@ -83,8 +86,8 @@ def test_a_named_cap_leaves_pricier_fallbacks_out(tmp_path: Path) -> None:
     assert loaded.cap(requested_setting("uniroute")) is None and loaded.cap(requested_setting("uniroute/lambda-1")) \
         is None
     assert set(loaded.prices) == {"cheap", "big"}
-    batch = loaded.decide("a hard question", requested_setting("uniroute/lambda-0"))
-    assert batch.decisions["model"].iloc[0] == "big" and list(batch.decisions["fallbacks"].iloc[0]) == ["cheap"]
+    decided = loaded.decide("a hard question", requested_setting("uniroute/lambda-0"))
+    assert decided.columns["model"][0] == "big" and list(decided.columns["fallbacks"][0]) == ["cheap"]
 
 
 def test_doctor_names_the_published_pool_models_without_a_deployment(tmp_path: Path) -> None:
@@ -105,8 +108,8 @@ def test_a_setting_is_resolved_once_per_router_and_each_decision_still_names_it(
     loaded = LiveRouter(tmp_path / "published", db, lambda source: ToyEmbedder()).loaded
     columns = ["model", "lam", "budget", "setting", "max_cost"]
     for name in ("uniroute", "uniroute/max-cost-2", "uniroute/budget-0.5", "uniroute/lambda-0"):
-        first = loaded.decide("a hard question", requested_setting(name)).decisions[columns]
-        again = loaded.decide("a hard question", requested_setting(name)).decisions[columns]
+        first = loaded.decide("a hard question", requested_setting(name)).frame()[columns]
+        again = loaded.decide("a hard question", requested_setting(name)).frame()[columns]
         assert again.to_dict("records") == first.to_dict("records")
     assert len(loaded.resolved) == 4
 
@@ -139,3 +142,51 @@ def test_light_decisions_run_on_the_event_loop_and_heavy_ones_on_a_thread(tmp_pa
     for _ in range(3):
         heavy.timed_decide("a hard question", setting)
     assert heavy.decision_seconds[0] >= 0.02 and not heavy.decides_inline(setting)
+
+
+def _frame_record(loaded: Loaded, batch: RoutedBatch, text: str) -> dict:
+    """The decision record of route_batch's frame, as the gateway wrote it before it recorded from columns."""
+    source = loaded.source
+    served = Served(SOURCE, source.router_id, batch.embedder_id, source.publication_version)
+    return decision_records(batch.decisions, batch.X, source.router, served, texts=[text],
+                            propensity=batch.propensity, explore=batch.explored)[0]
+
+
+def test_a_gateway_record_carries_what_route_batchs_frame_records(tmp_path: Path) -> None:
+    # The gateway decides and records from columns (no pandas frame per request); its records must stay the ones
+    # the frame path wrote: same fields in the same order, same values and types, ids and times aside.
+    db = save_toy_champion(tmp_path / "uniroute.duckdb")
+    set_prices(db)
+    publish_current(db, tmp_path / "published")
+    loaded = LiveRouter(tmp_path / "published", db, lambda source: ToyEmbedder()).loaded
+    happened = Happened("big", [Attempt("cheap", "Timeout: slow", 5.0), Attempt("big", None, 1.25)], 6.5, 7.0, 3,
+                        4, 0.0123, None, conversation_hash("c-1"))
+    fresh = ("decision_id", "decided_at")
+
+    def same(fast: dict, frame: dict) -> None:
+        assert list(fast)[:len(frame)] == list(frame)
+        assert [(k, v, type(v)) for k, v in fast.items() if k in frame and k not in fresh] \
+            == [(k, v, type(v)) for k, v in frame.items() if k not in fresh]
+
+    text = "a hard question"
+    for name in ("uniroute", "uniroute/lambda-0", "uniroute/budget-0.5", "uniroute/max-cost-2",
+                 "uniroute/lambda-0/max-latency-5"):
+        request = requested_setting(name)
+        assert request is not None
+        for _ in range(2):  # a setting's first decision resolves its lambda, the next routes at it
+            fast = gateway_record(loaded, loaded.decide(text, request), text, happened)
+            batch = route_batch(loaded.source, [text], lam=request.lam, budget=request.budget,
+                                max_cost=request.max_cost, max_latency=request.max_latency, embedder=loaded.embedder,
+                                calibration=loaded.calibration)
+            same(fast, _frame_record(loaded, batch, text))
+            assert fast["answered_by"] == "big" and fast["attempts"][0]["error"] == "Timeout: slow"
+    # A caller-named model: the frame the gateway used to change column by column.
+    fast = gateway_record(loaded, loaded.fixed(text, "cheap"), text, happened)
+    batch = route_batch(loaded.source, [text], embedder=loaded.embedder, calibration=loaded.calibration)
+    decisions = batch.decisions
+    decisions["model"], decisions["setting"], decisions["budget"] = "cheap", FIXED_SETTING, None
+    decisions["fallbacks"] = pd.Series([None], dtype=object, index=decisions.index)
+    decisions["expected_score"], decisions["expected_cost"] = None, loaded.model_cost("cheap")
+    same(fast, _frame_record(loaded, batch, text))
+    assert (fast["model"], fast["setting"], fast["fallbacks"], fast["budget"], fast["expected_cost"]) \
+        == ("cheap", FIXED_SETTING, None, None, 1.0)

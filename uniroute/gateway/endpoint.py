@@ -30,7 +30,8 @@ from uniroute.gateway.calls import Answer, first_answer, secrets_of, usage_of
 from uniroute.gateway.deployments import Deployments, coverage_line
 from uniroute.gateway.live import ROUTED, Conversations, LiveRouter, Loaded, requested_setting
 from uniroute.gateway.traces import Happened, conversation_hash, gateway_record, write_outcome
-from uniroute.pipeline.serving.route import RoutedBatch, RoutingError, RoutingRequest
+from uniroute.pipeline.serving.decided import DecidedColumns
+from uniroute.pipeline.serving.route import RoutingError, RoutingRequest
 from uniroute.pipeline.serving.spool import DecisionSpool
 
 log = logging.getLogger(__name__)
@@ -103,12 +104,12 @@ class Gateway:
         while len(self._spent) > REMEMBERED:
             self._spent.popitem(last=False)
 
-    def record(self, loaded: Loaded, batch: RoutedBatch, text: str, happened: Happened) -> None:
+    def record(self, loaded: Loaded, decided: DecidedColumns, text: str, happened: Happened) -> None:
         """Write the request's decision record to the spool (a full disk loses the record, never the answer)."""
         if self.spool is None:
             return
         try:
-            self.spool.write([gateway_record(loaded, batch, text if self.keep_prompt else None, happened)])
+            self.spool.write([gateway_record(loaded, decided, text if self.keep_prompt else None, happened)])
         except OSError as exc:
             log.warning("gateway: decision not recorded (%s)", exc.strerror or exc)
 
@@ -181,11 +182,10 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         if text is None:
             return _error(400, "no user message with text to route", "invalid_request_error")
         try:
-            batch = await _decision(loaded, text, setting, body["model"])
+            decided = await _decision(loaded, text, setting, body["model"])
         except RoutingError as exc:
             return _error(400, str(exc), "invalid_request_error")
-        # The four values read one column at a time: a pandas row (iloc) costs more than the four together.
-        row = {name: batch.decisions[name].iat[0] for name in ("decision_id", "model", "fallbacks", "setting")}
+        row = {name: decided.columns[name][0] for name in ("decision_id", "model", "fallbacks", "setting")}
         decision_id = str(row["decision_id"])
         key = request.headers.get(CONVERSATION_HEADER) or (body.get("user") if isinstance(body.get("user"), str)
                                                             else None)
@@ -200,26 +200,26 @@ def gateway_app(gateway: Gateway) -> FastAPI:
         if answer.model is None:
             failure = _failure_line(answer, above, cap, str(row["setting"]),
                                     None if setting is None else setting.max_latency)
-            gateway.record(loaded, batch, text, Happened(None, answer.attempts, None, _ms(started), failure=failure,
-                                                         conversation=conversation_hash(key)))
+            gateway.record(loaded, decided, text, Happened(None, answer.attempts, None, _ms(started), failure=failure,
+                                                           conversation=conversation_hash(key)))
             return _error(503 if above else 502, failure, "uniroute_no_answer", decision_id)
         if setting is not None:
             gateway.conversations.remember(key, answer.model)
         headers = {DECISION_HEADER: decision_id}
         if not stream:
             happened = _happened(loaded, answer, answer.response, started, key)
-            gateway.record(loaded, batch, text, happened)
+            gateway.record(loaded, decided, text, happened)
             gateway.remember_spend(decision_id, _spend(happened))
             return Response(orjson.dumps(_dump(answer.response, answer.model)), media_type="application/json",
                             headers=headers)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        return StreamingResponse(_events(gateway, loaded, batch, text, answer, started, key, include_usage),
+        return StreamingResponse(_events(gateway, loaded, decided, text, answer, started, key, include_usage),
                                  media_type="text/event-stream", headers=headers)
 
     return app
 
 
-async def _decision(loaded: Loaded, text: str, setting: RoutingRequest | None, model: str) -> RoutedBatch:
+async def _decision(loaded: Loaded, text: str, setting: RoutingRequest | None, model: str) -> DecidedColumns:
     """The request's decision (a named model's: at the default setting, for its record): on the event loop when
     this router's decisions are light (Loaded.decides_inline), else on a worker thread so the loop serves
     meanwhile."""
@@ -231,7 +231,7 @@ async def _decision(loaded: Loaded, text: str, setting: RoutingRequest | None, m
     return await anyio.to_thread.run_sync(loaded.timed_decide, text, setting)
 
 
-async def _events(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: str, answer: Answer, started: float,
+async def _events(gateway: Gateway, loaded: Loaded, decided: DecidedColumns, text: str, answer: Answer, started: float,
                   key: str | None, include_usage: bool):  # noqa: ANN202 - an async generator of SSE bytes
     """The stream as server-sent events; its record written when it ends (the usage chunk gives the tokens)."""
     last_usage: Any = None
@@ -242,8 +242,8 @@ async def _events(gateway: Gateway, loaded: Loaded, batch: RoutedBatch, text: st
         if not recorded:
             recorded = True
             happened = _happened(loaded, answer, last_usage, started, key, error)
-            gateway.record(loaded, batch, text, happened)
-            gateway.remember_spend(str(batch.decisions["decision_id"].iloc[0]), _spend(happened))
+            gateway.record(loaded, decided, text, happened)
+            gateway.remember_spend(str(decided.columns["decision_id"][0]), _spend(happened))
 
     # a streamed answer always carries its model and the rest of its stream (calls.py)
     model, stream = str(answer.model), cast(AsyncIterator[Any], answer.stream)

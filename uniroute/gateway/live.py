@@ -17,7 +17,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +28,14 @@ from uniroute import store
 from uniroute.ingest.prices import Price
 from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.serving.calibration import Calibration, TrafficWindow, calibration_at
+from uniroute.pipeline.serving.decided import DecidedColumns
 from uniroute.pipeline.serving.route import (
     ResolvedSetting,
-    RoutedBatch,
     RoutingError,
     RoutingRequest,
     RoutingSource,
+    decided_columns,
     published_source,
-    route_batch,
 )
 
 log = logging.getLogger(__name__)
@@ -94,16 +94,16 @@ class Loaded:
         first request calibrates a lambda: tens of milliseconds) and this router's decisions measured light."""
         return request in self.resolved and self.decision_seconds[0] < INLINE_DECISION_SECONDS
 
-    def timed_decide(self, text: str, request: RoutingRequest) -> RoutedBatch:
+    def timed_decide(self, text: str, request: RoutingRequest) -> DecidedColumns:
         """decide(), its CPU time (this thread's, so other threads' load does not inflate it) kept in the moving
         average when the setting was resolved already."""
         resolved = request in self.resolved
         started = time.thread_time()
-        batch = self.decide(text, request)
+        decided = self.decide(text, request)
         if resolved:
             spent, average = time.thread_time() - started, self.decision_seconds[0]
             self.decision_seconds[0] = spent if average == math.inf else average + _SMOOTHING * (spent - average)
-        return batch
+        return decided
 
     def model_cost(self, model: str) -> float | None:
         """The router's expected per-call cost of a model (the unit budgets and max costs are in)."""
@@ -125,32 +125,32 @@ class Loaded:
         latency = self.calibration.latency.get(model)
         return request.max_latency is not None and latency is not None and latency > request.max_latency
 
-    def decide(self, text: str, request: RoutingRequest) -> RoutedBatch:
-        """The router's decision for one prompt (its ranked fall-backs included), nothing recorded. A setting's
-        lambda is found once per router version (the default budget, a budget or a max cost calibrated on the
-        prompt mix: tens of milliseconds), then each request routes at it and says which setting it was."""
+    def decide(self, text: str, request: RoutingRequest) -> DecidedColumns:
+        """The router's decision for one prompt (its ranked fall-backs included), nothing recorded: route_batch's
+        decision as columns (route.decided_columns; a frame per request was a third of uniroute's own CPU per
+        request). A setting's lambda is found once per router version (the default budget, a budget or a max cost
+        calibrated on the prompt mix: tens of milliseconds), then each request routes at it and says which setting
+        it was."""
         resolved = self.resolved.get(request)
         if resolved is None:
-            batch = route_batch(self.source, [text], lam=request.lam, budget=request.budget, embedder=self.embedder,
-                                max_cost=request.max_cost, calibration=self.calibration,
-                                max_latency=request.max_latency)
-            row = batch.decisions.iloc[0]
-            self.resolved[request] = (float(row["lam"]), _float(row["budget"]), str(row["setting"]),
-                                      _float(row["max_cost"]))
-            return batch
-        return route_batch(self.source, [text], embedder=self.embedder, resolved=resolved,
-                           calibration=self.calibration, max_latency=request.max_latency)
+            decided = decided_columns(self.source, [text], lam=request.lam, budget=request.budget,
+                                      embedder=self.embedder, max_cost=request.max_cost,
+                                      calibration=self.calibration, max_latency=request.max_latency)
+            columns = decided.columns
+            self.resolved[request] = (float(columns["lam"][0]), _float(columns["budget"][0]),
+                                      str(columns["setting"][0]), _float(columns["max_cost"][0]))
+            return decided
+        return decided_columns(self.source, [text], embedder=self.embedder, resolved=resolved,
+                               calibration=self.calibration, max_latency=request.max_latency)
 
-    def fixed(self, text: str, model: str) -> RoutedBatch:
+    def fixed(self, text: str, model: str) -> DecidedColumns:
         """The record's decision for a prompt whose caller named the model: embedded and placed (cluster, drift) as
         a routed prompt is, the named model with no fall-backs, its setting FIXED_SETTING, so traffic views count
         it and replay can tell it from the router's own choices."""
-        batch = self.timed_decide(text, RoutingRequest())
-        decisions = batch.decisions
-        decisions["model"], decisions["setting"], decisions["budget"] = model, FIXED_SETTING, None
-        decisions["fallbacks"] = pd.Series([None], dtype=object, index=decisions.index)
-        decisions["expected_score"], decisions["expected_cost"] = None, self.model_cost(model)
-        return batch
+        decided = self.timed_decide(text, RoutingRequest())
+        return replace(decided, columns={**decided.columns, "model": [model], "setting": [FIXED_SETTING],
+                                         "budget": [None], "fallbacks": [None], "expected_score": [None],
+                                         "expected_cost": [self.model_cost(model)]})
 
 
 def prices_in_force(db_path: Path, models: list[str]) -> dict[str, Price] | None:

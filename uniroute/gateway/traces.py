@@ -18,8 +18,8 @@ import orjson
 from uniroute.embed import text_hash
 from uniroute.gateway.calls import Attempt
 from uniroute.gateway.live import Loaded
+from uniroute.pipeline.serving.decided import DecidedColumns
 from uniroute.pipeline.serving.records import Served, decision_records
-from uniroute.pipeline.serving.route import RoutedBatch
 
 SOURCE = "api"  # the decisions table's serving path of a request through the gateway (the HTTP API)
 
@@ -44,13 +44,14 @@ def conversation_hash(key: str | None) -> str | None:
     return None if key is None else text_hash(key)
 
 
-def gateway_record(loaded: Loaded, batch: RoutedBatch, text: str | None, happened: Happened) -> dict[str, Any]:
-    """The decision record of one routed request (its prompt only when text is given: the user opted in)."""
+def gateway_record(loaded: Loaded, decided: DecidedColumns, text: str | None, happened: Happened) -> dict[str, Any]:
+    """The decision record of one routed request (its prompt only when text is given: the user opted in), from
+    the decision's columns: the record route_batch's frame gives, no frame made."""
     source = loaded.source
-    served = Served(SOURCE, source.router_id, batch.embedder_id, source.publication_version)
-    record = decision_records(batch.decisions, batch.X, source.router, served,
-                              texts=None if text is None else [text], propensity=batch.propensity,
-                              explore=batch.explored)[0]
+    served = Served(SOURCE, source.router_id, decided.embedder_id, source.publication_version)
+    record = decision_records(decided.plain_columns(), decided.X, source.router, served,
+                              texts=None if text is None else [text], propensity=decided.propensity,
+                              explore=decided.explored)[0]
     record.update({
         "answered_by": happened.answered_by,
         "attempts": [a.as_record() for a in happened.attempts],

@@ -54,15 +54,15 @@ def test_the_views_give_each_models_latency_of_its_successful_calls(tmp_path: Pa
 def test_a_max_latency_leaves_a_slow_model_out_of_the_choice_and_the_fallbacks(tmp_path: Path) -> None:
     loaded = _toy(tmp_path, [("big", 3.0, None), ("cheap", 0.2, None)]).loaded
     assert loaded.calibration.latency == {"big": 3.0, "cheap": 0.2}
-    quality = loaded.decide(HARD, requested_setting("uniroute/lambda-0")).decisions.iloc[0]
+    quality = loaded.decide(HARD, requested_setting("uniroute/lambda-0")).frame().iloc[0]
     assert quality["model"] == "big" and list(quality["fallbacks"]) == ["cheap"]
     for name in ("uniroute/lambda-0/max-latency-1", "uniroute/max-latency-1"):
         setting = requested_setting(name)
         for _ in range(2):  # the second decision of a setting routes at its resolved lambda: still capped
-            capped = loaded.decide(HARD, setting).decisions.iloc[0]
+            capped = loaded.decide(HARD, setting).frame().iloc[0]
             assert capped["model"] == "cheap" and list(capped["fallbacks"]) == [] and capped["max_latency"] == 1.0
     # A generous cap changes nothing.
-    assert loaded.decide(HARD, requested_setting("uniroute/lambda-0/max-latency-5")).decisions["model"].iloc[0] == "big"
+    assert loaded.decide(HARD, requested_setting("uniroute/lambda-0/max-latency-5")).columns["model"][0] == "big"
     # A conversation pinned to the slow model does not go back to it under the cap, nor does any fall-back.
     request = requested_setting("uniroute/max-latency-1")
     tried, above, _ = Gateway.candidates(None, loaded, request, "cheap", [], "big")  # type: ignore[arg-type]
