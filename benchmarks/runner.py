@@ -39,10 +39,11 @@ BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.
               "speed.short_paths", "speed.gateway")
 # Measurements `make bench` leaves out, run one at a time with --only: hours of CPU (the paper's experiments, the
 # Dask plane at 1M prompts), a file generated per run (ingest memory), or a check of one feature (the cost cap,
-# explain's terms, the gateway losing a backend under load).
+# explain's terms, the gateway losing a backend under load, where a gateway request's CPU goes).
 ON_DEMAND = ("speed.ingest_memory", "speed.explain_terms", "scale.dask_plane", "quality.max_cost", "paper.extensions",
              "quality.default_setting", "speed.one_vector", "quality.conversation_message",
-             "speed.gateway_failover", "quality.static_tuned_teacher", "quality.static_tuned_routing")
+             "speed.gateway_failover", "speed.gateway_cpu", "quality.static_tuned_teacher",
+             "quality.static_tuned_routing")
 
 
 def write_result(data: dict[str, Any], out: Path, indent: int = 2) -> Path:
