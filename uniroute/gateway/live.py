@@ -127,10 +127,10 @@ class Loaded:
 
     def decide(self, text: str, request: RoutingRequest) -> DecidedColumns:
         """The router's decision for one prompt (its ranked fall-backs included), nothing recorded: route_batch's
-        decision as columns (route.decided_columns; a frame per request was a third of uniroute's own CPU per
-        request). A setting's lambda is found once per router version (the default budget, a budget or a max cost
-        calibrated on the prompt mix: tens of milliseconds), then each request routes at it and says which setting
-        it was."""
+        decision as columns (route.decided_columns; a pandas frame per request, read back column by column, was
+        most of uniroute's own CPU per request: decision 0102). A setting's lambda is found once per router version
+        (the default budget, a budget or a max cost calibrated on the prompt mix: tens of milliseconds), then each
+        request routes at it and says which setting it was."""
         resolved = self.resolved.get(request)
         if resolved is None:
             decided = decided_columns(self.source, [text], lam=request.lam, budget=request.budget,

@@ -1,5 +1,6 @@
-"""A routed batch's decisions as columns (route.decided_columns): what route_batch makes its frame of, and what
-the one-prompt CLI path prints and records without importing pandas (serving/quick_route.py)."""
+"""A routed batch's decisions as columns (route.decided_columns): what route_batch makes its frame of, what the
+one-prompt CLI path prints and records without importing pandas (serving/quick_route.py), and what the gateway
+decides and records each request from (uniroute/gateway/live.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 class DecidedColumns:
     """A routed batch before it is a frame: the decisions' columns by name in the frame's order (per-prompt arrays
     and lists; `cluster` the router's (n,) cluster ids, or None for a kind without clusters), and the rest as in
-    RoutedBatch. What route_batch makes its frame of, and what the one-prompt CLI path prints and records without
-    pandas (serving/quick_route.py): one decision, two ways to hold it."""
+    RoutedBatch. What route_batch makes its frame of, and what the one-prompt CLI path and the gateway print and
+    record without a frame: one decision, two ways to hold it."""
 
     columns: dict[str, Any]
     X: np.ndarray
