@@ -23,6 +23,11 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 # An onboarding logs its MLflow run before it returns: a test checks MLflow right after it, and no detached
 # follow-up outlives its test's home (tests/cli/test_mlflow_after.py runs the background follow-up itself).
 os.environ.setdefault("UNIROUTE_MLFLOW_BACKGROUND", "false")
+# A file a test drops into an inbox or a spool is whole before the inbox runs: the 2 s the product waits for a file
+# copied in place to stand still only idled a worker (about 2 s per inbox run, 38 s of tests/pipeline/ alone). The
+# wait itself is tested with its own values (tests/ingest/test_inbox_safety.py, test_inbox_parts.py,
+# tests/robustness/test_hostile_records.py); runs that take a user's environment (`make run`) keep the default.
+os.environ.setdefault("UNIROUTE_INBOX_SETTLE_SECONDS", "0.05")
 
 # ../shared/datasets beside the repository; UNIROUTE_TEST_SHARED_DATASETS points elsewhere (tests/test_needs.py
 # points it at a missing folder to prove a CI run then fails rather than skips).
