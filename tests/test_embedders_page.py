@@ -139,3 +139,18 @@ def test_the_pages_shares_are_read_from_the_named_evaluation_files(result) -> No
     for dataset, block in shares.items():
         assert set(block["shares"]) | {block["best"]} == set(table._names(result)), dataset
         assert all(row["trials"] == 100 for row in block["shares"].values())
+
+
+def test_the_static_tuned_ridge_table_reads_each_run_as_its_benchmark_paired_it() -> None:
+    # static_tuned_routing.py pairs each run with minilm-onnx's stored trials itself; the decision's table
+    # (tools/pages/static_tuned_ridge_table.py) must give the same share, sign and wins-losses, or its other columns,
+    # read the same way, are not the rule's reading either.
+    from tools.pages import static_tuned_ridge_table as ridge
+
+    paths = sorted(ridge.RUNS.glob("*.json"))
+    assert paths
+    for path in paths:
+        m = ridge.measures(path)
+        assert m["vs_default"]["share"] == pytest.approx(m["run"]["share_of_gap_below_minilm_onnx"], rel=1e-9)
+        assert [m["vs_default"]["wins"], m["vs_default"]["losses"]] == m["run"]["wins_losses_vs_minilm_onnx"]
+        assert (m["vs_own"] is None) == (m["run"]["scope"] == "own")

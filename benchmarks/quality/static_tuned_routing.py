@@ -7,8 +7,9 @@ saved there, where that run was stopped early, is embedded by the teacher here),
 dataset with it and runs `uniroute evaluate`'s trials (methods zero and auto; trial t is the split of the stored
 100-trial runs, which the ZeroRouter Areas check per trial). Scopes: `own` fits on every prompt text of the routed
 dataset, exactly the texts `uniroute evaluate --embedder static-tuned` fits on (operations.evaluation.
-prompt_embeddings); `others` on the other two datasets' saved texts only (every routed prompt new to the table);
-`all` on all three.
+prompt_embeddings); `others` on every prompt text of the other two datasets (every routed prompt new to the table);
+`all` on every prompt text of all three, each text once, in text order: what a build fits on a store that has seen
+them all (docs/decisions/0009-static-tuned-fits-every-seen-prompt.md).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.quality.static_tuned_teacher import DATASETS
+from benchmarks.quality.static_tuned_teacher import DATASETS, dataset_texts
 from benchmarks.runner import REPO, load_average, now_utc
 from uniroute import experiments as ev
 from uniroute.embed import make_embedder
@@ -54,10 +55,10 @@ def main() -> None:
     start = time.process_time()
     if args.scope == "own":
         lookup, fit_texts = saved_teacher(args.teacher, [args.dataset]), list(texts)
-    else:
+    else:  # every text of each dataset named, not only the saved prefix: a build has seen them all
         names = [d for d in DATASETS if d != args.dataset] if args.scope == "others" else list(DATASETS)
         lookup = saved_teacher(args.teacher, names)
-        fit_texts = list(lookup)
+        fit_texts = sorted({text for name in names for text in dataset_texts(args.data, name)[1]})
     teacher = make_embedder("minilm-onnx", cache_dir=args.cache_dir, progress=False)
     missing = sorted({t for t in fit_texts if t not in lookup})
     if missing:  # the saved run stopped early on some dataset: the teacher embeds the rest, as a build would
