@@ -83,7 +83,7 @@ def _gateway_rows(data: dict[str, Any]) -> list[str]:
     return [
         f"| gateway, one request at a time, p50 ms: direct to the backend / LiteLLM alone (model fixed) / gateway "
         f"(routed, recorded) | {direct['sequential_p50_ms']:.1f} / {litellm['sequential_p50_ms']:.1f} / "
-        f"{gateway['sequential_p50_ms']:.1f}: +{added['added_p50_ms_over_litellm']:.1f} ms over LiteLLM | "
+        f"{gateway['sequential_p50_ms']:.1f}: {added['added_p50_ms_over_litellm']:+.1f} ms over LiteLLM | "
         f"+2 ms over LiteLLM | {load} | {where} |",
         f"| gateway, saturated (16 in flight, one worker), requests/s: direct / LiteLLM / gateway (server CPU ms per "
         f"request) | {direct['saturated_requests_per_s']:,.0f} / {litellm['saturated_requests_per_s']:,.0f} / "
