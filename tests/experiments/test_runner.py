@@ -43,7 +43,7 @@ def test_three_trials_in_process_report(synthetic) -> None:
     for r in results:
         chosen = r["selection"]["kind"]
         assert r["metrics"]["auto"]["area"] == r["metrics"][chosen]["area"]
-        assert set(r["selection"]["val_area"]) == {"knn", "kmeans", "kmeans_shrunk", "learnedmap"}
+        assert set(r["selection"]["val_area"]) == {"knn", "kmeans", "kmeans_shrunk", "learnedmap", "kmeans_hier"}
     # Prompts routed by topic beat the input-blind ZeroRouter on data whose skills differ by topic.
     for m in ("knn", "kmeans", "learnedmap", "auto", "mlp"):
         assert report["methods"][m]["area"] > report["methods"]["zero"]["area"], m

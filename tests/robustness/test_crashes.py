@@ -26,7 +26,7 @@ from uniroute.pipeline.pool import registry
 from uniroute.pipeline.reconcile import reconcile
 from uniroute.pipeline.serving import snapshot
 from uniroute.pipeline.tracking.relocate import relocate_tracking_store
-from uniroute.routers.kinds import auto_kind_names, router_kind
+from uniroute.routers.kinds import kind_names, router_kind
 from uniroute.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,7 +165,7 @@ def test_an_operation_killed_at_a_step_recovers_whole(request, logs, tmp_path, c
         assert NEWCOMER in _champion(pool).router.models
     if expect == "build":
         # one version per candidate kind (the served one, the others beside it)
-        kinds = [k for k in auto_kind_names() if not router_kind(k).quality_only]  # the synthetic pool has costs
+        kinds = [k for k in kind_names() if not router_kind(k).quality_only]  # the synthetic pool has costs
         assert after["routers"] == before["routers"] + len(kinds) and _champion_id(pool) != champion_before
     if expect == "publish":  # killed before its commit: only the rerun's version is recorded
         assert after["publications"] == before["publications"] + 1

@@ -42,7 +42,7 @@ def test_onboard_build_route_onboard_retire_build_publish(pool, logs, tmp_path, 
     # 2. and the next build still works (it cannot score the newcomer on test prompts, and says whom it scored)
     built = json.loads(_run("build", "--json"))
     assert NEWCOMER in built["models"] and NEWCOMER not in built["roles"]["test"]
-    assert set(built["metrics"]) == {"kmeans", "kmeans_shrunk", "learnedmap", "knn", "zero"}
+    assert set(built["metrics"]) == {"kmeans", "kmeans_shrunk", "learnedmap", "knn", "kmeans_hier", "zero"}
     # 3. routing with the fitted TF-IDF embedder of the build
     routed = json.loads(_run("route", "solve the quadratic equation", "what caused the revolution", "--json"))
     assert len(routed) == 2

@@ -12,6 +12,7 @@ from uniroute.routers.kinds import (
     RouterKind,
     Tuned,
     default_kind,
+    default_kinds,
     kind_names,
     register_kind,
     router_kind,
@@ -24,7 +25,7 @@ ROUTER_CLASS_CHECK = re.compile(r"isinstance\([^)]*\b(KnnRouter|Router|LearnedMa
 
 def test_builtin_kinds_in_the_order_the_selection_compares_them():
     assert kind_names() == ("kmeans", "kmeans_shrunk", "learnedmap", "knn", "quality_rule", "kmeans_hier")
-    assert default_kind() == "kmeans_shrunk"
+    assert default_kind() == "kmeans_hier" and default_kinds() == ("kmeans_hier", "kmeans_shrunk")
     assert [router_kind(n).value_label for n in kind_names()] == ["K", "K", "K", "k", "K", "K"]
     assert Tuned("knn", 34).label() == "knn k=34"
     assert Tuned("kmeans_shrunk", 12, 5.0).label() == "kmeans_shrunk K=12 s=5"

@@ -11,7 +11,7 @@ from tests.synthetic_logs import synthetic_embeddings, synthetic_long
 from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.protocol import EvalConfig, trial_split
 from uniroute.experiments.quality import unit_cost_data
-from uniroute.routers.kinds import auto_kind_names, router_kind
+from uniroute.routers.kinds import kind_names, router_kind
 from uniroute.routers.quality_rule.kind import QUALITY_RULE
 from uniroute.selection import pool_choice
 from uniroute.selection.pool_choice import choose_on_pool, pool_cv
@@ -32,7 +32,7 @@ def _state(equal: bool) -> TrialState:
 def _trained_selection(state: TrialState):
     """select_kind's choice on the training LLMs among auto's kinds, before any pool decision."""
     n = len(state.split.val)
-    cands = [state.tuned(k, n) for k in auto_kind_names() if router_kind(k).applies_to(state.fits.data)]
+    cands = [state.tuned(k, n) for k in kind_names() if router_kind(k).applies_to(state.fits.data)]
     return select_kind(state.fits, cands, n)
 
 

@@ -62,7 +62,7 @@ def test_selection_reports_every_candidate_with_its_uncertainty(trial) -> None:
     sel = select_kind(state.fits, candidates, bootstrap=30)
     table = sel.table().set_index("kind")
     assert list(table.index) == list(KINDS) and table.chosen.sum() == 1 and table.chosen[sel.chosen]
-    assert sel.default == "kmeans_shrunk" and table.diff_se[sel.default] == 0.0
+    assert sel.default == "kmeans_hier" and table.diff_se[sel.default] == 0.0
     assert (table.val_area_se > 0).all() and table.p_best.sum() == pytest.approx(1.0)
     # Another kind is served only if it beats the default by more than 2 standard errors of the difference.
     beats = table.diff_to_default > 2 * table.diff_se
@@ -70,7 +70,10 @@ def test_selection_reports_every_candidate_with_its_uncertainty(trial) -> None:
     assert sel.chosen in sel.line()
     # With no margin the rule is the plain best Area; with an infinite one, always the default.
     assert select_kind(state.fits, candidates, bootstrap=30, z=0.0).chosen == table.val_area.idxmax()
-    assert select_kind(state.fits, candidates, bootstrap=30, z=np.inf).chosen == "kmeans_shrunk"
+    assert select_kind(state.fits, candidates, bootstrap=30, z=np.inf).chosen == "kmeans_hier"
+    # Without the hierarchy among the candidates (`--kinds`), the kind it refines is the default.
+    without = [c for c in candidates if c.kind != "kmeans_hier"]
+    assert select_kind(state.fits, without, bootstrap=30, z=np.inf).chosen == "kmeans_shrunk"
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -18,9 +18,7 @@ METHODS = ("zero", *KIND_METHODS, "auto", "mlp", "matfac", "pairwise", *QUALITY_
 # its tests not corrected for the M - 1 challengers: an evaluation method only) mean something only when costs are
 # absent or equal: named, never run by default (`auto` considers the kind where the costs are equal).
 QUALITY_KINDS = tuple(k for k in KIND_METHODS if router_kind(k).quality_only)
-# The opt-in kinds (RouterKind.opt_in) run when named, as they are served when named.
-OPT_IN_KINDS = tuple(k for k in KIND_METHODS if router_kind(k).opt_in)
-DEFAULT_METHODS = tuple(m for m in METHODS if m not in ("pairwise", *QUALITY_KINDS, *QUALITY_RULES, *OPT_IN_KINDS))
+DEFAULT_METHODS = tuple(m for m in METHODS if m not in ("pairwise", *QUALITY_KINDS, *QUALITY_RULES))
 ORACLES = ("mlp", "matfac")  # clairvoyant: trained with the test LLMs' labels; upper bounds, not admissible
 VAL_SIZE_METHODS = ("auto", *KIND_METHODS)
 METHOD_LABELS = {

@@ -64,15 +64,18 @@ class GridSearch:
     at_edge: bool  # chosen is the largest value searched while larger ones were left unsearched (budget cap)
 
 _KINDS: dict[str, RouterKind] = {}
-_DEFAULT: list[str] = []  # the default kind's name, once registered
+_DEFAULT: list[str] = []  # the default kind's name, then the kinds served by default where it is not a candidate
 # The built-in kinds (module, instance), registered on first use in this order: the order the selection
-# compares them in, which its tie rules depend on. The second is the default kind.
+# compares them in, which its tie rules depend on.
 _BUILTIN = (("uniroute.routers.cluster.kmeans_kind", "KMEANS"),
             ("uniroute.routers.cluster.kmeans_kind", "KMEANS_SHRUNK"),
             ("uniroute.routers.cluster.learnedmap_kind", "LEARNED_MAP"), ("uniroute.routers.knn.kind", "KNN"),
             ("uniroute.routers.quality_rule.kind", "QUALITY_RULE"),
             ("uniroute.routers.cluster.kmeans_kind", "KMEANS_HIER"))
-_DEFAULT_BUILTIN = "KMEANS_SHRUNK"
+# The default kind, then its fallback: the hierarchy is served unless another kind beats it clearly (validation
+# supports it: docs/decisions/0006-several-k-not-served-yet.md); a build whose candidates leave it out (`--kinds`)
+# serves count-aware K-means, the kind it refines, as before the hierarchy was the default.
+_DEFAULT_BUILTIN = ("KMEANS_HIER", "KMEANS_SHRUNK")
 
 
 @dataclass(frozen=True)
@@ -168,9 +171,6 @@ class RouterKind:
     refits_clusters: bool = False
     report_mark: str = ""  # marks an Area significantly below this kind's in an evaluation's summary table
     quality_only: bool = False  # a candidate only where every model costs the same (applies_to); not run by default
-    # Served, evaluated and compared only when named: not among a build's default candidates (so not `auto`'s), nor
-    # an evaluation's default methods, nor `auto`'s candidates in an evaluation.
-    opt_in: bool = False
 
     def applies_to(self, data: Any) -> bool:
         """Whether the kind is a candidate for this tuning data (selection.candidates.TuningData: costs, losses)."""
@@ -235,11 +235,11 @@ def _load_builtin_kinds() -> None:
 
     if _KINDS:
         return
+    by_attr = {}
     for module, attr in _BUILTIN:
         kind = getattr(importlib.import_module(module), attr)
-        _KINDS[kind.name] = kind
-        if attr == _DEFAULT_BUILTIN:
-            _DEFAULT[:] = [kind.name]
+        _KINDS[kind.name] = by_attr[attr] = kind
+    _DEFAULT[:] = [by_attr[attr].name for attr in _DEFAULT_BUILTIN]
 
 
 def register_kind(kind: RouterKind, default: bool = False) -> RouterKind:
@@ -249,7 +249,7 @@ def register_kind(kind: RouterKind, default: bool = False) -> RouterKind:
         raise ValueError(f"router kind name {kind.name!r} is empty or taken (known: {', '.join(_KINDS)})")
     _KINDS[kind.name] = kind
     if default:
-        _DEFAULT[:] = [kind.name]
+        _DEFAULT.insert(0, kind.name)
     return kind
 
 
@@ -271,11 +271,6 @@ def kind_names() -> tuple[str, ...]:
     return tuple(k.name for k in router_kinds())
 
 
-def auto_kind_names() -> tuple[str, ...]:
-    """The kinds `auto` chooses among unless told otherwise: every registered kind but the opt-in ones."""
-    return tuple(k.name for k in router_kinds() if not k.opt_in)
-
-
 def router_kind(name: str) -> RouterKind:
     """The registered kind of this name; ValueError naming the known kinds otherwise."""
     _load_builtin_kinds()
@@ -286,5 +281,10 @@ def router_kind(name: str) -> RouterKind:
 
 def default_kind() -> str:
     """The kind the selection serves unless another kind beats it clearly."""
+    return default_kinds()[0]
+
+
+def default_kinds() -> tuple[str, ...]:
+    """The default kind, then the kinds served by default in its place where it is not a candidate."""
     _load_builtin_kinds()
-    return _DEFAULT[0]
+    return tuple(_DEFAULT)

@@ -8,14 +8,15 @@ LearnedMap routes training prompts with maps fitted on the other half of them). 
 it averaged, no test prompt or test LLM is used, and the Area a value was tuned by (the best of a search, hence
 optimistic) is not the one the kinds are compared by.
 
-The rule: serve the default kind (routers.kinds.default_kind), K-means with count-aware Psi (it contains plain
-K-means, strength 0, and the cluster-free router, K = 1), unless another kind's Area beats it by more than Z
-standard errors of the paired difference; then the best such kind. Why not simply the best Area: across trials
-the kinds' differences on our data are a few thousandths of Area while the training LLMs a build measures differ
-from the LLMs it later serves; an argmax then picks a different kind by chance in many trials and serves worse,
-on average, than the best kind. The standard errors come from a bootstrap that resamples the measured prompts
-*and* the training LLMs (a pool of different LLMs is the larger part of the noise), identical for every candidate
-so that differences are paired; P(best) is the share of resamples in which a candidate has the best Area.
+The rule: serve the default kind (routers.kinds.default_kinds), the K-means hierarchy (count-aware Psi on 2K cells,
+each routed with its coarser groups; decision 0006), or where it is not a candidate count-aware K-means (it contains
+plain K-means, strength 0, and the cluster-free router, K = 1), unless another kind's Area beats it by more than Z
+standard errors of the paired difference; then the best such kind. Why not simply the best Area: across trials the
+kinds' differences on our data are a few thousandths of Area while the training LLMs a build measures differ from
+the LLMs it later serves; an argmax then picks a different kind by chance in many trials and serves worse, on
+average, than the best kind. The standard errors come from a bootstrap that resamples the measured prompts *and* the
+training LLMs (a pool of different LLMs is the larger part of the noise), identical for every candidate so that
+differences are paired; P(best) is the share of resamples in which a candidate has the best Area.
 
 At equal costs (the quality-only rule a candidate) the build and the evaluation then re-decide between this choice
 and the rule on the served pool's own validation answers (pool_choice.choose_on_pool: the training pool misjudges
@@ -57,7 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from uniroute.routers.kinds import Tuned, default_kind, router_kind
+from uniroute.routers.kinds import Tuned, default_kinds, router_kind
 from uniroute.routers.rule import RoutingRule
 from uniroute.selection.candidates import CandidateFits
 from uniroute.selection.curves import bootstrap_areas
@@ -65,7 +66,6 @@ from uniroute.selection.scored_pool import LabelledPool
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KIND = default_kind()  # the registry's default kind (count-aware K-means)
 Z = 2.0  # standard errors by which another kind must beat the default
 BOOTSTRAP = 40  # resamples of the training LLMs and the measured prompts
 BOOTSTRAP_PROMPTS = 600  # prompts (of the first fresh sample) the resamples draw from
@@ -147,8 +147,7 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
                                    fits.onboarding_gammas(t.kind, t.value, n_val, t.shrinkage, "select")]))
             for t in candidates}
     boot = _resampled_areas(fits, candidates, n_val, bootstrap)
-    preferred = default_kind()
-    default = preferred if preferred in kinds else max(kinds, key=lambda k: area[k])
+    default = next((k for k in default_kinds() if k in kinds), max(kinds, key=lambda k: area[k]))
     d = kinds.index(default)
     diff_se = {k: float((boot[i] - boot[d]).std(ddof=1)) for i, k in enumerate(kinds)}
     clear = [k for k in kinds if k != default and area[k] - area[default] > z * diff_se[k]]

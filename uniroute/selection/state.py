@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from uniroute.routers.baselines.zero import zero_router_curve_points, zero_router_hull
-from uniroute.routers.kinds import Tuned, auto_kind_names, router_kind
+from uniroute.routers.kinds import Tuned, kind_names, router_kind
 from uniroute.selection.candidates import CandidateFits, TuningData
 from uniroute.selection.curves import Curve, upper_envelope
 from uniroute.selection.data import RoutingData
@@ -76,7 +76,7 @@ class TrialState:
         registered kind that applies to the data (the quality-only rule only where every LLM costs the same); at
         equal costs re-decided on the test LLMs' validation answers (pool_choice.choose_on_pool)."""
         if n_val not in self._selections:
-            cands = [self.tuned(kind, n_val) for kind in auto_kind_names()
+            cands = [self.tuned(kind, n_val) for kind in kind_names()
                      if router_kind(kind).applies_to(self.fits.data)]
             selection = select_kind(self.fits, cands, n_val)
             # At equal costs, re-decided on the served (test) LLMs' validation answers, as a build does on its pool.

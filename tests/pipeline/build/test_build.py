@@ -16,7 +16,7 @@ from uniroute import store
 from uniroute.pipeline.build.nightly import BuildResult
 from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.build.tuned_kinds import KindError, checked_kinds
-from uniroute.routers.kinds import auto_kind_names, router_kind
+from uniroute.routers.kinds import kind_names, router_kind
 from uniroute.synth import write_synthetic_logs
 
 CHOICE = ["kind", "value", "shrinkage", "val_area", "val_area_se", "diff_to_default", "diff_se", "p_best", "chosen"]
@@ -66,7 +66,7 @@ def test_the_build_says_when_its_tuned_k_is_tiny(built):
 def test_the_candidates_table_and_view_after_a_build(built):
     db, result = built
     # The quality-only rule is no candidate where models cost differently (the synthetic logs have costs).
-    candidates = [k for k in auto_kind_names() if not router_kind(k).quality_only]  # opt-in kinds only when named
+    candidates = [k for k in kind_names() if not router_kind(k).quality_only]
     assert [c["kind"] for c in result.candidates] == candidates
     with store.opened(db, read_only=True) as con:
         view = con.execute("select * from router_selection").df()
@@ -74,10 +74,10 @@ def test_the_candidates_table_and_view_after_a_build(built):
         champion = con.execute("select router_id, kind from champion_router").df()
     assert sorted(view.kind) == sorted(candidates) and set(view.build_router_id) == {result.router_id}
     assert view.chosen.sum() == 1 and view.loc[view.chosen, "kind"].item() == result.kind
-    assert (view.default_kind == "kmeans_shrunk").all() and view.build_promoted.all()
+    assert (view.default_kind == "kmeans_hier").all() and view.build_promoted.all()
     assert view.val_area.is_monotonic_decreasing  # best validation Area first
     assert (view.val_area_se > 0).all() and np.isclose(view.p_best.sum(), 1.0)
-    default = view.set_index("kind").loc["kmeans_shrunk"]
+    default = view.set_index("kind").loc["kmeans_hier"]
     assert default.diff_to_default == 0.0
     for row in view.itertuples():
         assert row.diff_to_default == pytest.approx(row.val_area - default.val_area)
@@ -92,12 +92,12 @@ def test_the_candidates_table_and_view_after_a_build(built):
         else:
             assert stored.candidate_of == result.router_id and not stored.promoted
     # The rule (selection.select_kind): the default unless another kind beats it by more than 2 SEs.
-    clear = view[(view.kind != "kmeans_shrunk") & (view.diff_to_default > 2 * view.diff_se)]
-    assert result.kind == (clear.sort_values("val_area").kind.iloc[-1] if len(clear) else "kmeans_shrunk")
+    clear = view[(view.kind != "kmeans_hier") & (view.diff_to_default > 2 * view.diff_se)]
+    assert result.kind == (clear.sort_values("val_area").kind.iloc[-1] if len(clear) else "kmeans_hier")
 
 
 def test_kinds_are_checked_before_anything_runs():
-    assert checked_kinds(None) == auto_kind_names()
+    assert checked_kinds(None) == kind_names()
     assert checked_kinds(["knn", " kmeans"]) == ("kmeans", "knn")  # KINDS order, blanks stripped
     with pytest.raises(KindError, match="unknown router kinds \\['zero'\\]: choose from kmeans, kmeans_shrunk"):
         checked_kinds(["kmeans", "zero"])

@@ -18,7 +18,7 @@ from uniroute.routers.budgets.cost_cap import lambda_for_max_cost
 from uniroute.routers.cluster.hierarchy import group_sizes
 from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.cluster.psi import shrunk_values
-from uniroute.routers.kinds import auto_kind_names, kind_names, router_kind
+from uniroute.routers.kinds import default_kind, kind_names
 from uniroute.routers.router import Router
 from uniroute.routers.serialize import RouterFormatError, router_from_bytes, router_to_bytes
 
@@ -122,13 +122,12 @@ def test_a_refit_of_the_fine_clusters_regroups_them_by_the_stored_coarser_centre
                                router.routing_psi)
 
 
-def test_the_hierarchy_is_opt_in():
-    """Served, evaluated and compared only when named: `auto`, a build's default candidates and an evaluation's
-    default methods leave it out."""
-    assert "kmeans_hier" in kind_names() and router_kind("kmeans_hier").opt_in
-    assert "kmeans_hier" not in auto_kind_names() and "kmeans_hier" not in checked_kinds(None)
-    assert checked_kinds(["kmeans_hier"]) == ("kmeans_hier",)
-    assert "kmeans_hier" in METHODS and "kmeans_hier" not in DEFAULT_METHODS
+def test_the_hierarchy_is_the_default_kind_and_a_default_candidate():
+    """`auto` serves it unless another kind beats it clearly; a build fits it and an evaluation runs it unless told
+    otherwise (decision 0006)."""
+    assert default_kind() == "kmeans_hier" and "kmeans_hier" in kind_names()
+    assert "kmeans_hier" in checked_kinds(None) and checked_kinds(["kmeans_hier"]) == ("kmeans_hier",)
+    assert "kmeans_hier" in METHODS and "kmeans_hier" in DEFAULT_METHODS
 
 
 def test_a_hierarchy_needs_counts_and_clusters_of_its_dimension():

@@ -22,7 +22,7 @@ from uniroute.errors import UnirouteError
 from uniroute.pipeline.build.memory import release_freed
 from uniroute.routers.cluster.kmeans import Centroids
 from uniroute.routers.cluster.psi import Psi
-from uniroute.routers.kinds import FullScale, Tuned, auto_kind_names, kind_names, router_kind
+from uniroute.routers.kinds import FullScale, Tuned, kind_names, router_kind
 from uniroute.routers.serialize import AnyRouter
 from uniroute.selection.pool_choice import choose_on_pool
 from uniroute.selection.selection import Selection, select_kind, served_router
@@ -40,11 +40,11 @@ class KindError(UnirouteError, ValueError):
 
 
 def checked_kinds(kinds: Sequence[str] | None) -> tuple[str, ...]:
-    """The candidate kinds of a build (every registered kind but the opt-in ones by default), in registration order;
-    KindError for unknown ones."""
+    """The candidate kinds of a build (every registered kind by default), in registration order; KindError for
+    unknown ones."""
     known = kind_names()
     if kinds is None:
-        return auto_kind_names()
+        return known
     names = [k.strip() for k in kinds if k.strip()]
     unknown = sorted(set(names) - set(known))
     if unknown or not names:

@@ -173,12 +173,11 @@ class HierarchyKind(ShrunkKMeansKind):
     """Count-aware K-means served on the fine clustering K_f = 2K, each cell routed by the mean of itself and its
     groups among K_f / 2 and K_f / 4 (routers.cluster.hierarchy); K and s are count-aware K-means' own.
 
-    Opt-in: a build serves it when named (`--kinds`, UNIROUTE_BUILD_KINDS) and an evaluation runs it when named;
-    `auto` does not consider it unless named (docs/decisions/0006-several-k-not-served-yet.md)."""
+    The default kind: `auto` serves it unless another kind beats it by two standard errors, as validation supports
+    (docs/decisions/0006-several-k-not-served-yet.md)."""
 
     name = "kmeans_hier"
     title = "UniRoute (K-means hierarchy, count-aware Psi)"
-    opt_in = True
 
     def tune(self, engine: TuningEngine, n_val: int) -> Tuned:
         """Count-aware K-means' K and s (tuned once, shared with that kind), served on 2K fine clusters."""
