@@ -37,9 +37,7 @@ log = logging.getLogger(__name__)
 # Embedding partitions (2,048 prompts each from the workers) per block of the K-means array: a Lloyd step is one
 # task per block, and on a busy cluster the per-task overhead, not the arithmetic, set the pace of 1-file blocks.
 FILES_PER_BLOCK = 8
-# DuckDB's memory while it lists the training hashes (its default, 80% of RAM, kept what it read in the driver) and
-# while it joins every build prompt to its assigned cluster: under the build's fit cap (128 MB) that insert left no
-# room for the count after it at 1M prompts ("failed to pin block", benchmarks/scale/dask_plane.py --build).
+# DuckDB's memory while it lists the training hashes (its default, 80% of RAM, kept what it read in the driver).
 QUERY_DUCKDB_MEMORY = "512MB"
 
 
@@ -151,14 +149,19 @@ class TrainingRows:
     keep_url: str
 
 
-def training_rows(con: store.Connection, embedder_id: str) -> TrainingRows:
-    """The training prompts of one embedder as the workers will read them (the hashes written once as a file). On
-    the caller's connection: the build's split may be uncommitted, so another connection would not see it."""
+def train_hashes(con: store.Connection) -> pa.Array:
+    """The training prompts' text hashes. On the caller's connection: the build's split may be uncommitted, so
+    another connection would not see it."""
+    with store.memory_limited(con, QUERY_DUCKDB_MEMORY):
+        return store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
+
+
+def training_rows(con: store.Connection, embedder_id: str, hashes: pa.Array | None = None) -> TrainingRows:
+    """The training prompts of one embedder as the workers will read them (the hashes, read here unless given,
+    written once as a file)."""
     root = root_of(con)
     files = partition_files(root, embedder_id)
-    with store.memory_limited(con, QUERY_DUCKDB_MEMORY):
-        train = store.query_arrow(con, "train_text_hashes").column("text_hash").combine_chunks()
-    return TrainingRows(root, files, _write_keep(root, train))
+    return TrainingRows(root, files, _write_keep(root, train_hashes(con) if hashes is None else hashes))
 
 
 def fit_training_rows(rows: TrainingRows, dim: int, k: int, seed: int,
@@ -205,15 +208,14 @@ def store_assignments(con: store.Connection, embedder_id: str, centroids: Centro
     out, _ = assign_partitions(con, embedder_id, centroids, clustering_id, client)
     glob = f"{out}/*.parquet".replace(chr(39), chr(39) * 2)  # the project's own path: read_parquet binds no parameter
     register_filesystem(con)
-    with store.memory_limited(con, QUERY_DUCKDB_MEMORY):
-        con.execute(f"create or replace temp view assigned as select text_hash, cluster from read_parquet('{glob}')")
-        try:
-            store.execute(con, "assignments_from_dataset", clustering_id=clustering_id)
-        finally:
-            con.execute("drop view if exists assigned")
-        # Both count(*): one row each.
-        written = int(store.query_row(con, "assignments_count", clustering_id=clustering_id)[0])  # type: ignore[index]
-        expected = int(store.query_row(con, "build_prompt_count")[0])  # type: ignore[index]
+    con.execute(f"create or replace temp view assigned as select text_hash, cluster from read_parquet('{glob}')")
+    try:
+        store.execute(con, "assignments_from_dataset", clustering_id=clustering_id)
+    finally:
+        con.execute("drop view if exists assigned")
+    # Both count(*): one row each.
+    written = int(store.query_row(con, "assignments_count", clustering_id=clustering_id)[0])  # type: ignore[index]
+    expected = int(store.query_row(con, "build_prompt_count")[0])  # type: ignore[index]
     if written != expected:
         raise store.StoreError(f"{clustering_id}: {expected - written} of {expected} build prompts have no cluster in "
                                f"{out} (their vectors are missing from the embedding dataset)")

@@ -218,55 +218,59 @@ def _run_build(con: store.Connection, embedder_name: str, seed: int, cache_dir: 
         log.info("fitted the candidates in %.1f s, scored them on held-out prompts in %.1f s", seconds["fit"],
                  seconds["evaluate"])
 
-        t0 = time.perf_counter()
-        stage("recording the router versions")
-        router_id = registry.new_router_id(cands.chosen)
-        table = cands.table()
-        area_of = dict(zip(table.kind, table.val_area, strict=True))
-        val_area = _area(area_of[cands.chosen])
-        promoted, reason = _promotion(con, val_area)
-        # The gate runs whenever there is a champion, so router_shadow_gate also shows what traffic said of a
-        # challenger validation kept out; it only ever withholds a promotion.
-        gate = None
-        if registry.champion_id(con) is not None:
-            stage("replaying recent traffic (shadow gate)")
-            gate = shadow_gate(con, router, shadow)
-            log.info("%s", gate.line)
-            if promoted and gate.refused:
-                promoted, reason = False, f"{reason}, but {gate.line}"
-            else:
-                reason = f"{reason}; {gate.line}"
-        reason = f"{reason}; {cands.line()}"
-        fingerprint = registry.data_fingerprint(con)
-        clusters = registry.router_centroids(router)
-        if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
-            stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
-            store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
-        router, battle_note = with_battle_models(con, router, lambda: embedder)
-        notes.extend([battle_note] if battle_note else [])
-        metric_rows = pd.DataFrame(
-            [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
-        )
-        ids, prices = {}, registry.price_snapshot(con)  # the prices model_val_costs read above, in this transaction
-        for kind, candidate in cands.routers.items():
-            served = kind == cands.chosen
-            candidate = router if served else candidate  # the served one also routes the battle-only models
-            ids[kind] = router_id if served else registry.new_router_id(kind)
-            registry.save_router_version(con, registry.NewVersion(
-                candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
-                val_area if served else _area(area_of[kind]), promoted if served else False,
-                reason if served else f"{kind} candidate beside {router_id}",
-                centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
-                embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
-                price_snapshot=prices,
-            ))
-        rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
-                            default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
-        store.write_frame(con, "router_candidates", rows)
-        if gate is not None:
-            record_gate(con, router_id, gate)
-        seconds["record"] = time.perf_counter() - t0
-        crashpoint("build:written")
+        # The recording writes every build prompt's cluster (1M rows at 1M prompts): held by the open transaction,
+        # they filled the fit's 128 MB and the next query failed ("failed to pin block",
+        # benchmarks/scale/dask_plane.py --build). The driver is far below its peak here.
+        with store.memory_limited(con, BUILD_DUCKDB_MEMORY):
+            t0 = time.perf_counter()
+            stage("recording the router versions")
+            router_id = registry.new_router_id(cands.chosen)
+            table = cands.table()
+            area_of = dict(zip(table.kind, table.val_area, strict=True))
+            val_area = _area(area_of[cands.chosen])
+            promoted, reason = _promotion(con, val_area)
+            # The gate runs whenever there is a champion, so router_shadow_gate also shows what traffic said of a
+            # challenger validation kept out; it only ever withholds a promotion.
+            gate = None
+            if registry.champion_id(con) is not None:
+                stage("replaying recent traffic (shadow gate)")
+                gate = shadow_gate(con, router, shadow)
+                log.info("%s", gate.line)
+                if promoted and gate.refused:
+                    promoted, reason = False, f"{reason}, but {gate.line}"
+                else:
+                    reason = f"{reason}; {gate.line}"
+            reason = f"{reason}; {cands.line()}"
+            fingerprint = registry.data_fingerprint(con)
+            clusters = registry.router_centroids(router)
+            if clusters is not None:  # onboarding measures a new model's Psi row by a group-by over these assignments
+                stage(f"assigning every prompt to its cluster{' on Dask' if client is not None else ''}")
+                store_assignments(con, embedder.embedder_id, clusters, registry.router_clustering_id(router), client)
+            router, battle_note = with_battle_models(con, router, lambda: embedder)
+            notes.extend([battle_note] if battle_note else [])
+            metric_rows = pd.DataFrame(
+                [{"method": m, "metric": name, "value": v} for m, vals in metrics.items() for name, v in vals.items()]
+            )
+            ids, prices = {}, registry.price_snapshot(con)  # the prices model_val_costs read above, in this transaction
+            for kind, candidate in cands.routers.items():
+                served = kind == cands.chosen
+                candidate = router if served else candidate  # the served one also routes the battle-only models
+                ids[kind] = router_id if served else registry.new_router_id(kind)
+                registry.save_router_version(con, registry.NewVersion(
+                    candidate, ids[kind], registry.router_clustering_id(candidate), kind, fingerprint,
+                    val_area if served else _area(area_of[kind]), promoted if served else False,
+                    reason if served else f"{kind} candidate beside {router_id}",
+                    centroids=registry.router_centroids(candidate), candidate_of=None if served else router_id,
+                    embedder=embedder, metrics=metric_rows if served else None, curves=curves if served else None,
+                    price_snapshot=prices,
+                ))
+            rows = table.assign(build_router_id=router_id, candidate_router_id=table.kind.map(ids),
+                                default_kind=cands.default_kind, created_at=datetime.now(UTC).replace(tzinfo=None))
+            store.write_frame(con, "router_candidates", rows)
+            if gate is not None:
+                record_gate(con, router_id, gate)
+            seconds["record"] = time.perf_counter() - t0
+            crashpoint("build:written")
         result = BuildResult(
             router_id=router_id,
             kind=cands.chosen,

@@ -14,8 +14,10 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from uniroute import store
-from uniroute.pipeline.build.clusters import fit_training_rows, training_rows
+from uniroute.pipeline.build.clusters import fit_training_rows, train_hashes, training_rows
 from uniroute.routers.cluster.kmeans import Centroids
 
 if TYPE_CHECKING:
@@ -32,6 +34,10 @@ class Refits:
         # One thread: refits queue rather than compete for the same workers; the driver's thread stays free.
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="uniroute-refit")
         self._futures: dict[int, Future] = {}
+        # The training hashes, read from the store once per build: a second K's read (the hierarchy's 2K beside
+        # count-aware K-means' K) came while the driver held the tuning state and was its peak at 1M prompts
+        # (+110 MB over the first read; benchmarks/scale/dask_plane.py --build).
+        self._hashes: pa.Array | None = None
 
     @property
     def on_dask(self) -> bool:
@@ -40,7 +46,9 @@ class Refits:
     def ahead(self, k: int) -> None:
         """Start the refit with this K on the thread (the store is read here, on the caller's thread)."""
         if k not in self._futures:
-            rows = training_rows(self._con, self._embedder_id)
+            if self._hashes is None:
+                self._hashes = train_hashes(self._con)
+            rows = training_rows(self._con, self._embedder_id, self._hashes)
             self._futures[k] = self._pool.submit(fit_training_rows, rows, self._dim, k, self._seed, self._client)
 
     def __call__(self, k: int) -> Centroids:
