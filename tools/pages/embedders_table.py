@@ -116,8 +116,9 @@ def sources(result: dict[str, Any]) -> list[str]:
     if figures is None:
         return []
     lines = ["", "Sources (the file and the embedder id of each result; `static` builds of one recipe differ in "
-             "their fingerprint, `static-tuned`'s names what it was fitted on, and a result from docs/results/ is "
-             "the README's quality run):"]
+             "their fingerprint, `static-tuned`'s names what it was fitted on, and `minilm-onnx`'s is the README's "
+             "quality run from before the hierarchy became `auto`'s default kind, so that every embedder here is "
+             "measured with the same `auto`, decision 0006):"]
     for dataset, block in figures.items():
         found = [f"`{n}` {row['file']} ({row['trials']} trials, `{row['embedder_id'].rsplit(':', 1)[-1]}`)"
                  for n, row in block["embedders"].items() if row is not None]
@@ -216,8 +217,8 @@ def frontier_table(result: dict[str, Any], shares: dict[str, dict[str, Any]]) ->
         verdict = "no" if gap_losses(shares, name) else "yes"
         lines.append(f"| `{name}` | {_build_rate(speed, name)} | " + " | ".join(cells) + f" | {verdict} |")
     lines += ["", "The gap per dataset (mean MLP minus ZeroRouter Area over the trials paired; the best embedder's own "
-              "where its run measured MLP, else the build default's run, the README's quality run, on the same "
-              "splits):"]
+              "where its run measured MLP, else the build default's run, the README's quality run as the study "
+              "measured it, on the same splits):"]
     for dataset, block in shares.items():
         if gaps := sorted({row["gap"] for row in block["shares"].values()}):
             lines.append(f"- {dataset}: {' / '.join(f'{g:.4f}' for g in gaps)} Area, from `{block['gap_from']}`'s "

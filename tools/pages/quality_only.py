@@ -64,7 +64,7 @@ RUN_METHODS = {"served": ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap"
 SHARED_METHODS = ("zero", "kmeans")
 SERVED = "auto"
 RULE = "quality_rule"
-KMEANS = "kmeans_shrunk"  # the registry's default kind (count-aware K-means)
+KMEANS = "kmeans_shrunk"  # the default kind when these runs were measured (count-aware K-means; decision 0006 since)
 ALPHA = 0.05  # the sign tests' level on this page (two-sided, over trials)
 
 

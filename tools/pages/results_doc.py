@@ -43,7 +43,7 @@ AUTO_TOLERANCE = 0.001  # auto's mean Area may be this far below the best router
 AUTO_ALPHA = 0.05  # and never significantly below any kind at this level (paired sign test)
 CHECK_SIZES = (25, 50)  # validation sizes checked besides "all"
 CRITERION_KINDS = ("knn", "kmeans", "learnedmap")  # the kinds auto is held against
-README_METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "learnedmap", "auto")  # the README's quality table
+README_METHODS = ("zero", "knn", "kmeans", "kmeans_shrunk", "kmeans_hier", "learnedmap", "auto")  # the headline table
 
 DATASETS: dict[str, dict[str, str]] = {
     "routerbench_subset": {
@@ -83,11 +83,12 @@ with the training LLMs only, by *simulated onboarding*: their Psi (or K-NN table
 of as many training prompts as there are validation prompts — as a new LLM's is — and the routing Area among
 them is measured on other prompts; K and k climb a ladder until that Area turns down
 (`uniroute/selection/candidates.py`, `grids.py`). `auto` is the product's choice of kind, made inside each
-trial from the same training-LLM data (`uniroute/selection/selection.py`): K-means with count-aware Psi unless
-another kind's Area on fresh simulated onboardings beats it by more than two standard errors (bootstrap over
-prompts and training LLMs). Its test Area measures that whole procedure. In the method tables `*` marks an Area
-significantly below UniRoute (LearnedMap) and `†` below UniRoute (K-means) (paired two-sided sign test over the
-trials, alpha = 0.01); `auto` is tested against every kind at alpha = 0.05."""
+trial from the same training-LLM data (`uniroute/selection/selection.py`): the K-means hierarchy (count-aware Psi
+on 2K clusters, each routed with its coarser groups; decision 0006) unless another kind's Area on fresh simulated
+onboardings beats it by more than two standard errors (bootstrap over prompts and training LLMs). Its test Area
+measures that whole procedure. In the method tables `*` marks an Area significantly below UniRoute (LearnedMap)
+and `†` below UniRoute (K-means) (paired two-sided sign test over the trials, alpha = 0.01);
+`auto` is tested against every kind at alpha = 0.05."""
 
 
 def command(dataset: str, trials: int = TRIALS) -> str:
