@@ -227,7 +227,8 @@ def status(as_json: JsonFlag = False) -> None:
     settings = settings_from_env()
     with one_line_errors():
         result = pool_status(settings.home, settings.db_path, settings.published_dir, settings.inbox_dir,
-                             settings.spool_dir, mlflow=settings.mlflow)
+                             settings.spool_dir, mlflow=settings.mlflow,
+                             settle_seconds=settings.inbox_settle_seconds)
     if as_json:
         typer.echo(json.dumps(result.as_dict(), default=str))
         return

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from uniroute import store
-from uniroute.ingest.inbox import PROCESSING, still_being_written
+from uniroute.ingest.inbox import PROCESSING, SETTLE_SECONDS, still_being_written
 from uniroute.ingest.outcomes import OUTCOME_WAIT_DAYS
 from uniroute.pipeline.build.result import tiny_table_note
 from uniroute.pipeline.serving import snapshot
@@ -108,15 +108,16 @@ def _inbox(inbox_dir: Path) -> tuple[list[str], int]:
     return waiting, count
 
 
-def _spool(spool_dir: Path | None) -> dict[str, int] | None:
-    """The decision spool's finished files waiting, files left claimed in .processing/, and files in failed/."""
+def _spool(spool_dir: Path | None, settle_seconds: float) -> dict[str, int] | None:
+    """The decision spool's finished files waiting, files left claimed in .processing/, files in failed/, and the
+    waiting files modified within the settle window the inbox run applies (so status and the run agree)."""
     if spool_dir is None or not spool_dir.is_dir():
         return None
     waiting, failed = _inbox(spool_dir)
     claimed = spool_dir / PROCESSING
     return {"waiting": len(waiting), "failed": failed,
             "claimed": sum(1 for p in claimed.iterdir() if p.is_file()) if claimed.is_dir() else 0,
-            "writing": len(still_being_written(spool_dir))}
+            "writing": len(still_being_written(spool_dir, settle_seconds))}
 
 
 def _outcomes_waiting(con: Any) -> int:
@@ -155,11 +156,12 @@ def _mlflow_pending(con: Any) -> dict[str, int] | None:
 
 
 def pool_status(home: Path, db_path: Path, published_dir: Path, inbox_dir: Path,
-                spool_dir: Path | None = None, mlflow: bool = True) -> Status:
+                spool_dir: Path | None = None, mlflow: bool = True,
+                settle_seconds: float = SETTLE_SECONDS) -> Status:
     """The status of the store at db_path; while a writer holds it, the published snapshot's view of it. With
     mlflow, what MLflow does not hold yet."""
     waiting, failed = _inbox(inbox_dir)
-    spool = _spool(spool_dir)
+    spool = _spool(spool_dir, settle_seconds)
     notes: list[str] = []
     if not db_path.exists():
         return Status(str(home), None, [], [], None, [], waiting, failed,
