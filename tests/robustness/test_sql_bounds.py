@@ -65,8 +65,9 @@ def test_every_row_streams_as_csv_until_the_timeout_stops_it(pool):
         "error: the query ran longer than 2 s and was stopped (give --timeout SECONDS for more)"]
     assert peak < PEAK_RSS_LIMIT, f"peak RSS {peak / 1e9:.2f} GB"
     # Writing the 10M rows takes about 10 s. From the query's start to the process's exit: the 2 s, then the
-    # interrupt, the clean-up and the interpreter's exit (3.2 s measured in all at load 5; 0.5 s of slack for load).
-    assert ran is not None and ran < 2 + 1.5, ran
+    # interrupt, the clean-up and the interpreter's exit (3.2 s measured in all at load 5, over 3.5 s at load 7-8):
+    # 4 s of slack still tells a stopped query from one that wrote its rows (10 s quiet, more under load).
+    assert ran is not None and ran < 2 + 4, ran
 
 
 def test_ctrl_c_stops_the_query_in_one_line_with_exit_code_130(pool):
