@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -314,9 +315,7 @@ def test_a_stored_decision_id_given_other_content_is_quarantined(pool, logs, mon
 
 def test_a_spool_file_written_in_place_is_taken_only_once_it_stands_still(pool, logs, monkeypatch):
     settings = _settings(pool, monkeypatch)
-    # Long enough that a loaded machine's slow CLI still sees the writer's last append as recent (1.5 s failed in
-    # CI); "stood still" is then set by hand with utime below rather than waited for.
-    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "60")
+    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "3")  # the early run waits this long, once
     first, second = _real_records(settings, logs.prompt.unique()[:2].tolist())
     path = settings.spool_dir / "decisions-in-place.jsonl"  # no .part: written where the inbox reads
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -328,6 +327,10 @@ def test_a_spool_file_written_in_place_is_taken_only_once_it_stands_still(pool, 
     finish.join()
     assert early.exit_code == 0 and "decisions-in-place.jsonl" not in early.output, early.output
     assert path.exists() and _sql(settings, "select count(*) from decisions") == [(0,)]
+    # Status counts with the user's settle window, not its own: a file last written 100 s ago is still being written
+    # for a window of an hour (the default 2 s would not count it; the clock cannot race this).
+    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "3600")
+    os.utime(path, (time.time() - 100, time.time() - 100))
     status = runner.invoke(app, ["status"], catch_exceptions=False)
     assert "1 of the waiting file(s) still being written in place (no .part)" in status.output, status.output
     os.utime(path, (0, 0))  # it stood still since
