@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,15 @@ import numpy as np
 from uniroute.experiments.methods import METHOD_LABELS, METHODS, ORACLES
 
 log = logging.getLogger(__name__)
+
+TITLE_WIDTH = 70  # characters per title line at fontsize 10: an embedder id alone is ~75, with a dataset's name more
+
+
+def wrapped_title(title: str) -> str:
+    """The title with each line wrapped at spaces (never inside an embedder id), so none runs off the figure."""
+    return "\n".join(textwrap.fill(line, TITLE_WIDTH, break_long_words=False, break_on_hyphens=False)
+                     for line in title.splitlines())
+
 
 def write_curve_plot(report: dict[str, Any], path: Path, title: str) -> None:
     """Mean deferral curve per method (oracles dashed) with every trial's test LLMs as faded grey x."""
@@ -36,7 +46,7 @@ def write_curve_plot(report: dict[str, Any], path: Path, title: str) -> None:
     ax.set_xlim(0, 1.02)
     ax.set_xlabel("normalised cost (mean cost / most expensive test LLM's cost)")
     ax.set_ylabel("mean test score")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrapped_title(title), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -63,7 +73,7 @@ def write_val_size_plot(report: dict[str, Any], path: Path, title: str) -> None:
     ax.set_xticklabels([str(int(s)) for s in sizes])
     ax.set_xlabel("number of validation prompts (last = all)")
     ax.set_ylabel("Area on unseen test LLMs (96% interval)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrapped_title(title), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

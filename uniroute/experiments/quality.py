@@ -21,6 +21,7 @@ import pandas as pd
 from uniroute.experiments.logs import eval_data_from_frame
 from uniroute.experiments.markdown import sign_test_table
 from uniroute.experiments.methods import METHOD_LABELS, ORACLES, QUALITY_KINDS, QUALITY_RULES
+from uniroute.experiments.plots import wrapped_title
 from uniroute.experiments.protocol import trial_split
 from uniroute.routers.cluster.kmeans_kind import KMEANS
 from uniroute.routers.quality_rule.kind import rule_k
@@ -118,7 +119,7 @@ def write_quality_plot(report: dict[str, Any], path: Path, title: str) -> None:
     low = min([*scores, report["best_single_llm"]["score"]])
     ax.set_xlim(max(0.0, low - 0.05), min(1.0, report["oracle"]["score"] + 0.03))
     ax.set_xlabel("mean test score at lambda = 0 (quality-only routing)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(wrapped_title(title), fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
