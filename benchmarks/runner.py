@@ -43,7 +43,7 @@ BENCHMARKS = ("speed.routing", "speed.route_command", "speed.recording", "speed.
 ON_DEMAND = ("speed.ingest_memory", "speed.explain_terms", "scale.dask_plane", "quality.max_cost", "paper.extensions",
              "quality.default_setting", "speed.one_vector", "quality.conversation_message",
              "speed.gateway_failover", "speed.gateway_cpu", "quality.static_tuned_teacher",
-             "quality.static_tuned_routing")
+             "quality.static_tuned_routing", "quality.auto_threshold")
 
 
 def write_result(data: dict[str, Any], out: Path, indent: int = 2) -> Path:

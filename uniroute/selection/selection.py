@@ -51,7 +51,7 @@ Interface for the pipeline (build, onboard, publish, pyfunc) — plain arrays in
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +134,13 @@ def _resampled_areas(fits: CandidateFits, candidates: Sequence[Tuned], n_val: in
     return out
 
 
+def clear_choice(area: Mapping[str, float], default: str, diff_se: Mapping[str, float], z: float = Z) -> str:
+    """The rule itself: the default kind unless another kind's Area beats it by more than z standard errors of their
+    paired difference (diff_se[kind]); then the best such kind."""
+    clear = [k for k in area if k != default and area[k] - area[default] > z * diff_se[k]]
+    return max(clear, key=lambda k: area[k]) if clear else default
+
+
 def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | None = None,
                 bootstrap: int = BOOTSTRAP, z: float = Z) -> Selection:
     """The kind to serve for the first n_val validation prompts (see the module docstring for the rule)."""
@@ -150,8 +157,7 @@ def select_kind(fits: CandidateFits, candidates: Sequence[Tuned], n_val: int | N
     default = next((k for k in default_kinds() if k in kinds), max(kinds, key=lambda k: area[k]))
     d = kinds.index(default)
     diff_se = {k: float((boot[i] - boot[d]).std(ddof=1)) for i, k in enumerate(kinds)}
-    clear = [k for k in kinds if k != default and area[k] - area[default] > z * diff_se[k]]
-    chosen = max(clear, key=lambda k: area[k]) if clear else default
+    chosen = clear_choice(area, default, diff_se, z)
     wins = np.bincount(np.argmax(boot, axis=0), minlength=len(kinds)) / bootstrap
     selection = Selection(
         chosen=chosen, default=default, candidates=tuple(candidates), area=area,
