@@ -86,15 +86,22 @@ def test_a_reader_and_a_writer_at_once_both_finish(pool, logs, tmp_path):
 
 
 def test_a_second_writer_waits_and_says_for_whom(pool, logs, tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(pool.home), "120", "until-told"], env=_env(pool),
-                              cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "holding"
     extra = tmp_path / "extra.csv"
     logs[logs.model == NEWCOMER].drop(columns=["split"]).to_csv(extra, index=False)
-    writer = _cli(pool, "ingest", str(extra))
-    first = writer.stderr.readline()  # while the holder still holds (a fixed hold raced a slow start under load)
-    holder.communicate("release\n", timeout=60)
-    out, err = writer.communicate(timeout=300)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(pool.home), "60", "until-told"], env=_env(pool),
+                              cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    writer = None
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        writer = _cli(pool, "ingest", str(extra))
+        first = writer.stderr.readline()  # while the holder still holds (a fixed hold raced a slow start under load)
+        holder.communicate("release\n", timeout=60)
+        out, err = writer.communicate(timeout=300)
+    finally:  # a failure above leaves neither process behind (at worst the holder lets go after its 60 s)
+        for proc in (holder, writer):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert writer.returncode == 0, first + err
     assert first.startswith("waiting for the store: `build` (pid "), first + err
     assert "results accepted" in out  # it waited for the holder, then did its work

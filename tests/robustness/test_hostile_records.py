@@ -9,7 +9,7 @@ import json
 import os
 import re
 import shutil
-import threading
+import sys
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -315,16 +315,25 @@ def test_a_stored_decision_id_given_other_content_is_quarantined(pool, logs, mon
 
 def test_a_spool_file_written_in_place_is_taken_only_once_it_stands_still(pool, logs, monkeypatch):
     settings = _settings(pool, monkeypatch)
-    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "3")  # the early run waits this long, once
+    monkeypatch.setenv("UNIROUTE_INBOX_SETTLE_SECONDS", "3")  # the early run waits this long, once: longer than
+    # the run takes to look at the file first, on a loaded machine too
     first, second = _real_records(settings, logs.prompt.unique()[:2].tolist())
     path = settings.spool_dir / "decisions-in-place.jsonl"  # no .part: written where the inbox reads
     path.parent.mkdir(parents=True, exist_ok=True)
     torn = _dump(second)
     path.write_text(_dump(first) + "\n" + torn[:40])
-    finish = threading.Timer(0.5, lambda: path.open("a").write(torn[40:] + "\n"))  # the writer goes on
-    finish.start()
-    early = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
-    finish.join()
+    real_sleep = time.sleep
+
+    def the_writer_goes_on(seconds: float) -> None:  # in the run's settle wait: after its first look, before its next
+        if sys._getframe(1).f_code.co_name == "_settled_files" and not path.read_text().endswith("\n"):
+            with path.open("a") as rest:
+                rest.write(torn[40:] + "\n")
+        real_sleep(seconds)
+
+    with monkeypatch.context() as during_the_run:
+        during_the_run.setattr(inbox_module.time, "sleep", the_writer_goes_on)
+        early = runner.invoke(app, ["inbox", "--no-onboard"], catch_exceptions=False)
+    assert path.read_text().endswith("\n")  # the writer did go on while the run waited
     assert early.exit_code == 0 and "decisions-in-place.jsonl" not in early.output, early.output
     assert path.exists() and _sql(settings, "select count(*) from decisions") == [(0,)]
     # Status counts with the user's settle window, not its own: a file last written 100 s ago is still being written
