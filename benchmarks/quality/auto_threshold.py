@@ -4,9 +4,10 @@ Every evaluation stores, per trial, the selection's validation Areas and the pai
 of candidates (`per_trial_selection`), and every kind's test Area (`per_trial_area`). Replaying the rule
 (selection.clear_choice) with another z on those numbers gives the kind `auto` would have served and so its test
 Area, trial by trial, without running anything again; at the z in code it must give the stored `auto` exactly
-(checked, or the run is refused). Kinds a run did not score on test (not in its --methods) are left out of the
-replay's candidates. At equal costs the served pool re-decides between the kind and the quality-only rule
-(pool_choice), which this replay does not: such runs are refused by the exactness check.
+(checked, kind for kind, or the run is refused). Where a z would serve a kind the run did not score on test (not in
+its --methods), that row has no Area: run the evaluation with every kind. At equal costs the served pool re-decides
+between the kind and the quality-only rule (pool_choice), which this replay does not: such runs are refused by the
+exactness check.
 
 Run: `python -m benchmarks.quality.auto_threshold [RUN.json ...]` (default: RUNS); writes
 benchmarks/results/auto_threshold.json and prints a Markdown table.
@@ -34,13 +35,11 @@ ZS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
 
 
 def replayed_choices(run: dict[str, Any], z: float) -> list[str]:
-    """Per trial, the kind the rule with this z serves among the kinds the run scored on test."""
-    scored = run["per_trial_area"]
+    """Per trial, the kind the rule with this z serves among every candidate the selection measured."""
     out = []
     for sel in run["per_trial_selection"]:
         default = sel["default"]
-        area = {k: v for k, v in sel["val_area"].items() if k in scored or k == default}
-        out.append(clear_choice(area, default, {k: sel["pair_se"][k][default] for k in area}, z))
+        out.append(clear_choice(sel["val_area"], default, {k: sel["pair_se"][k][default] for k in sel["val_area"]}, z))
     return out
 
 
@@ -56,21 +55,26 @@ def replay(run: dict[str, Any], name: str) -> dict[str, Any]:
     scored = {k: np.asarray(v, dtype=np.float64) for k, v in run["per_trial_area"].items()}
     stored = scored["auto"]
     trials = np.arange(stored.size)
-    at_z = np.array([scored[k][t] for t, k in zip(trials, replayed_choices(run, Z), strict=True)])
-    if not np.array_equal(at_z, stored):
+    choices_at_z = replayed_choices(run, Z)
+    if choices_at_z != [sel["kind"] for sel in run["per_trial_selection"]] or not np.array_equal(
+            [scored[k][t] for t, k in zip(trials, choices_at_z, strict=True)], stored):
         raise ValueError(f"{name}: the rule at z = {Z} does not give the stored auto "
                          "(a run at equal costs, or one from another rule): not replayable")
     zero = float(scored["zero"].mean())
     gap = float(scored["mlp"].mean()) - zero
-    kinds = [k for k in run["per_trial_selection"][0]["val_area"] if k in scored]
+    kinds = sorted({k for sel in run["per_trial_selection"] for k in sel["val_area"] if k in scored})
     best = max(kinds, key=lambda k: scored[k].mean())
     rows = []
     for z in ZS:
         choices = replayed_choices(run, z)
+        row: dict[str, Any] = {"z": z, "served": {k: choices.count(k) for k in sorted(set(choices))}}
+        unscored = sorted({k for k in choices if k not in scored})
+        if unscored:  # a kind the run did not score on test would be served: no Area to give (run it with them)
+            rows.append({**row, "unscored": unscored})
+            continue
         area = np.array([scored[k][t] for t, k in zip(trials, choices, strict=True)])
-        rows.append({"z": z, "area": float(area.mean()), "share_of_gap": float((area.mean() - zero) / gap),
-                     "vs_current": _paired(area, stored, gap), "vs_best_kind": _paired(area, scored[best], gap),
-                     "served": {k: choices.count(k) for k in sorted(set(choices))}})
+        rows.append({**row, "area": float(area.mean()), "share_of_gap": float((area.mean() - zero) / gap),
+                     "vs_current": _paired(area, stored, gap), "vs_best_kind": _paired(area, scored[best], gap)})
     return {"run": name, "dataset": run.get("dataset"), "trials": int(stored.size),
             "embedder_id": run.get("embedder_id"), "gap": gap, "best_kind_on_test": best, "z_in_code": Z, "rows": rows}
 
@@ -80,8 +84,12 @@ def markdown(results: list[dict[str, Any]]) -> str:
              "|---|---:|---:|---:|---|---|---|"]
     for res in results:
         for r in res["rows"]:
-            c, b = r["vs_current"], r["vs_best_kind"]
             served = ", ".join(f"{k} {n}" for k, n in sorted(r["served"].items(), key=lambda kv: -kv[1]))
+            if "unscored" in r:
+                lines.append(f"| {res['run']} | {r['z']:g} | - | - | - | not scored on test: "
+                             f"{', '.join(r['unscored'])} | {served} |")
+                continue
+            c, b = r["vs_current"], r["vs_best_kind"]
             lines.append(f"| {res['run']} | {r['z']:g} | {r['area']:.4f} | {100 * r['share_of_gap']:.1f}% | "
                          f"{c['diff']:+.4f} ({c['wins']}-{c['losses']}, p = {c['p']:.2g}) | "
                          f"{res['best_kind_on_test']} {b['diff']:+.4f} ({b['wins']}-{b['losses']}, p = {b['p']:.2g}) | "
