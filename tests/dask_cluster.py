@@ -3,10 +3,12 @@ process group (so a worker's nanny and its child go down together, and a test ca
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +34,19 @@ def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
         process.wait(timeout=30)
 
 
+def _scheduler_address(scheduler: subprocess.Popen, scheduler_file: Path, log: Path, timeout: float = 120) -> str:
+    """The address a started scheduler writes to its scheduler file (waiting for it; its log if it exits first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if scheduler.poll() is not None:
+            raise RuntimeError(f"the Dask scheduler exited ({scheduler.returncode}): {log.read_text()[-2000:]}")
+        try:
+            return str(json.loads(scheduler_file.read_text())["address"])
+        except (FileNotFoundError, ValueError, KeyError):  # not written yet, or half written
+            time.sleep(0.1)
+    raise RuntimeError(f"no scheduler file in {timeout:.0f} s: {log.read_text()[-2000:]}")
+
+
 @dataclass
 class Cluster:
     address: str
@@ -45,18 +60,21 @@ def external_cluster(folder: Path, workers: int = 1, threads: int = 1,
     """A scheduler and `workers` worker processes (`threads` threads each) started outside the test's process."""
     from distributed import Client
 
-    from deployments.serve import free_port
-
-    address = f"tcp://127.0.0.1:{free_port()}"
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    scheduler = _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
-                        "--dashboard-address", "127.0.0.1:0"], env, folder / "scheduler.log")
-    cluster = Cluster(address, scheduler)
+    # Port 0 and the address read back from the scheduler file: a port picked free beforehand can be taken by any
+    # connection's local end before the scheduler binds it, and the workers then join whoever holds it.
+    scheduler_file = folder / "scheduler.json"
+    scheduler = _start(["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                        "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(scheduler_file)], env,
+                       folder / "scheduler.log")
+    cluster = Cluster("", scheduler)
     try:
+        cluster.address = _scheduler_address(scheduler, scheduler_file, folder / "scheduler.log")
         for i in range(workers):
-            cluster.workers.append(_start(["distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads",
-                                           str(threads), "--no-dashboard"], env, folder / f"worker-{i}.log"))
-        with Client(address, timeout=60) as client:
+            cluster.workers.append(_start(["distributed.cli.dask_worker", cluster.address, "--nworkers", "1",
+                                           "--nthreads", str(threads), "--no-dashboard"], env,
+                                          folder / f"worker-{i}.log"))
+        with Client(cluster.address, timeout=60) as client:
             client.wait_for_workers(workers, timeout=60)
         yield cluster
     finally:
