@@ -38,8 +38,7 @@ def zero_to_mlp_gap(areas: dict[str, dict[str, list[float]]], best: str) -> tupl
 
     The best embedder's own where its run measured MLP (MLP's Area depends on the embedding); otherwise the build
     default's, whose run is the README's quality run (as the study measured it) and measures every method on the
-    same splits. ZeroRouter's Area
-    is the same for every embedder (the routing table's ZeroRouter rows check it)."""
+    same splits. ZeroRouter's Area is the same for every embedder (the routing table's ZeroRouter rows check it)."""
     for name in (best, DEFAULT_BUILD_EMBEDDER):
         trials = areas.get(name, {})
         if "mlp" in trials and "zero" in trials:
