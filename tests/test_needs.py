@@ -62,8 +62,9 @@ def test_outside_ci_the_missing_datasets_skip_and_the_summary_names_them(tmp_pat
     assert f"the shared datasets ({missing}) is missing" in skip
 
 
-def test_ci_with_a_pinned_dependency_missing_fails_in_one_line(tmp_path):
-    probe = "from tests import needs\n\nneeds.module('uniroute_no_such_pinned_module')\n\n\ndef test_x():\n    pass\n"
+@pytest.mark.parametrize("check", ["module", "installed"])  # imported, or only found (a file that imports it later)
+def test_ci_with_a_pinned_dependency_missing_fails_in_one_line(tmp_path, check):
+    probe = f"from tests import needs\n\nneeds.{check}('uniroute_no_such_pinned_module')\n\n\ndef test_x():\n    pass\n"
     result = _pytest(tmp_path, probe, ci=True, datasets=tmp_path)
     assert result.returncode != 0, result.stdout + result.stderr
     named = _lines_naming(result, "uniroute_no_such_pinned_module")

@@ -11,7 +11,7 @@ from tests.home_guard import ROOT
 pytest_plugins = ("pytester",)
 
 
-def test_a_group_runs_on_one_worker_with_its_module_fixture_set_up_once_and_slow_tests_start_first(
+def test_a_group_or_module_runs_on_one_worker_with_its_module_fixture_set_up_once_and_slow_tests_start_first(
         pytester: pytest.Pytester, monkeypatch) -> None:
     # Three modules of one group, each with a module fixture, beside ungrouped tests that keep both workers busy.
     for name in ("a", "b", "c"):
@@ -35,8 +35,12 @@ def test_a_group_runs_on_one_worker_with_its_module_fixture_set_up_once_and_slow
                 log("grouped {name}")
                 time.sleep(0.1)
 
+            @pytest.fixture(scope="module")
+            def module_wide():
+                log("module {name}")
+
             @pytest.mark.parametrize("i", range(6))
-            def test_free(i):
+            def test_free(module_wide, i):
                 log("free {name}")
                 time.sleep(0.05)
         """})
@@ -60,6 +64,9 @@ def test_a_group_runs_on_one_worker_with_its_module_fixture_set_up_once_and_slow
     grouped = [line for line in lines if line[0] in ("setup", "grouped")]
     assert len({worker for *_, worker in grouped}) == 1, lines  # every grouped test and set-up on one worker
     assert sorted(name for what, name, _ in grouped if what == "setup") == ["a", "b", "c"], lines  # once per module
+    # The ungrouped tests of a module run on one worker too: its module fixture is set up once.
+    assert sorted(name for what, name, _ in lines if what == "module") == ["a", "b", "c"], lines
+    assert all(len({w for what, n, w in lines if what == "free" and n == name}) == 1 for name in "abc"), lines
     # The groups go out first, then the slow module (collected last) before the short tests.
     [slow_worker] = [worker for what, _, worker in lines if what == "slow"]
     assert [what for what, _, worker in lines if worker == slow_worker][0] == "slow", lines

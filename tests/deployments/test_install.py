@@ -16,25 +16,25 @@ for name in ("alpha", "beta", "gamma"):
     print(f"  Downloading {name}-1.0-py3-none-any.whl (10 kB)", flush=True)
     print(f"Requirement already satisfied: {name}-dep in ./site-packages", flush=True)
 print("Installing collected packages: alpha, beta, gamma", flush=True)
-time.sleep(6)  # pip installing torch: nothing printed for a long while
+time.sleep(float(sys.argv[2]))  # pip installing torch: nothing printed for a long while
 print("Successfully installed alpha-1.0 beta-1.0 gamma-1.0", flush=True)
 sys.exit(int(sys.argv[1]))
 """
 
 
-def _install(tmp_path: Path, code: int) -> tuple[list[tuple[float, str]], int, str]:
+def _install(tmp_path: Path, code: int, silent_seconds: float) -> tuple[list[tuple[float, str]], int, str]:
     """Lines of the wrapper's stdout with their arrival time, its exit code, its stderr."""
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "deployments.install", "--label", "fake", "--every", "1", "--log",
-         str(tmp_path / "install.log"), "--", sys.executable, "-c", FAKE_PIP, str(code)],
+         str(tmp_path / "install.log"), "--", sys.executable, "-c", FAKE_PIP, str(code), str(silent_seconds)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = [(time.monotonic() - started, line.rstrip("\n")) for line in proc.stdout]
     return lines, proc.wait(), proc.stderr.read()
 
 
 def test_status_lines_keep_coming_without_pip_noise(tmp_path: Path) -> None:
-    lines, code, err = _install(tmp_path, 0)
+    lines, code, err = _install(tmp_path, 0, silent_seconds=6)
     texts = [text for _, text in lines]
     assert code == 0 and not err
     assert not any("Requirement already satisfied" in t or "Downloading" in t for t in texts)
@@ -47,6 +47,6 @@ def test_status_lines_keep_coming_without_pip_noise(tmp_path: Path) -> None:
 
 
 def test_a_failure_shows_the_last_lines_and_keeps_the_exit_code(tmp_path: Path) -> None:
-    _, code, err = _install(tmp_path, 3)
+    _, code, err = _install(tmp_path, 3, silent_seconds=0)  # no pause: the failure's lines are what it checks
     assert code == 3
     assert "fake failed (exit 3)" in err and "Successfully installed alpha-1.0" in err

@@ -13,7 +13,7 @@ import pytest
 
 from tests import needs
 
-needs.module("litellm")
+needs.installed("litellm")
 openai = needs.module("openai")
 
 from deployments.backends import ANSWER_TOKENS, prompt_tokens  # noqa: E402

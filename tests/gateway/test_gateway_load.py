@@ -13,7 +13,7 @@ import pytest
 
 from tests import needs
 
-needs.module("litellm")
+needs.installed("litellm")
 openai = needs.module("openai")
 
 from tests.gateway.harness import KEY_VAR, start  # noqa: E402

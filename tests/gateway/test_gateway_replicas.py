@@ -14,7 +14,7 @@ import pytest
 
 from tests import needs
 
-needs.module("litellm")
+needs.installed("litellm")
 openai = needs.module("openai")
 
 from deployments.backends import Backend  # noqa: E402

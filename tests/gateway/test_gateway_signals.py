@@ -17,7 +17,7 @@ import pytest
 
 from tests import needs
 
-needs.module("litellm")
+needs.installed("litellm")
 
 from tests.gateway.backends import free_port  # noqa: E402
 from tests.gateway.harness import KEY, KEY_VAR  # noqa: E402

@@ -9,7 +9,7 @@ import sys
 
 from tests import needs
 
-needs.module("litellm")
+needs.installed("litellm")
 
 IMPORT = "from uniroute.settings import apply_offline_environment; apply_offline_environment(); import litellm"
 
