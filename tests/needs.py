@@ -26,7 +26,7 @@ PINNED_MODULES = ("mlflow", "prefect", "duckdb", "dask", "distributed", "sklearn
                   "xdist")
 # Programs the suite runs (the Makefile's targets); CI needs them like any dependency.
 PROGRAMS = ("make",)
-# needs.module("NAME") in a test file: CI checks NAME before collecting.
+# needs.module("NAME") or needs.installed("NAME") in a test file: CI checks NAME before collecting.
 _MODULE_CALL = re.compile(r"^\s*(?:\w+\s*=\s*)?needs\.(?:module|installed)\(\s*['\"]([\w.]+)['\"]\s*\)", re.MULTILINE)
 
 
@@ -54,14 +54,18 @@ def module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError:
-        missing(f"the pinned dependency {name!r} (pip install -c requirements.lock -e '.[dev]')")
+        _missing_pinned(name)
 
 
 def installed(name: str) -> None:
     """A pinned dependency the test file does not use itself at import, found without importing it (`module`
     imports it: LiteLLM costs ~5 CPU-seconds, paid at collection by every xdist worker, running its tests or not)."""
     if _find_spec(name) is None:
-        missing(f"the pinned dependency {name!r} (pip install -c requirements.lock -e '.[dev]')")
+        _missing_pinned(name)
+
+
+def _missing_pinned(name: str) -> NoReturn:
+    missing(f"the pinned dependency {name!r} (pip install -c requirements.lock -e '.[dev]')")
 
 
 def program(name: str) -> str:

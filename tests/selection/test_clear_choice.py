@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.quality.auto_threshold import replayed_choices
 from uniroute.selection.selection import Z, clear_choice
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
@@ -27,8 +28,6 @@ def test_the_default_stays_unless_another_kind_clears_the_bar() -> None:
 def test_the_readmes_runs_served_what_the_rule_in_code_serves(dataset: str) -> None:
     run = json.loads((RESULTS / f"{dataset}.json").read_text())
     areas = run["per_trial_area"]
-    for t, sel in enumerate(run["per_trial_selection"]):
-        default = sel["default"]
-        chosen = clear_choice(sel["val_area"], default, {k: sel["pair_se"][k][default] for k in sel["val_area"]}, Z)
+    for t, (sel, chosen) in enumerate(zip(run["per_trial_selection"], replayed_choices(run, Z), strict=True)):
         assert chosen == sel["kind"], (dataset, t, chosen, sel["kind"])
         assert areas[chosen][t] == areas["auto"][t], (dataset, t, chosen)
