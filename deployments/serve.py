@@ -8,18 +8,21 @@ them for the length of a `with` block on a free port.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from contextlib import contextmanager
+from importlib.metadata import version
 from pathlib import Path
 
 from uniroute.settings import Settings, apply_offline_environment
 
 BIN = Path(sys.executable).parent
 HOST = "127.0.0.1"
+PREFECT_DATABASE = "prefect.db"  # Prefect's SQLite database under PREFECT_HOME, its default location
 # Warnings about a library's own code that a uniroute user can do nothing about, each matched by the start of its
 # message: the MLflow UI imports starlette.middleware.wsgi, which Starlette deprecates (every `make serve` logged it).
 QUIET_WARNINGS = ("ignore:starlette.middleware.wsgi is deprecated",)
@@ -86,6 +89,34 @@ def server_environment(settings: Settings) -> dict[str, str]:
     return env
 
 
+def prefect_database_template() -> Path:
+    """Where the environment keeps an empty Prefect database, migrated and with Prefect's block types registered, for
+    the installed Prefect release (deployments/prefect_template.py makes it; `make env` runs that)."""
+    return Path(sys.prefix) / "share" / "uniroute" / f"prefect-{version('prefect')}.db"
+
+
+def seed_prefect_database(settings: Settings) -> bool:
+    """Give a home that has no Prefect database a copy of the environment's template; whether it did.
+
+    A Prefect server's first start in a home runs every migration Prefect ships and registers its block types: that
+    start took 16-20 CPU-seconds here, a start on a database that had been started once 6-9 (2026-11-29). With the
+    copy, the first start is a later one. The server still checks the database's revision when it starts, so a copy
+    never skips a migration it needs; without a template (uniroute installed without `make env`) it migrates as before.
+    """
+    template, database = prefect_database_template(), settings.prefect_home / PREFECT_DATABASE
+    if database.exists() or not template.exists():
+        return False
+    settings.prefect_home.mkdir(parents=True, exist_ok=True)
+    # A copy under another name, then one rename: a server started meanwhile never opens half a file.
+    part = settings.prefect_home / f".{PREFECT_DATABASE}.{os.getpid()}.part"
+    try:
+        shutil.copyfile(template, part)
+        os.replace(part, database)
+    finally:
+        part.unlink(missing_ok=True)
+    return True
+
+
 def prefect_server_command(port: int) -> tuple[list[str], str]:
     """`prefect server start` on 127.0.0.1:port (SQLite under PREFECT_HOME), and its API URL."""
     return [str(BIN / "prefect"), "server", "start", "--host", HOST, "--port", str(port)], f"http://{HOST}:{port}/api"
@@ -120,7 +151,9 @@ def running(command: list[str], env: dict[str, str], log_path: Path, health_url:
 def prefect_server(settings: Settings, log_path: Path, port: int | None = None):
     """A Prefect server for the block (a free port unless given); yields its API URL."""
     command, url = prefect_server_command(port or free_port())
-    with running(command, server_environment(settings), log_path, f"{url}/health"):
+    env = server_environment(settings)
+    seed_prefect_database(settings)
+    with running(command, env, log_path, f"{url}/health"):
         yield url
 
 

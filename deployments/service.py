@@ -38,13 +38,14 @@ from deployments.serve import (
     mlflow_ui_command,
     port_is_free,
     prefect_server_command,
+    seed_prefect_database,
     server_environment,
     wait_for,
 )
 from uniroute.settings import Settings, SettingsError, settings_from_environment
 
 REPO = Path(__file__).resolve().parent.parent
-START_SECONDS = 180.0  # the Prefect server's first start migrates its SQLite database
+START_SECONDS = 180.0  # a Prefect server's first start migrates its SQLite database (without `make env`'s copy)
 SERVICE_ENV = "UNIROUTE_SERVICE"  # names the service a process was started as (its children inherit it)
 LOCK_FILE = "serve.lock"
 
@@ -259,6 +260,8 @@ def _start(settings: Settings, with_runner: bool, only: Sequence[str]) -> int:
     for service in wanted:
         print(f"starting {service.name} ...", flush=True)
         since = time.time() - 1
+        if service.name == "prefect-server":
+            seed_prefect_database(settings)
         proc = _launch(settings, service, env if service.health_url else env | {"PREFECT_API_URL": _api_url(settings)})
         try:
             if service.health_url:
