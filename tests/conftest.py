@@ -132,11 +132,16 @@ def shared_datasets() -> Path:
 
 @pytest.fixture(scope="session")
 def prefect_harness(tmp_path_factory):
-    """One real Prefect API (server subprocess with the trigger service) for the whole session."""
-    os.environ["PREFECT_HOME"] = str(tmp_path_factory.mktemp("prefect_home"))
-    from prefect.testing.utilities import prefect_test_harness
+    """One real Prefect server for the whole session, started as `make run` and `make serve` start theirs (`prefect
+    server start` with its trigger service, its database copied from the environment's template: Prefect's own test
+    harness migrated a new database, 10 CPU-seconds more). The session's clients talk to it through Prefect's settings,
+    as under that harness; a subprocess is given its URL."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=120):
-        from prefect.settings import PREFECT_API_URL
+    from deployments.serve import prefect_server
 
-        yield PREFECT_API_URL.value()
+    settings = Settings(home=tmp_path_factory.mktemp("prefect_server") / "home")
+    os.environ["PREFECT_HOME"] = str(settings.prefect_home)
+    with prefect_server(settings, settings.home / "prefect-server.log") as url, \
+            temporary_settings(updates={PREFECT_API_URL: url}):
+        yield url
