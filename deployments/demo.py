@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import shutil
 import subprocess
@@ -137,7 +138,16 @@ def routed_traffic(settings: Settings, logs: pd.DataFrame, gateway: DemoGateway,
     print(f"gateway {gateway.base_url} serves router {router_id}; sending {len(prompts)} test prompts with the "
           f"OpenAI client (model=\"uniroute\", {CONCURRENCY} at a time)", flush=True)
     started = time.monotonic()
-    sent = send_batch(gateway, prompts)
+    # The batch takes 10 s or more on two shared cores: a count every few seconds (make run's longest silence).
+    counted = itertools.count(1)  # next() is atomic: the sending threads count without a lock
+    done = 0
+
+    def one_answered() -> None:
+        nonlocal done
+        done = next(counted)
+
+    with heartbeat(lambda: f"sending: {done} of {len(prompts)} answered"):
+        sent = send_batch(gateway, prompts, answered=one_answered)
     took = time.monotonic() - started
     code = gateway.stop()
     failed = sent[sent.error.notna()]

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,9 +79,11 @@ def start_gateway(settings: Settings, models: Sequence[str], log: Path) -> DemoG
     return DemoGateway(backends, process, port, log)
 
 
-def send_batch(gateway: DemoGateway, prompts: pd.DataFrame, model: str = "uniroute") -> pd.DataFrame:
+def send_batch(gateway: DemoGateway, prompts: pd.DataFrame, model: str = "uniroute",
+               answered: Callable[[], None] | None = None) -> pd.DataFrame:
     """Each prompt sent as a chat request with the OpenAI client; per prompt its decision id (the response's
-    x-uniroute-decision-id header) and the model that answered (the response's `model`), or the error."""
+    x-uniroute-decision-id header) and the model that answered (the response's `model`), or the error. answered is
+    called after each response or error (from the sending threads)."""
     import openai
 
     client = openai.OpenAI(base_url=gateway.base_url, api_key="any", max_retries=0, timeout=60)
@@ -92,6 +94,9 @@ def send_batch(gateway: DemoGateway, prompts: pd.DataFrame, model: str = "unirou
                 model=model, messages=[{"role": "user", "content": text}])
         except openai.OpenAIError as exc:
             return None, None, f"{type(exc).__name__}: {exc}"
+        finally:
+            if answered is not None:
+                answered()
         return raw.headers.get("x-uniroute-decision-id"), raw.parse().model, None
 
     with ThreadPoolExecutor(CONCURRENCY) as pool:
