@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import os
 import shutil
 import subprocess
@@ -139,15 +138,9 @@ def routed_traffic(settings: Settings, logs: pd.DataFrame, gateway: DemoGateway,
           f"OpenAI client (model=\"uniroute\", {CONCURRENCY} at a time)", flush=True)
     started = time.monotonic()
     # The batch takes 10 s or more on two shared cores: a count every few seconds (make run's longest silence).
-    counted = itertools.count(1)  # next() is atomic: the sending threads count without a lock
-    done = 0
-
-    def one_answered() -> None:
-        nonlocal done
-        done = next(counted)
-
-    with heartbeat(lambda: f"sending: {done} of {len(prompts)} answered"):
-        sent = send_batch(gateway, prompts, answered=one_answered)
+    answered: list[None] = []  # list.append is atomic: the sending threads count without a lock
+    with heartbeat(lambda: f"sending: {len(answered)} of {len(prompts)} answered"):
+        sent = send_batch(gateway, prompts, answered=lambda: answered.append(None))
     took = time.monotonic() - started
     code = gateway.stop()
     failed = sent[sent.error.notna()]

@@ -8,7 +8,6 @@ there. Nothing else has used that server, so the copy holds no flow, run or depl
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 import tempfile
@@ -21,12 +20,13 @@ from deployments.serve import (
     free_port,
     prefect_database_template,
     prefect_server_command,
+    renamed_into_place,
     running,
     server_environment,
 )
 from uniroute.settings import Settings
 
-# Settings that would point the scratch server at another database than its own home's.
+# Settings that would point the scratch server at another database than its own home's, or at another server.
 DATABASE_SETTINGS = ("PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_URL")
 
 
@@ -42,15 +42,14 @@ def make_template(target: Path | None = None) -> Path:
         command, url = prefect_server_command(free_port())
         with running(command, env, Path(scratch) / "prefect-server.log", f"{url}/health"):
             pass  # started, migrated, answered: stopped on leaving the block
-        part = target.with_name(f".{target.name}.{os.getpid()}.part")
-        try:
-            with closing(sqlite3.connect(settings.prefect_home / PREFECT_DATABASE)) as source, \
-                    closing(sqlite3.connect(part)) as copy:
-                source.backup(copy)
-            os.replace(part, target)
-        finally:
-            part.unlink(missing_ok=True)
+        renamed_into_place(target, lambda part: _backup(settings.prefect_home / PREFECT_DATABASE, part))
     return target
+
+
+def _backup(database: Path, copy: Path) -> None:
+    """database copied to copy in one consistent piece (SQLite's backup: its write-ahead log included)."""
+    with closing(sqlite3.connect(database)) as source, closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
 
 
 def main() -> None:

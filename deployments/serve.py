@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
@@ -107,14 +108,19 @@ def seed_prefect_database(settings: Settings) -> bool:
     if database.exists() or not template.exists():
         return False
     settings.prefect_home.mkdir(parents=True, exist_ok=True)
-    # A copy under another name, then one rename: a server started meanwhile never opens half a file.
-    part = settings.prefect_home / f".{PREFECT_DATABASE}.{os.getpid()}.part"
+    renamed_into_place(database, lambda part: shutil.copyfile(template, part))
+    return True
+
+
+def renamed_into_place(target: Path, write: Callable[[Path], object]) -> None:
+    """write(part) fills a file beside target, which then becomes target in one rename: a server started meanwhile
+    never opens half a file, and a write that fails leaves neither target nor the part."""
+    part = target.with_name(f".{target.name}.{os.getpid()}.part")
     try:
-        shutil.copyfile(template, part)
-        os.replace(part, database)
+        write(part)
+        os.replace(part, target)
     finally:
         part.unlink(missing_ok=True)
-    return True
 
 
 def prefect_server_command(port: int) -> tuple[list[str], str]:
