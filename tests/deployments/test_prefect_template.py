@@ -83,7 +83,8 @@ def _head_revision() -> str:
 def test_the_environments_template_is_migrated_registered_and_empty() -> None:
     path = make_template()
     assert path == serve.prefect_database_template() and path.exists()
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+    # immutable: read without leaving a -shm file beside the environment's template (mode=ro makes one)
+    with closing(sqlite3.connect(f"file:{path}?immutable=1", uri=True)) as con:
         assert con.execute("select version_num from alembic_version").fetchall() == [(_head_revision(),)]
         assert con.execute("select count(*) from block_type").fetchone()[0] > 0
         for table in ("flow", "flow_run", "task_run", "deployment", "work_pool", "automation", "log", "variable"):

@@ -90,3 +90,22 @@ def test_concurrent_builders_build_once(tmp_path: Path) -> None:
         fingerprints = pool.starmap(build_in_child, [(str(tmp_path / "cache"), str(log))] * 2)
     assert len(set(fingerprints)) == 1
     assert len(log.read_text().split()) == 1  # the second process waited and reused the first one's build
+
+
+def test_a_home_without_the_file_reads_the_environments_and_one_with_it_keeps_its_own(tmp_path: Path) -> None:
+    environment = tmp_path / "environment"
+    built = artifacts.built_artifact(environment, "toy", RECIPE, lambda f: write_model(f, "environment's"))
+
+    def never(folder: Path) -> None:
+        raise AssertionError("built again although the environment has the file")
+
+    home_cache = tmp_path / "home" / "cache"
+    found = artifacts.built_artifact(home_cache, "toy", RECIPE, never, environment=environment)
+    assert found == built and not (home_cache / "embedders").exists()  # nothing written into the home
+    # Another recipe is not the environment's file: it is built into the home.
+    other = artifacts.built_artifact(home_cache, "toy", {**RECIPE, "setting": 2}, write_model, environment=environment)
+    assert other.path.parent == home_cache / "embedders"
+    # A home that built its own file before keeps it (its routers' ids name that fingerprint).
+    own = artifacts.built_artifact(tmp_path / "older home", "toy", RECIPE, lambda f: write_model(f, "its own"))
+    again = artifacts.built_artifact(tmp_path / "older home", "toy", RECIPE, never, environment=environment)
+    assert again == own and own.fingerprint != built.fingerprint

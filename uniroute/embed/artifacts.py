@@ -1,4 +1,10 @@
-"""Model files an embedder builds once, offline, into a cache folder: safe under concurrency and interruption."""
+"""Model files an embedder builds once, offline, into a cache folder: safe under concurrency and interruption.
+
+`make env` builds the default ones once for the whole environment (`deployments/embedder_files.py`, into
+ENVIRONMENT_FOLDER): a home whose own cache lacks a file reads the environment's, built from the same recipe,
+instead of building a copy (the static table's distillation is about half a minute of one core, and it was paid by
+every new home: `make run`'s first story, a new user's first `route`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +25,8 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 # How long a process waits for another one building the same artifact before giving up.
 LOCK_TIMEOUT_SECONDS = 1800.0
+# The environment's own built files (read only: nothing but `make env` writes there).
+ENVIRONMENT_FOLDER = Path(sys.prefix) / "share" / "uniroute"
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,13 @@ def _read_manifest(folder: Path) -> Artifact | None:
     return Artifact(folder, str(manifest["fingerprint"]), dict(manifest["recipe"]))
 
 
-def built_artifact(cache_dir: Path, name: str, recipe: dict[str, Any], build: Callable[[Path], None]) -> Artifact:
+def built_artifact(cache_dir: Path, name: str, recipe: dict[str, Any], build: Callable[[Path], None],
+                   environment: Path | None = ENVIRONMENT_FOLDER) -> Artifact:
     """The artifact `name` built from `recipe` under cache_dir, building it first if it is not there.
+
+    Found in cache_dir, it is that one; else, found under `environment` (the same layout, the same recipe key), it
+    is the environment's; else it is built into cache_dir. A home keeps the file it built before the environment had
+    one: its routers' embedder ids name that file's fingerprint.
 
     `build(folder)` writes the model files into an empty folder. It runs in a temporary folder beside the
     final one, which is renamed into place (atomic) only once the build and its manifest are complete, so a
@@ -68,6 +82,8 @@ def built_artifact(cache_dir: Path, name: str, recipe: dict[str, Any], build: Ca
     root = Path(cache_dir) / "embedders"
     final = root / f"{name}-{recipe_key(recipe)}"
     found = _read_manifest(final)
+    if found is None and environment is not None:
+        found = _read_manifest(Path(environment) / "embedders" / final.name)
     if found is not None:
         return found
     root.mkdir(parents=True, exist_ok=True)
