@@ -29,6 +29,8 @@ $(STAMP): pyproject.toml requirements.lock
 	@$(PIP) --label uniroute -- $(BIN)/pip install --progress-bar off -c requirements.lock -e '.[dev]'
 	@echo "==> preparing an empty Prefect database for new homes (about 20 s; each new home's server then starts 10 s sooner)"
 	@$(BIN)/python -m deployments.prefect_template
+	@echo "==> preparing an empty MLflow tracking store for new homes (a few seconds)"
+	@$(BIN)/python -m deployments.mlflow_template
 	@echo "==> building the static and ONNX embedders' model files from MiniLM for every home (about a minute)"
 	@$(BIN)/python -m deployments.embedder_files
 	@touch $(STAMP)

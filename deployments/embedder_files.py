@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 
 from uniroute.embed import BUILT_EMBEDDERS, make_embedder
-from uniroute.embed.artifacts import ENVIRONMENT_FOLDER
 from uniroute.embed.kinds import embedder_kind
+from uniroute.environment import ENVIRONMENT_FOLDER
 from uniroute.settings import apply_offline_environment
 
 # The built embedders that are not fitted to a build's prompts (static-tuned is, from these two files).

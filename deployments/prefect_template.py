@@ -8,11 +8,9 @@ there. Nothing else has used that server, so the copy holds no flow, run or depl
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 import tempfile
 import time
-from contextlib import closing
 from pathlib import Path
 
 from deployments.serve import (
@@ -23,6 +21,7 @@ from deployments.serve import (
     renamed_into_place,
     running,
     server_environment,
+    sqlite_backup,
 )
 from uniroute.settings import Settings
 
@@ -42,14 +41,8 @@ def make_template(target: Path | None = None) -> Path:
         command, url = prefect_server_command(free_port())
         with running(command, env, Path(scratch) / "prefect-server.log", f"{url}/health"):
             pass  # started, migrated, answered: stopped on leaving the block
-        renamed_into_place(target, lambda part: _backup(settings.prefect_home / PREFECT_DATABASE, part))
+        renamed_into_place(target, lambda part: sqlite_backup(settings.prefect_home / PREFECT_DATABASE, part))
     return target
-
-
-def _backup(database: Path, copy: Path) -> None:
-    """database copied to copy in one consistent piece (SQLite's backup: its write-ahead log included)."""
-    with closing(sqlite3.connect(database)) as source, closing(sqlite3.connect(copy)) as target:
-        source.backup(target)
 
 
 def main() -> None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
+from uniroute.environment import ENVIRONMENT_FOLDER
 from uniroute.settings import Settings, apply_offline_environment
 
 BIN = Path(sys.executable).parent
@@ -93,7 +95,7 @@ def server_environment(settings: Settings) -> dict[str, str]:
 def prefect_database_template() -> Path:
     """Where the environment keeps an empty Prefect database, migrated and with Prefect's block types registered, for
     the installed Prefect release (deployments/prefect_template.py makes it; `make env` runs that)."""
-    return Path(sys.prefix) / "share" / "uniroute" / f"prefect-{version('prefect')}.db"
+    return ENVIRONMENT_FOLDER / f"prefect-{version('prefect')}.db"
 
 
 def seed_prefect_database(settings: Settings) -> bool:
@@ -123,6 +125,12 @@ def renamed_into_place(target: Path, write: Callable[[Path], object]) -> None:
         part.unlink(missing_ok=True)
 
 
+def sqlite_backup(database: Path, copy: Path) -> None:
+    """database copied to copy in one consistent piece (SQLite's backup: its write-ahead log included)."""
+    with closing(sqlite3.connect(database)) as source, closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
+
+
 def prefect_server_command(port: int) -> tuple[list[str], str]:
     """`prefect server start` on 127.0.0.1:port (SQLite under PREFECT_HOME), and its API URL."""
     return [str(BIN / "prefect"), "server", "start", "--host", HOST, "--port", str(port)], f"http://{HOST}:{port}/api"
@@ -131,6 +139,10 @@ def prefect_server_command(port: int) -> tuple[list[str], str]:
 def mlflow_ui_command(settings: Settings, port: int) -> tuple[list[str], str]:
     """The MLflow UI over the tracking store under UNIROUTE_HOME on 127.0.0.1:port, and its URL."""
     settings.mlflow_artifacts.mkdir(parents=True, exist_ok=True)
+    # A new home's store from the environment's template. Imported here: `make stop` and `make status` need none of it.
+    from uniroute.pipeline.tracking.empty_store import seed_tracking_store
+
+    seed_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)
     command = [str(BIN / "mlflow"), "ui", "--backend-store-uri", settings.mlflow_uri,
                "--default-artifact-root", str(settings.mlflow_artifacts.resolve()),
                "--host", HOST, "--port", str(port), "--workers", "1"]  # one user's UI; the cores are shared

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+# What `make env` builds once for every home of this environment, beside the interpreter (read only afterwards): the
+# empty Prefect and MLflow databases new homes start from, the built embedders' model files.
+ENVIRONMENT_FOLDER = Path(sys.prefix) / "share" / "uniroute"
 
 # Every switch that stops a library from reaching the network or phoning home. Applied by the
 # edges (CLI, flows, tests) before anything heavy is imported; never at import time.

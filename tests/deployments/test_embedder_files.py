@@ -9,7 +9,7 @@ import pytest
 
 from deployments.embedder_files import ENVIRONMENT_EMBEDDERS, build_environment_files
 from uniroute import embed
-from uniroute.embed.artifacts import ENVIRONMENT_FOLDER
+from uniroute.environment import ENVIRONMENT_FOLDER
 
 
 @pytest.mark.slow  # builds the files if this environment has none (`make env` builds them): about a minute

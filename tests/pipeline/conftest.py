@@ -12,12 +12,13 @@ from uniroute.settings import Settings
 
 
 @pytest.fixture(scope="session")
-def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty MLflow SQLite store with its schema migrations applied (they take seconds; a copy is instant)."""
-    mlflow = needs.module("mlflow")
-    path = tmp_path_factory.mktemp("mlflow_template") / "mlflow.db"
-    mlflow.MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
+def migrated_db() -> Path:
+    """The environment's empty MLflow store, migrated (`make env` made it; made here if not), which new homes copy:
+    MLflow's migrations take seconds, a copy is instant. Never written: tests copy it."""
+    needs.module("mlflow")
+    from deployments.mlflow_template import make_template
+
+    return make_template()
 
 
 @pytest.fixture

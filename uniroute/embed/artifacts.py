@@ -13,20 +13,19 @@ import json
 import logging
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from uniroute.environment import ENVIRONMENT_FOLDER
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 # How long a process waits for another one building the same artifact before giving up.
 LOCK_TIMEOUT_SECONDS = 1800.0
-# The environment's own built files (read only: nothing but `make env` writes there).
-ENVIRONMENT_FOLDER = Path(sys.prefix) / "share" / "uniroute"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from uniroute.pipeline.tracking.client import (
     tracking_store,
 )
 from uniroute.pipeline.tracking.curve_png import plot_build_curves
+from uniroute.pipeline.tracking.empty_store import seed_tracking_store
 from uniroute.pipeline.tracking.model import register_router
 from uniroute.pipeline.tracking.relocate import relocate_tracking_store
 from uniroute.routers.tables import routing_tables, validation_proxy, validation_weights
@@ -230,6 +231,7 @@ def _forget_what_mlflow_lost(con: store.Connection, client: MlflowClient, experi
 def sync_mlflow(con: store.Connection, tracking_uri: str, artifact_root: Path,
                 registered_name: str = REGISTERED_NAME, published_dir: Path | None = None) -> SyncReport:
     """Bring MLflow in line with the store (see the module docstring); record what was logged in the store."""
+    seed_tracking_store(tracking_uri, artifact_root)
     report = SyncReport(relocated=relocate_tracking_store(tracking_uri, artifact_root))
     with tracking_store(tracking_uri) as client:
         experiment_id = experiment_id_of(client, artifact_root)
