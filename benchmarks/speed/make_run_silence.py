@@ -4,9 +4,10 @@ no phase silent over 10 s, the time after which a user thinks it is stuck).
 Runs `python -m deployments.demo` (what `make run` runs; `--command build`: `uniroute ingest` of the RouterBench
 subset, then `uniroute build`, timing the build only) in a fresh UNIROUTE_HOME under `--work`, unbuffered, and
 stamps every output line as it arrives (stdout and stderr merged, as on a terminal). Records the wall seconds, the
-number of lines, the longest gaps between consecutive lines and the line each gap came after. `--cold` also drops
-the built embedder models (the first `make run` on a machine builds the static model from MiniLM); by default the
-demo's own rule applies: a rerun keeps `cache/`.
+number of lines, the longest gaps between consecutive lines and the line each gap came after. `--cold` starts from
+a new home, as the first `make run` after `make env` does (the environment's built embedder files and empty Prefect
+and MLflow databases are there, nothing of the home's own); by default the demo's own rule applies: a rerun keeps
+`cache/`.
 
 Results: benchmarks/results/make_run_silence.json (`build_silence.json` for the build). Target: the longest gap
 under 10 s (on a quiet machine: the load average before and after is recorded; under load every phase stretches).
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/uniroute-bench-make-run"))
     parser.add_argument("--command", choices=list(RESULTS), default="make-run",
                         help="what to watch: the demo `make run` runs, or `uniroute build` on the RouterBench subset")
-    parser.add_argument("--cold", action="store_true", help="drop the built embedder models first")
+    parser.add_argument("--cold", action="store_true", help="start from a new home (its cache dropped too)")
     parser.add_argument("--out", type=Path, default=None, help="result JSON (default: per command, in "
                                                                 "benchmarks/results/)")
     args = parser.parse_args(argv)
