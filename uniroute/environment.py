@@ -1,5 +1,5 @@
-"""What the process environment says before pydantic is imported: the offline switches every edge sets, and the
-plain UNIROUTE_ values a one-prompt `uniroute route` needs.
+"""What the process environment says before pydantic is imported: the offline switches every edge sets, the
+plain UNIROUTE_ values a one-prompt `uniroute route` needs, and where the environment keeps what `make env` built.
 
 Importing pydantic and pydantic-settings costs a cold process about 0.25 s, half of what a one-prompt route may
 take. `quick_settings` reads the few settings that route uses when every UNIROUTE_ variable set is one it can read

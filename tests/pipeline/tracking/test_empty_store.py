@@ -44,7 +44,7 @@ def _default_location(db: Path) -> str:
 def test_a_new_home_gets_a_copy_and_a_home_with_a_store_keeps_it(settings: Settings, template: Path) -> None:
     assert empty_store.seed_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)
     db = settings.home / "mlflow.db"
-    assert "marker" in _tables(db) and _default_location(db) == str(settings.mlflow_artifacts.resolve() / "0")
+    assert "marker" in _tables(db) and _default_location(db) == (settings.mlflow_artifacts.resolve() / "0").as_uri()
     with closing(sqlite3.connect(db)) as con, con:
         con.execute("insert into marker values ('the home''s own')")
     assert not empty_store.seed_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)

@@ -4,7 +4,7 @@ MLflow makes a new SQLite tracking store by running every migration it ships: 2.
 one that exists (a new process each, 2026-11-30), paid by every new home's first sync (its first build's MLflow side,
 `make run`'s story) and by `make serve`'s MLflow UI. `make env` keeps one empty, migrated store per MLflow release
 among the environment's built files (deployments/mlflow_template.py). A home without mlflow.db gets a copy, its
-default experiment's artifact location set to the home's artifact root as MLflow's UI sets it there. MLflow still
+default experiment's artifact location set under the home's artifact root (where MLflow's UI would put it). MLflow still
 checks the copy's revision when it opens it, so a copy never skips a migration; without a template (uniroute
 installed without `make env`) MLflow creates the store as before.
 """
@@ -40,9 +40,10 @@ def seed_tracking_store(tracking_uri: str, artifact_root: Path) -> bool:
     try:
         shutil.copyfile(template, part)
         with closing(sqlite3.connect(part)) as con, con:
-            # Experiment 0, "Default", which MLflow makes with every store: uniroute logs to its own experiment.
+            # Experiment 0, "Default", which MLflow makes with every store (uniroute logs to its own experiment): a
+            # file URI under the home's root, as our experiment's, so a moved home's relocation rewrites it too.
             con.execute("update experiments set artifact_location = ? where experiment_id = 0",
-                        (str(Path(artifact_root).resolve() / "0"),))
+                        ((Path(artifact_root).resolve() / "0").as_uri(),))
         os.link(part, db_file)
     except FileExistsError:
         return False
