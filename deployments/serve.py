@@ -20,7 +20,7 @@ from contextlib import closing, contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
-from uniroute.environment import ENVIRONMENT_FOLDER
+from uniroute.environment import ENVIRONMENT_FOLDER, linked_into_place
 from uniroute.settings import Settings, apply_offline_environment
 
 BIN = Path(sys.executable).parent
@@ -110,8 +110,18 @@ def seed_prefect_database(settings: Settings) -> bool:
     if database.exists() or not template.exists():
         return False
     settings.prefect_home.mkdir(parents=True, exist_ok=True)
-    renamed_into_place(database, lambda part: shutil.copyfile(template, part))
-    return True
+    return linked_into_place(database, lambda part: shutil.copyfile(template, part))
+
+
+def seed_new_home(settings: Settings, service: str) -> None:
+    """Before a server starts in a home: the database it would create, copied from the environment's template where
+    the home has none (the Prefect server's; the MLflow UI's tracking store, as the first sync makes it)."""
+    if service == "prefect-server":
+        seed_prefect_database(settings)
+    elif service == "mlflow-ui":
+        from uniroute.pipeline.tracking.empty_store import seed_tracking_store  # `make stop` and `status` need none
+
+        seed_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)
 
 
 def renamed_into_place(target: Path, write: Callable[[Path], object]) -> None:
@@ -139,10 +149,6 @@ def prefect_server_command(port: int) -> tuple[list[str], str]:
 def mlflow_ui_command(settings: Settings, port: int) -> tuple[list[str], str]:
     """The MLflow UI over the tracking store under UNIROUTE_HOME on 127.0.0.1:port, and its URL."""
     settings.mlflow_artifacts.mkdir(parents=True, exist_ok=True)
-    # A new home's store from the environment's template. Imported here: `make stop` and `make status` need none of it.
-    from uniroute.pipeline.tracking.empty_store import seed_tracking_store
-
-    seed_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)
     command = [str(BIN / "mlflow"), "ui", "--backend-store-uri", settings.mlflow_uri,
                "--default-artifact-root", str(settings.mlflow_artifacts.resolve()),
                "--host", HOST, "--port", str(port), "--workers", "1"]  # one user's UI; the cores are shared
@@ -170,7 +176,7 @@ def prefect_server(settings: Settings, log_path: Path, port: int | None = None):
     """A Prefect server for the block (a free port unless given); yields its API URL."""
     command, url = prefect_server_command(port or free_port())
     env = server_environment(settings)
-    seed_prefect_database(settings)
+    seed_new_home(settings, "prefect-server")
     with running(command, env, log_path, f"{url}/health"):
         yield url
 
@@ -179,5 +185,6 @@ def prefect_server(settings: Settings, log_path: Path, port: int | None = None):
 def mlflow_ui(settings: Settings, log_path: Path, port: int | None = None):
     """The MLflow UI for the block (a free port unless given); yields its URL."""
     command, url = mlflow_ui_command(settings, port or free_port())
+    seed_new_home(settings, "mlflow-ui")
     with running(command, server_environment(settings), log_path, f"{url}/health"):
         yield url

@@ -38,7 +38,7 @@ from deployments.serve import (
     mlflow_ui_command,
     port_is_free,
     prefect_server_command,
-    seed_prefect_database,
+    seed_new_home,
     server_environment,
     wait_for,
 )
@@ -260,8 +260,7 @@ def _start(settings: Settings, with_runner: bool, only: Sequence[str]) -> int:
     for service in wanted:
         print(f"starting {service.name} ...", flush=True)
         since = time.time() - 1
-        if service.name == "prefect-server":
-            seed_prefect_database(settings)
+        seed_new_home(settings, service.name)
         proc = _launch(settings, service, env if service.health_url else env | {"PREFECT_API_URL": _api_url(settings)})
         try:
             if service.health_url:

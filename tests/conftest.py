@@ -115,8 +115,8 @@ def copy_of_empty_store(empty_store: Path, to: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def built_embedders_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache folder for the whole run. The default static and ONNX model files come from the environment (`make
-    env` built them); what it lacks (another quantisation, a table of other settings) is built into this once.
+    """One cache folder for the whole run. The default static and ONNX model files are copied into it from the
+    environment (`make env` built them); what it lacks (another quantisation) is built into it once.
 
     Under xdist the workers share it (their temporary roots sit in one folder): the library's build lock makes a
     second worker wait for the first's file instead of building its own (uniroute/embed/artifacts.py)."""

@@ -13,13 +13,32 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 # What `make env` builds once for every home of this environment, beside the interpreter (read only afterwards): the
 # empty Prefect and MLflow databases new homes start from, the built embedders' model files.
 ENVIRONMENT_FOLDER = Path(sys.prefix) / "share" / "uniroute"
+
+
+def linked_into_place(target: Path, write: Callable[[Path], object]) -> bool:
+    """write(part) fills a new file beside target, which then becomes target by a hard link, which never replaces a
+    file; whether it did. A file another process made at target meanwhile stays; a write that fails leaves neither
+    target nor the part; a filesystem without hard links makes nothing (False: the caller's way without a copy)."""
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    os.close(handle)
+    part = Path(name)
+    try:
+        write(part)
+        try:
+            os.link(part, target)
+        except OSError:  # FileExistsError: made meanwhile; EPERM or ENOTSUP: no hard links on this filesystem
+            return False
+        return True
+    finally:
+        part.unlink(missing_ok=True)
 
 # Every switch that stops a library from reaching the network or phoning home. Applied by the
 # edges (CLI, flows, tests) before anything heavy is imported; never at import time.

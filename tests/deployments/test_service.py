@@ -83,10 +83,12 @@ def test_stop_leaves_alone_a_process_that_merely_reuses_a_recorded_pid(home, cap
         other.wait()
 
 
+# -o: never rebuild the virtual environment's stamps (the environment may be shared).
+MAKE = ["make", "--no-print-directory", "-o", ".venv/.installed", "-o", ".venv/.prepared"]
+
+
 def _make(target: str, env: dict[str, str], timeout: float = 420) -> subprocess.CompletedProcess:
-    # -o: never rebuild the virtual environment's stamp (the environment may be shared).
-    return subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", target], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*MAKE, target], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def _get(url: str) -> int:
@@ -104,7 +106,7 @@ def test_make_serve_status_stop(tmp_path):
            "PYTHONPATH": str(REPO)}
     env.pop("PREFECT_API_URL", None)
     # Two at once: one starts the services, the other refuses (the lock, or the services it finds running).
-    racing = [subprocess.Popen(["make", "--no-print-directory", "-o", ".venv/.installed", "serve"], cwd=REPO, env=env,
+    racing = [subprocess.Popen([*MAKE, "serve"], cwd=REPO, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [(proc.wait(timeout=420), *proc.communicate()) for proc in racing]
     served = next((subprocess.CompletedProcess([], code, out, err) for code, out, err in outputs if code == 0),

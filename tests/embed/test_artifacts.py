@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -92,20 +93,34 @@ def test_concurrent_builders_build_once(tmp_path: Path) -> None:
     assert len(log.read_text().split()) == 1  # the second process waited and reused the first one's build
 
 
-def test_a_home_without_the_file_reads_the_environments_and_one_with_it_keeps_its_own(tmp_path: Path) -> None:
+def test_a_home_without_the_file_copies_the_environments_and_one_with_it_keeps_its_own(tmp_path: Path) -> None:
     environment = tmp_path / "environment"
     built = artifacts.built_artifact(environment, "toy", RECIPE, lambda f: write_model(f, "environment's"))
+    assert built.files == ("model.bin",)
+    (built.path / "model.bin.derived").write_text("a reader's own file beside the build")
 
     def never(folder: Path) -> None:
         raise AssertionError("built again although the environment has the file")
 
     home_cache = tmp_path / "home" / "cache"
-    found = artifacts.built_artifact(home_cache, "toy", RECIPE, never, environment=environment)
-    assert found == built and not (home_cache / "embedders").exists()  # nothing written into the home
+    copied = artifacts.built_artifact(home_cache, "toy", RECIPE, never, environment=environment)
+    assert copied.path.parent == home_cache / "embedders" and copied.fingerprint == built.fingerprint
+    assert sorted(p.name for p in copied.path.iterdir()) == ["manifest.json", "model.bin"]  # the build's files only
+    assert artifacts.built_artifact(home_cache, "toy", RECIPE, never, environment=None) == copied  # the home's now
     # Another recipe is not the environment's file: it is built into the home.
     other = artifacts.built_artifact(home_cache, "toy", {**RECIPE, "setting": 2}, write_model, environment=environment)
-    assert other.path.parent == home_cache / "embedders"
+    assert other.path.parent == home_cache / "embedders" and other.fingerprint != built.fingerprint
     # A home that built its own file before keeps it (its routers' ids name that fingerprint).
     own = artifacts.built_artifact(tmp_path / "older home", "toy", RECIPE, lambda f: write_model(f, "its own"))
     again = artifacts.built_artifact(tmp_path / "older home", "toy", RECIPE, never, environment=environment)
     assert again == own and own.fingerprint != built.fingerprint
+
+
+def test_an_environment_manifest_without_its_files_is_built_instead(tmp_path: Path) -> None:
+    environment = tmp_path / "environment"
+    built = artifacts.built_artifact(environment, "toy", RECIPE, lambda f: write_model(f, "environment's"))
+    manifest = json.loads((built.path / artifacts.MANIFEST).read_text())
+    del manifest["files"]  # as written before builds listed their files
+    (built.path / artifacts.MANIFEST).write_text(json.dumps(manifest))
+    home = artifacts.built_artifact(tmp_path / "cache", "toy", RECIPE, write_model, environment=environment)
+    assert home.fingerprint != built.fingerprint and (home.path / "model.bin").read_text() == "weights"

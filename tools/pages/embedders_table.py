@@ -362,8 +362,8 @@ def render(result: dict[str, Any]) -> str:
         "evaluation once on every prompt's text (no label, score or split enters the fit). Once fitted it embeds "
         "at `static`'s rate; its build first embeds those texts through `minilm-onnx`, so the rule below ranks it "
         "by its teacher's rate, after the teacher. It is not in the speed table (no vectors before a fit).",
-        "Model files are built on first use into `$UNIROUTE_HOME/cache/embedders/` and reused; their "
-        "fingerprint is part of the id.", ""]
+        "Model files are made on first use in `$UNIROUTE_HOME/cache/embedders/` (copied from the ones `make env` "
+        "built, else built) and reused; their fingerprint is part of the id.", ""]
     parts += ["## Speed and agreement with `minilm`", ""]
     if "throughput" in result:
         repeats = result["throughput"].get("repeats")

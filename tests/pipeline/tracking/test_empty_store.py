@@ -13,7 +13,7 @@ import pytest
 
 from deployments import serve
 from deployments.mlflow_template import make_template
-from uniroute import store
+from uniroute import environment, store
 from uniroute.pipeline.tracking import empty_store
 from uniroute.pipeline.tracking.client import tracking_store
 from uniroute.pipeline.tracking.sync import sync_mlflow
@@ -93,8 +93,20 @@ def test_the_first_sync_and_make_serves_ui_start_from_the_template(settings: Set
         sync_mlflow(s.con, settings.mlflow_uri, settings.mlflow_artifacts)
     assert "marker" in _tables(settings.home / "mlflow.db")
     other = Settings(home=tmp_path / "other")
-    serve.mlflow_ui_command(other, 5000)
+    serve.mlflow_ui_command(other, 5000)  # what `make status` and `make stop` build too: no store made
+    assert not (other.home / "mlflow.db").exists()
+    serve.seed_new_home(other, "mlflow-ui")  # before `make serve` and `make run` start the UI
     assert "marker" in _tables(other.home / "mlflow.db")
+
+
+def test_a_filesystem_without_hard_links_leaves_the_store_to_mlflow(settings: Settings, template: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_hard_links(source: Path, target: Path) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(environment.os, "link", no_hard_links)
+    assert not empty_store.seed_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)
+    assert list(settings.home.iterdir()) == []
 
 
 def test_the_environments_template_is_migrated_and_empty(tmp_path: Path) -> None:

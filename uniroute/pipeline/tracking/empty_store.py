@@ -11,14 +11,13 @@ installed without `make env`) MLflow creates the store as before.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 from contextlib import closing
 from importlib.metadata import version
 from pathlib import Path
 
-from uniroute.environment import ENVIRONMENT_FOLDER
+from uniroute.environment import ENVIRONMENT_FOLDER, linked_into_place
 from uniroute.pipeline.tracking.relocate import tracking_store_file
 
 
@@ -30,23 +29,20 @@ def tracking_store_template() -> Path:
 def seed_tracking_store(tracking_uri: str, artifact_root: Path) -> bool:
     """Give a sqlite:/// tracking URI whose file does not exist a copy of the environment's template; whether it did.
 
-    The copy is written beside the store's place and linked there in one step that never replaces a file: a store
-    another process made meanwhile stays, and a copy that fails halfway leaves nothing."""
+    The copy is written beside the store's place and linked there in one step that never replaces a file
+    (environment.linked_into_place): a store another process made meanwhile stays, a copy that fails halfway leaves
+    nothing, and where the filesystem has no hard links MLflow makes the store as before."""
     db_file, template = tracking_store_file(tracking_uri), tracking_store_template()
     if db_file is None or db_file.exists() or not template.exists():
         return False
     db_file.parent.mkdir(parents=True, exist_ok=True)
-    part = db_file.with_name(f".{db_file.name}.{os.getpid()}.part")
-    try:
+
+    def copy(part: Path) -> None:
         shutil.copyfile(template, part)
         with closing(sqlite3.connect(part)) as con, con:
             # Experiment 0, "Default", which MLflow makes with every store (uniroute logs to its own experiment): a
             # file URI under the home's root, as our experiment's, so a moved home's relocation rewrites it too.
             con.execute("update experiments set artifact_location = ? where experiment_id = 0",
                         ((Path(artifact_root).resolve() / "0").as_uri(),))
-        os.link(part, db_file)
-    except FileExistsError:
-        return False
-    finally:
-        part.unlink(missing_ok=True)
-    return True
+
+    return linked_into_place(db_file, copy)
