@@ -1,9 +1,9 @@
 """`make env`'s step that builds the built embedders' model files once for the whole environment.
 
 The static table (distilled from MiniLM: every vocabulary token through the transformer, about half a minute of one
-core) and the ONNX export of MiniLM are built into the environment's folder (uniroute/embed/artifacts.py,
-ENVIRONMENT_FOLDER), under the same recipe keys a home's cache uses. A home without its own copy then reads these:
-`make run`'s first story and a new home's first `route` start without building anything.
+core) and the ONNX export of MiniLM are built into the environment's folder (uniroute/environment.py,
+ENVIRONMENT_FOLDER), under the same recipe keys a home's cache uses. A home without its own copy then copies these
+(uniroute/embed/artifacts.py): `make run`'s first story and a new home's first `route` build nothing.
 """
 
 from __future__ import annotations

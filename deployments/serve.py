@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -122,23 +120,6 @@ def seed_new_home(settings: Settings, service: str) -> None:
         from uniroute.pipeline.tracking.empty_store import seed_tracking_store  # `make stop` and `status` need none
 
         seed_tracking_store(settings.mlflow_uri, settings.mlflow_artifacts)
-
-
-def renamed_into_place(target: Path, write: Callable[[Path], object]) -> None:
-    """write(part) fills a file beside target, which then becomes target in one rename: a server started meanwhile
-    never opens half a file, and a write that fails leaves neither target nor the part."""
-    part = target.with_name(f".{target.name}.{os.getpid()}.part")
-    try:
-        write(part)
-        os.replace(part, target)
-    finally:
-        part.unlink(missing_ok=True)
-
-
-def sqlite_backup(database: Path, copy: Path) -> None:
-    """database copied to copy in one consistent piece (SQLite's backup: its write-ahead log included)."""
-    with closing(sqlite3.connect(database)) as source, closing(sqlite3.connect(copy)) as target:
-        source.backup(target)
 
 
 def prefect_server_command(port: int) -> tuple[list[str], str]:
